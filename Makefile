@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: test demo lint unit integration cluster clean venv
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+## The whole suite, as CI runs it: lint, types, layers, then every test tier.
+test: $(VENV)/.installed
+	hack/ensure-postgres
+	$(MAKE) lint
+	$(PY) -m pytest tests
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+unit: $(VENV)/.installed
+	$(PY) -m pytest tests/unit
+
+integration: $(VENV)/.installed
+	hack/ensure-postgres
+	$(PY) -m pytest tests/integration
+
+cluster: $(VENV)/.installed
+	$(PY) -m pytest tests/cluster
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,11 @@
+"""Sundial: a Kubernetes-native job scheduler on PostgreSQL.
+
+The public surface is kept small on purpose; everything not named in ``__all__``
+is private and may change without notice.
+"""
+
+from __future__ import annotations
+
+__all__ = ["__version__"]
+
+__version__ = "0.1.0.dev0"

@@ -1,0 +1,1 @@
+"""See DESIGN.md section 2 for what this layer owns."""

@@ -1,0 +1,1 @@
+"""Throwaway infrastructure for the demo and the tests (never used in production)."""
