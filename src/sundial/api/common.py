@@ -48,9 +48,14 @@ class CelRule:
 
     rule: str
     message: str
+    field_path: str | None = None
+    """Where the apiserver reports a violation, relative to the node (e.g. ``.maxBackfill``)."""
 
     def as_schema(self) -> dict[str, str]:
-        return {"rule": self.rule, "message": self.message}
+        schema = {"rule": self.rule, "message": self.message}
+        if self.field_path is not None:
+            schema["fieldPath"] = self.field_path
+        return schema
 
 
 def cel_rules(*rules: CelRule) -> dict[str, Any]:
@@ -122,6 +127,7 @@ class HandlerSpec(ApiModel):
 RETRY_CAP_NOT_BELOW_BASE = CelRule(
     rule="self.backoffCapSeconds >= self.backoffBaseSeconds",
     message="retry.backoffCapSeconds must be at least retry.backoffBaseSeconds",
+    field_path=".backoffCapSeconds",
 )
 
 
@@ -147,6 +153,7 @@ class RetrySpec(ApiModel):
 EXIT_CODE_ZERO_NOT_IN = CelRule(
     rule="self.operator != 'In' || !self.values.exists(v, v == 0)",
     message="exit code 0 means success and cannot be matched with operator In",
+    field_path=".values",
 )
 
 
@@ -262,6 +269,7 @@ START_TIMEOUT_ONLY_FOR_PODS = CelRule(
         " && self.handler.executionModel == 'pod')"
     ),
     message="startTimeoutSeconds applies only to Pod jobs (template or executionModel pod)",
+    field_path=".startTimeoutSeconds",
 )
 JOB_RULES = (EXACTLY_ONE_OF_HANDLER_OR_TEMPLATE, START_TIMEOUT_ONLY_FOR_PODS)
 

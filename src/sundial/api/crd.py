@@ -69,7 +69,8 @@ SCHEDULED_JOB = Resource(
         _column("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
         _column("Active", "integer", ".status.activeCount"),
         _column("Last Schedule", "date", ".status.lastScheduleTime"),
-        _column("Next Schedule", "date", ".status.nextScheduleTime"),
+        # A string, not a date: kubectl prints a future date column as <invalid>.
+        _column("Next Schedule", "string", ".status.nextScheduleTime"),
         AGE,
         _column("Queue", "string", ".spec.queue", priority=1),
         _column("Handler", "string", ".spec.handler.name", priority=1),

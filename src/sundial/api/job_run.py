@@ -43,6 +43,7 @@ EXACTLY_ONE_OF_JOB_REF_OR_JOB = common.CelRule(
 RUN_AT_OR_DELAY = common.CelRule(
     rule="!(has(self.runAt) && has(self.delaySeconds))",
     message="set at most one of runAt or delaySeconds",
+    field_path=".delaySeconds",
 )
 JOB_SOURCE_IS_FIXED = common.CelRule(
     rule="has(self.jobRef) == has(oldSelf.jobRef) && has(self.job) == has(oldSelf.job)",
@@ -51,11 +52,13 @@ JOB_SOURCE_IS_FIXED = common.CelRule(
 CANCEL_IS_FINAL = common.CelRule(
     rule="!oldSelf.cancel || self.cancel",
     message="a cancelled JobRun cannot be un-cancelled",
+    field_path=".cancel",
 )
 IMMUTABLE = common.CelRule(rule="self == oldSelf", message="this field is immutable")
 NOT_ITS_OWN_DEPENDENCY = common.CelRule(
     rule="!has(self.spec.dependsOn) || !(self.metadata.name in self.spec.dependsOn)",
     message="a JobRun cannot depend on itself",
+    field_path=".spec.dependsOn",
 )
 
 

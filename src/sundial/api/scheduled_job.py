@@ -30,6 +30,7 @@ TIME_ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,3}$"
 MAX_BACKFILL_ONLY_WITH_BACKFILL = common.CelRule(
     rule="!has(self.maxBackfill) || self.missedFirePolicy == 'Backfill'",
     message="maxBackfill is only valid with missedFirePolicy Backfill",
+    field_path=".maxBackfill",
 )
 SCHEDULE_RULES = (*common.JOB_RULES, MAX_BACKFILL_ONLY_WITH_BACKFILL)
 

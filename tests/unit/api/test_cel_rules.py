@@ -119,6 +119,11 @@ def test_rule_compiles_and_names_only_declared_fields(
             assert field in current.get("properties", {}), f"{rule['rule']}: no field {field}"
             current = current["properties"][field]
     assert rule["message"] and len(rule["message"]) < 128
+    if "fieldPath" in rule:  # the apiserver requires a path through declared properties
+        current = node
+        for field in rule["fieldPath"].strip(".").split("."):
+            assert field in current.get("properties", {}), f"fieldPath {rule['fieldPath']}"
+            current = current["properties"][field]
 
 
 def test_every_rule_message_is_unique_per_node() -> None:

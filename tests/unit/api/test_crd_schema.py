@@ -166,6 +166,15 @@ def test_printer_columns_match_the_design() -> None:
     assert columns("JobRun") == ["JOB", "PHASE", "ATTEMPT", "REASON", "STARTED", "DURATION", "AGE"]
 
 
+def test_future_times_are_string_columns_since_kubectl_shows_future_dates_as_invalid() -> None:
+    [column] = [
+        c
+        for c in CRDS["ScheduledJob"]["spec"]["versions"][0]["additionalPrinterColumns"]
+        if c["jsonPath"] == ".status.nextScheduleTime"
+    ]
+    assert column["type"] == "string"
+
+
 @pytest.mark.parametrize("kind", sorted(CRDS))
 def test_printer_columns_point_at_declared_fields(kind: str) -> None:
     schema = schema_of(kind)
