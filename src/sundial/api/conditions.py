@@ -3,12 +3,19 @@
 Each is a named constant documented once, here. They are ``StrEnum`` members, so they are plain
 strings on the wire (``Ready``, ``MissSchedule``) and a typo is a NameError, not a silent miss.
 Condition reasons must match metav1's reason pattern (CamelCase, no spaces); a unit test checks
-every member.
+every member. ``set_condition`` applies metav1's rule that ``lastTransitionTime`` moves only when
+the status changes, with the time passed in rather than read from a clock.
 """
 
 from __future__ import annotations
 
+import datetime
 import enum
+from collections.abc import Sequence
+
+from sundial.api import common
+
+MAX_MESSAGE_LENGTH = 32768
 
 
 class ConditionType(enum.StrEnum):
@@ -86,3 +93,44 @@ class EventReason(enum.StrEnum):
     """Warning: a run used up its retries and was dead-lettered (replayable)."""
     OOM_KILLED = "OOMKilled"
     """Warning: an attempt was killed for running out of memory."""
+
+
+def find_condition(
+    conditions: Sequence[common.Condition] | None, condition_type: str
+) -> common.Condition | None:
+    """The condition of ``condition_type``, or None."""
+    return next((c for c in conditions or () if c.type == condition_type), None)
+
+
+def set_condition(
+    conditions: Sequence[common.Condition] | None,
+    condition_type: str,
+    status: common.ConditionStatus,
+    reason: str,
+    message: str,
+    *,
+    now: datetime.datetime,
+    observed_generation: int | None = None,
+) -> list[common.Condition]:
+    """``conditions`` with ``condition_type`` set: replaced in place, or appended if new.
+
+    ``lastTransitionTime`` is kept while the status stays the same (a changed reason or message is
+    not a transition), as metav1 specifies; ``message`` is cut to the schema's bound.
+    """
+    previous = find_condition(conditions, condition_type)
+    if previous is not None and previous.status == status:
+        transition_time = previous.last_transition_time
+    else:
+        transition_time = now
+    updated = common.Condition(
+        type=condition_type,
+        status=status,
+        reason=reason,
+        message=message[:MAX_MESSAGE_LENGTH],
+        last_transition_time=transition_time,
+        observed_generation=observed_generation,
+    )
+    result = [updated if c.type == condition_type else c for c in conditions or ()]
+    if previous is None:
+        result.append(updated)
+    return result
