@@ -50,6 +50,6 @@ class UnknownTimeZoneError(SchedulingError):
 
 
 class InvalidPolicyError(SchedulingError):
-    """A policy field (``spreadSeconds``, ``maxBackfill``, ``quarantineAfter``, ...) is out of range."""
+    """A policy field (``spreadSeconds``, ``maxBackfill``, ``quarantineAfter``, ...) is invalid."""
 
     reason = "InvalidPolicy"
