@@ -29,8 +29,8 @@ costs milliseconds, not seconds; the counts are then lower bounds.
 
 from __future__ import annotations
 
+import collections
 import enum
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -139,61 +139,72 @@ def decide(
     if next_fire_time > now:
         return FireDecision((), next_fire_time, 0, 0, 0, 0, 0, 0, 0, False)
 
-    following = schedule.next_fire_after(now)
-    newest = schedule.previous_fire_at_or_before(now)
-    if newest < next_fire_time:
-        return FireDecision((), following, 0, 0, 0, 0, 0, 0, 0, False)
-
-    deadline = rules.starting_deadline_seconds
     earliest_startable = next_fire_time
-    if deadline is not None:
-        earliest_startable = max(next_fire_time, now - timedelta(seconds=deadline))
+    if rules.starting_deadline_seconds is not None:
+        deadline = timedelta(seconds=rules.starting_deadline_seconds)
+        earliest_startable = max(next_fire_time, now - deadline)
+    keep = rules.max_backfill if rules.policy is MissedFirePolicy.BACKFILL else 1
 
-    past_deadline, past_capped = _count(schedule, next_fire_time, earliest_startable - _TICK)
-    startable, startable_capped = _count(schedule, earliest_startable, now)
+    # One forward pass over the due fires: the common case (a single fire, on time) costs two
+    # steps of the schedule. Past MAX_COUNTED_FIRES, stop counting and find the newest fires
+    # from the other end instead.
+    past_deadline = startable = 0
+    newest_startable: collections.deque[datetime] = collections.deque(maxlen=keep)
+    newest: datetime | None = None
+    capped = False
+    moment = schedule.next_fire_after(next_fire_time - _TICK)
+    while moment <= now:
+        newest = moment
+        if moment < earliest_startable:
+            past_deadline += 1
+        else:
+            startable += 1
+            newest_startable.append(moment)
+        if past_deadline + startable >= MAX_COUNTED_FIRES:
+            capped = True
+            break
+        moment = schedule.next_fire_after(moment)
+    if newest is None:
+        return FireDecision((), moment, 0, 0, 0, 0, 0, 0, 0, False)
+
+    following = moment
+    if capped:
+        newest = schedule.previous_fire_at_or_before(now)
+        following = schedule.next_fire_after(now)
+        newest_startable.clear()
+        newest_startable.extend(_newest(schedule, newest, earliest_startable, keep))
+        startable = max(startable, _count(schedule, earliest_startable, now))
+
     due = past_deadline + startable
-    on_time = now - newest <= rules.on_time_tolerance and startable > 0
-
-    if rules.policy is MissedFirePolicy.SKIP:
-        keep = 1 if on_time else 0
-    elif rules.policy is MissedFirePolicy.BACKFILL:
-        keep = rules.max_backfill
-    else:
-        keep = 1
-    created = _newest(schedule, newest, earliest_startable, keep)
+    on_time = newest >= earliest_startable and now - newest <= rules.on_time_tolerance
+    if rules.policy is MissedFirePolicy.SKIP and not on_time:
+        newest_startable.clear()
+    created = tuple(newest_startable)
 
     ran = 1 if created else 0
-    backfilled = len(created) - ran
     coalesced = startable - len(created) if rules.policy is MissedFirePolicy.COALESCE else 0
-    skipped = due - len(created) - coalesced
     return FireDecision(
         fire_times=created,
         next_fire_time=following,
         due=due,
         missed=due - (1 if on_time else 0),
         ran=ran,
-        backfilled=backfilled,
+        backfilled=len(created) - ran,
         coalesced=coalesced,
-        skipped=skipped,
+        skipped=due - len(created) - coalesced,
         skipped_past_deadline=past_deadline,
-        counts_capped=past_capped or startable_capped,
+        counts_capped=capped,
     )
 
 
-def _count(schedule: cron.Schedule, first: datetime, last: datetime) -> tuple[int, bool]:
+def _count(schedule: cron.Schedule, first: datetime, last: datetime) -> int:
     """How many fire times lie in ``[first, last]``, stopping at ``MAX_COUNTED_FIRES``."""
-    if last < first:
-        return 0, False
     count = 0
-    for _ in _fires_from(schedule, first, last):
+    for _ in cron.fire_times(schedule, first - _TICK, last):
         count += 1
         if count == MAX_COUNTED_FIRES:
-            return count, True
-    return count, False
-
-
-def _fires_from(schedule: cron.Schedule, first: datetime, last: datetime) -> Iterator[datetime]:
-    return cron.fire_times(schedule, first - _TICK, last)
+            break
+    return count
 
 
 def _newest(

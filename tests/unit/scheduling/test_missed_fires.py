@@ -230,3 +230,17 @@ def test_from_spec_defaults_to_coalesce() -> None:
     assert MissedFireRules.from_spec("Backfill", 5, 60) == MissedFireRules(
         MissedFirePolicy.BACKFILL, 5, 60
     )
+
+
+def test_a_year_behind_with_a_deadline_backfills_only_inside_the_deadline() -> None:
+    every_minute = cron.parse_schedule("* * * * *")
+    rules = MissedFireRules(
+        MissedFirePolicy.BACKFILL, max_backfill=10, starting_deadline_seconds=270
+    )
+    decision = missed_fires.decide(
+        every_minute, at(0, 0) - timedelta(days=365), at(12, 5, 30), rules
+    )
+    assert decision.fire_times == tuple(at(12, minute) for minute in range(1, 6))
+    assert decision.counts_capped
+    assert decision.next_fire_time == at(12, 6)
+    assert_outcomes_partition_the_due_fires(decision)
