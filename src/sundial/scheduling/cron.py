@@ -26,6 +26,7 @@ two rules above. Fire times strictly increase and every one is a UTC instant.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -170,8 +171,12 @@ class CronSchedule:
             yield step(datetime).replace(tzinfo=None)
 
 
+@functools.lru_cache(maxsize=16384)
 def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule | IntervalSchedule:
     """Compile the ``schedule`` and ``timeZone`` fields of a ScheduledJob.
+
+    Results are immutable and cached (a trigger loop sees the same few expressions thousands of
+    times a minute); errors are not cached.
 
     Raises ``InvalidScheduleError`` or ``UnknownTimeZoneError`` with a message naming the field.
     ``time_zone`` ``None`` or ``""`` means UTC, like an omitted ``timeZone``.
