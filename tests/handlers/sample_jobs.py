@@ -59,7 +59,7 @@ async def async_sleep(args: Sleep, ctx: sundial.JobContext) -> None:
 
 @sundial.job("sample.async_block", args_model=Sleep)
 async def async_block(args: Sleep, ctx: sundial.JobContext) -> None:
-    time.sleep(args.seconds)  # deliberately blocks the event loop
+    time.sleep(args.seconds)  # noqa: ASYNC251 (deliberately blocks the event loop)
 
 
 @sundial.job("sample.report", execution_model="thread", args_model=Report, dependency="reports-db")

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pathlib
 
-import handlers.sample_jobs  # noqa: F401  (registers the sample handlers)
 import pytest
+
+import handlers.sample_jobs  # noqa: F401  (registers the sample handlers)
 
 TESTS_DIR = pathlib.Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,9 @@ from typing import Any
 from sundial.runner import invocation
 
 
-def invoke(handler: str, args: dict[str, Any] | None = None, **fields: Any) -> invocation.Invocation:
+def invoke(
+    handler: str, args: dict[str, Any] | None = None, **fields: Any
+) -> invocation.Invocation:
     fields.setdefault("run_id", "run-1")
     fields.setdefault("attempt", 1)
     fields.setdefault("idempotency_key", "key-1")

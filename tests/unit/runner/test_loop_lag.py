@@ -28,7 +28,7 @@ async def test_a_handler_blocking_the_loop_shows_up_in_loop_lag() -> None:
 async def test_an_idle_loop_has_small_lag_and_reset_starts_a_new_period() -> None:
     monitor = loop_lag.LoopLagMonitor(interval_seconds=0.005)
     monitor.start()
-    time.sleep(0.1)  # a block the monitor must see
+    time.sleep(0.1)  # noqa: ASYNC251 (a block the monitor must see)
     await asyncio.sleep(0.05)
     assert monitor.reset_max() >= 0.05
     assert monitor.max_seconds == 0.0

@@ -6,9 +6,9 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from handlers import sample_jobs
 from runner_helpers import eventually, invoke
 
+from handlers import sample_jobs
 from sundial.runner import outcomes, registry
 from sundial.runner.executors import thread_executor
 
@@ -29,11 +29,15 @@ def gate() -> tuple[str, threading.Event]:
     del sample_jobs.GATES[name]
 
 
-async def test_success_runs_off_the_event_loop_thread(executor: thread_executor.ThreadExecutor) -> None:
+async def test_success_runs_off_the_event_loop_thread(
+    executor: thread_executor.ThreadExecutor,
+) -> None:
     assert await executor.run(invoke("sample.thread_ok")) == outcomes.Succeeded()
 
 
-async def test_validated_model_reaches_the_handler(executor: thread_executor.ThreadExecutor) -> None:
+async def test_validated_model_reaches_the_handler(
+    executor: thread_executor.ThreadExecutor,
+) -> None:
     ok = await executor.run(invoke("sample.report", {"day": "2020-01-31", "pages": 2}))
     assert ok == outcomes.Succeeded()
     bad = await executor.run(invoke("sample.report", {"day": "2020-01-31", "pages": 0}))
