@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sundial.observability import metrics
 from sundial.runner import invocation, outcomes, registry
-from sundial.runner.executors import base
+from sundial.runner.executors import base, thread_executor
 
 
 class ExecutorRouter:
@@ -41,6 +42,18 @@ class ExecutorRouter:
             )
         return await executor.run(job)
 
+    def track(self, runner_metrics: metrics.RunnerMetrics) -> None:
+        """Export every executor's saturation (and leaked thread slots) at scrape time."""
+        for executor in self._executors.values():
+            _track(runner_metrics, executor)
+
     async def close(self) -> None:
         for executor in self._executors.values():
             await executor.close()
+
+
+def _track(runner_metrics: metrics.RunnerMetrics, executor: base.Executor) -> None:
+    runner_metrics.track_pool(executor.name, lambda: executor.size, lambda: executor.busy)
+    if isinstance(executor, thread_executor.ThreadExecutor):
+        threads = executor
+        runner_metrics.track_leaked_thread_slots(lambda: threads.leaked)
