@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sundial.runner import outcomes
+
 Clock = Callable[[], float]
 
 
@@ -98,6 +100,20 @@ class CircuitBreaker:
     def record_failure(self) -> None:
         self._record(ok=False)
 
+    def record(self, outcome: outcomes.Outcome) -> None:
+        """Record an attempt's outcome, counting only what says something about the
+        dependency: success, a handler error or a timeout. Cancellations, bad args, unknown
+        handlers and process crashes are the job's business, not the downstream's.
+        """
+        verdict = says_about_dependency(outcome)
+        if verdict is True:
+            self.record_success()
+        elif verdict is False:
+            self.record_failure()
+        elif self._state is State.HALF_OPEN:
+            # A probe that told us nothing frees its slot for another probe.
+            self._probes_in_flight = max(self._probes_in_flight - 1, 0)
+
     def failure_rate(self) -> float:
         self._prune()
         if not self._calls:
@@ -146,6 +162,19 @@ class CircuitBreaker:
         horizon = self._clock() - self.policy.window_seconds
         while self._calls and self._calls[0][0] < horizon:
             self._calls.popleft()
+
+
+def says_about_dependency(outcome: outcomes.Outcome) -> bool | None:
+    """True: the dependency worked; False: it may have failed; None: no information."""
+    match outcome:
+        case outcomes.Succeeded():
+            return True
+        case outcomes.TimedOut():
+            return False
+        case outcomes.Failed(failure_class=outcomes.FailureClass.HANDLER_ERROR):
+            return False
+        case _:
+            return None
 
 
 class RetryBudget:

@@ -66,6 +66,7 @@ async def test_a_bystander_in_a_broken_pool_is_not_blamed(
 async def test_timeout_kills_the_worker_and_the_next_job_succeeds(
     executor: process_executor.ProcessExecutor,
 ) -> None:
+    await executor.run(invoke("sample.process_ok"))  # a worker is up: the timeout is the job's
     outcome = await executor.run(
         invoke("sample.process_sleep", {"seconds": 60}, timeout_seconds=0.5)
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sundial.runner import breaker
+from sundial.runner import breaker, outcomes
 
 
 class FakeClock:
@@ -112,3 +112,27 @@ def test_policy_rejects_nonsense() -> None:
         breaker.BreakerPolicy(failure_rate_threshold=0)
     with pytest.raises(ValueError, match="min_calls"):
         breaker.BreakerPolicy(min_calls=0)
+
+
+def test_only_outcomes_that_speak_about_the_dependency_count() -> None:
+    circuit = breaker.CircuitBreaker(POLICY, clock=FakeClock())
+    for _ in range(4):
+        circuit.record(outcomes.Failed("bad", outcomes.FailureClass.BAD_ARGS))
+        circuit.record(outcomes.Cancelled())
+        circuit.record(outcomes.Crashed("segfault"))
+    assert circuit.state is breaker.State.CLOSED
+    for _ in range(2):
+        circuit.record(outcomes.Failed("503 from payments-api"))
+        circuit.record(outcomes.TimedOut("slow", 5.0))
+    assert circuit.state is breaker.State.OPEN
+
+
+def test_an_uninformative_probe_frees_its_slot() -> None:
+    clock = FakeClock()
+    circuit = tripped(clock)
+    clock.advance(30)
+    assert circuit.admit().verdict is breaker.Verdict.PROBE
+    circuit.record(outcomes.Cancelled())
+    assert circuit.admit().verdict is breaker.Verdict.PROBE
+    circuit.record(outcomes.Succeeded())
+    assert circuit.state is breaker.State.CLOSED

@@ -60,7 +60,8 @@ async def test_timeout_leaks_the_slot_until_the_thread_returns(
     executor: thread_executor.ThreadExecutor, gate: tuple[str, threading.Event]
 ) -> None:
     name, event = gate
-    outcome = await executor.run(invoke("sample.thread_gate", {"gate": name}, timeout_seconds=0.05))
+    # Generous, so the thread has surely started (a still-queued job is dropped, not leaked).
+    outcome = await executor.run(invoke("sample.thread_gate", {"gate": name}, timeout_seconds=0.5))
     assert isinstance(outcome, outcomes.TimedOut)
     assert "leaked" in outcome.error
     assert executor.leaked == 1
@@ -86,3 +87,20 @@ async def test_cancellation_reports_cancelled_and_signals_the_thread(
     job.cancel.set()
     assert await running == outcomes.Cancelled()
     await eventually(lambda: executor.busy == 0 and executor.leaked == 0)
+
+
+async def test_a_queued_job_that_times_out_never_leaks(
+    executor: thread_executor.ThreadExecutor, gate: tuple[str, threading.Event]
+) -> None:
+    name, event = gate
+    blockers = [
+        asyncio.ensure_future(executor.run(invoke("sample.thread_gate", {"gate": name})))
+        for _ in range(2)
+    ]
+    await eventually(lambda: executor.busy == 2)
+    queued = await executor.run(invoke("sample.thread_ok", timeout_seconds=0.05))
+    assert isinstance(queued, outcomes.TimedOut)
+    assert "never started" in queued.error
+    assert executor.leaked == 0
+    event.set()
+    assert await asyncio.gather(*blockers) == [outcomes.Succeeded(), outcomes.Succeeded()]

@@ -24,6 +24,13 @@ DEFAULT_TIMEOUT_SECONDS = 300.0
 
 
 class Executor(Protocol):
+    """``run`` never raises for what a handler does; it returns the attempt's outcome.
+
+    ``size`` and ``busy`` are for sizing claims (claim at most ``size - busy`` runs) and for
+    the saturation metric; executors queue rather than reject work beyond ``size``, and a
+    queued attempt's timeout is already running.
+    """
+
     name: str
 
     async def run(self, invocation: invocation_module.Invocation) -> outcomes.Outcome: ...

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from sundial.runner import context, invocation, outcomes
 from sundial.runner import registry as registry_module
@@ -37,7 +39,7 @@ class ThreadExecutor:
 
     @property
     def busy(self) -> int:
-        """Slots in use, leaked ones included."""
+        """Threads running a handler, leaked ones included (queued jobs are not)."""
         with self._lock:
             return self._busy
 
@@ -61,10 +63,7 @@ class ThreadExecutor:
             fire_time=job.fire_time,
             cancel_event=stop_event,
         )
-        with self._lock:
-            self._busy += 1
-        future = self._pool.submit(base.call_sync, handler.function, prepared.args, ctx)
-        future.add_done_callback(self._release)
+        future = self._pool.submit(self._call, handler.function, prepared.args, ctx)
         try:
             stop = await base.wait_for(
                 base.bridge(future), seconds=prepared.timeout_seconds, cancel=job.cancel
@@ -79,25 +78,36 @@ class ThreadExecutor:
                 return outcomes.Succeeded()
             return outcomes.Failed(error_text)
         stop_event.set()
-        self._leak(future)
+        leaked = self._leak(future)
         if stop is base.Stop.CANCELLED:
             return outcomes.Cancelled()
+        if not leaked:
+            why = f"it never started: all {self._size} threads were busy"
+        else:
+            why = "threads cannot be killed, so its slot stays leaked until it returns"
         return outcomes.TimedOut(
-            f"handler {handler.name!r} did not finish within {prepared.timeout_seconds:g}s; "
-            "threads cannot be killed, so its slot stays leaked until it returns",
+            f"handler {handler.name!r} did not finish within {prepared.timeout_seconds:g}s; " + why,
             prepared.timeout_seconds,
         )
 
-    def _leak(self, future: concurrent.futures.Future[str | None]) -> None:
-        if future.cancel():  # still queued: it never holds a slot
-            return
+    def _leak(self, future: concurrent.futures.Future[str | None]) -> bool:
+        """Count the slot as leaked unless the job was still queued (then drop it)."""
+        if future.cancel():
+            return False
         with self._lock:
             self._leaked += 1
         future.add_done_callback(self._unleak)
+        return True
 
-    def _release(self, future: concurrent.futures.Future[str | None]) -> None:
+    def _call(self, function: Callable[..., Any], args: Any, ctx: context.JobContext) -> str | None:
+        """Runs in the pool thread, so ``busy`` counts running handlers, not queued ones."""
         with self._lock:
-            self._busy -= 1
+            self._busy += 1
+        try:
+            return base.call_sync(function, args, ctx)
+        finally:
+            with self._lock:
+                self._busy -= 1
 
     def _unleak(self, future: concurrent.futures.Future[str | None]) -> None:
         with self._lock:
