@@ -24,6 +24,7 @@ import multiprocessing.queues
 import os
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -78,6 +79,10 @@ class _Pool:
             initializer=_initialize_worker,
             initargs=(self.started,),
         )
+        # Start every worker at the first submit instead of one per submit: a worker spawned
+        # by a submit while the pool is breaking is missed by the pool's own terminate-all,
+        # and its manager thread then joins that live worker forever (CPython 3.11).
+        self.executor._safe_to_dynamically_spawn_children = False  # type: ignore[attr-defined]
         self.processes: dict[int, multiprocessing.process.BaseProcess] = {}
         self.pid_of: dict[str, int] = {}
         self.killed_by_us = False
@@ -97,10 +102,26 @@ class _Pool:
 
     def kill(self) -> None:
         self.killed_by_us = True
+        self._kill_known()
+
+    def _kill_known(self) -> None:
         self.note_processes()
         for process in self.processes.values():
             if process.exitcode is None:
                 process.kill()
+
+    def retire(self) -> None:
+        """Blocking: end a broken or killed generation for good, whatever its workers do.
+
+        Keeps killing every worker the pool knows of until its manager thread has finished
+        cleaning up, so a straggler can never leave that thread joining a live process.
+        """
+        manager: threading.Thread | None = getattr(self.executor, "_executor_manager_thread", None)
+        deadline = time.monotonic() + 30
+        while manager is not None and manager.is_alive() and time.monotonic() < deadline:
+            self._kill_known()
+            manager.join(0.1)
+        self.shutdown()
 
     def shutdown(self) -> None:
         """Blocking: joins the executor's threads and workers."""
@@ -208,14 +229,9 @@ class ProcessExecutor:
         pool.drain_started()
         pid = pool.pid_of.get(token)
         process = pool.processes.get(pid) if pid is not None else None
-        if process is not None:
-            await asyncio.to_thread(process.join, 10)
+        exitcode = await asyncio.to_thread(_exit_code, process) if process is not None else None
         # The pool SIGTERMs the survivors after a worker dies; the culprit exited some other way.
-        culprit = (
-            not pool.killed_by_us
-            and process is not None
-            and process.exitcode not in (None, 0, -signal.SIGTERM)
-        )
+        culprit = not pool.killed_by_us and exitcode not in (None, 0, -signal.SIGTERM)
         if not culprit:
             return outcomes.Crashed(
                 f"handler {handler!r} was running in a process pool that broke or was killed "
@@ -223,10 +239,9 @@ class ProcessExecutor:
                 outcomes.FailureClass.POOL_RESTARTED,
             )
         self._crashes[handler] += 1
-        assert process is not None
         return outcomes.Crashed(
             f"the worker process running handler {handler!r} died "
-            f"(pid {pid}, {_describe_exit(process.exitcode)}); the pool was rebuilt. "
+            f"(pid {pid}, {_describe_exit(exitcode)}); the pool was rebuilt. "
             f"{error}",
             outcomes.FailureClass.PROCESS_CRASHED,
         )
@@ -237,7 +252,7 @@ class ProcessExecutor:
             return
         self._pool = _Pool(self._mp_context, self._size)
         self._rebuilds += 1
-        retire = asyncio.ensure_future(asyncio.to_thread(pool.shutdown))
+        retire = asyncio.ensure_future(asyncio.to_thread(pool.retire))
         self._retired.add(retire)
         retire.add_done_callback(self._retired.discard)
 
@@ -245,9 +260,25 @@ class ProcessExecutor:
         pool = self._pool
         if self._busy:
             pool.kill()
-        await asyncio.to_thread(pool.shutdown)
+            await asyncio.to_thread(pool.retire)
+        else:
+            await asyncio.to_thread(pool.shutdown)
         if self._retired:
             await asyncio.gather(*self._retired, return_exceptions=True)
+
+
+def _exit_code(process: multiprocessing.process.BaseProcess) -> int | None:
+    """Blocking: the worker's exit code, once it is reaped.
+
+    The pool's own manager thread joins its workers at the same time; whichever thread's
+    ``waitpid`` loses the race sees ECHILD and, for a moment, ``exitcode`` is still None
+    until the winner stores it. So wait for the process, then poll for the stored code.
+    """
+    process.join(10)
+    deadline = time.monotonic() + 10
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return process.exitcode
 
 
 def _describe_exit(exitcode: int | None) -> str:
