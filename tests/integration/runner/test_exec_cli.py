@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from sundial.runner import exec_command
+
+SUNDIAL_EXEC = [sys.executable, "-m", "sundial", "exec"]
 
 
 def sundial_exec(
@@ -17,7 +21,7 @@ def sundial_exec(
 ) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, **child_env, **env}
     return subprocess.run(
-        [sys.executable, "-m", "sundial", "exec", *argv],
+        [*SUNDIAL_EXEC, *argv],
         env=environment,
         capture_output=True,
         text=True,
@@ -65,3 +69,25 @@ def test_missing_handlers_option_is_a_usage_error(child_env: dict[str, str]) -> 
     result = sundial_exec(child_env, "sample.sub_ok")
     assert result.returncode == exec_command.EXIT_USAGE
     assert "--handlers" in result.stderr
+
+
+def test_sigterm_cancels_a_cooperative_handler_with_exit_143(
+    child_env: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    child = subprocess.Popen(
+        [*SUNDIAL_EXEC, "sample.sub_cooperative", "--handlers", "handlers.sample_jobs"],
+        env={**os.environ, **child_env, "SUNDIAL_ARGS": f'{{"pid_file": "{pid_file}"}}'},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()):  # the handler is running
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.02)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == exec_command.EXIT_CANCELLED
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
