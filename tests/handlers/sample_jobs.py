@@ -158,3 +158,8 @@ def echo_context(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     pathlib.Path(args["out"]).write_text(
         f"{ctx.run_id}|{ctx.attempt}|{ctx.idempotency_key}|{ctx.fire_time}|{args.get('n')}"
     )
+
+
+@sundial.job("sample.env_probe", execution_model="subprocess")
+def env_probe(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    pathlib.Path(args["out"]).write_text("\n".join(sorted(os.environ)))

@@ -82,3 +82,19 @@ async def test_cancellation_sends_sigterm_and_a_cooperative_child_exits(
     outcome = await running
     assert isinstance(outcome, outcomes.Cancelled)
     assert not is_alive(pid)
+
+
+async def test_the_child_does_not_inherit_database_credentials(
+    executor: subprocess_executor.SubprocessExecutor,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SUNDIAL_DATABASE_URL", "postgresql://runner:secret@db/sundial")
+    monkeypatch.setenv("PGPASSWORD", "secret")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://runner:secret@db/sundial")
+    out = tmp_path / "env"
+    outcome = await executor.run(invoke("sample.env_probe", {"out": str(out)}))
+    assert outcome == outcomes.Succeeded()
+    names = set(out.read_text().split())
+    assert {"SUNDIAL_DATABASE_URL", "PGPASSWORD", "DATABASE_URL"}.isdisjoint(names)
+    assert {"SUNDIAL_RUN_ID", "SUNDIAL_ATTEMPT", "SUNDIAL_IDEMPOTENCY_KEY", "PATH"} <= names

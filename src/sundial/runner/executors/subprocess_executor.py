@@ -6,6 +6,10 @@ grandchildren included. On timeout or cancellation the group gets SIGTERM (the h
 cancellation event is set and it may clean up), then SIGKILL after ``grace_seconds``. The
 child's exit code (see ``exec_command``) becomes the outcome; the tail of its stderr becomes
 the error text.
+
+The child does not inherit the runner's database credentials: variables the runner is
+configured with (``SUNDIAL_*``), libpq's (``PG*``) and ``DATABASE_URL`` are dropped before the
+run's own ``SUNDIAL_*`` variables are added (DESIGN.md section 9: jobs get no credentials).
 """
 
 from __future__ import annotations
@@ -15,13 +19,18 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sundial.runner import exec_command, invocation, outcomes
 from sundial.runner import registry as registry_module
 from sundial.runner.executors import base
 
 STDERR_TAIL_BYTES = 16_000
+
+
+def is_runner_secret(name: str) -> bool:
+    """The default filter for variables a child must not inherit from the runner."""
+    return name.startswith(("SUNDIAL_", "PG")) or name == "DATABASE_URL"
 
 
 class SubprocessExecutor:
@@ -36,6 +45,7 @@ class SubprocessExecutor:
         python: str = sys.executable,
         extra_env: Mapping[str, str] | None = None,
         handler_modules: Sequence[str] | None = None,
+        withhold_env: Callable[[str], bool] = is_runner_secret,
     ) -> None:
         self._handlers = handlers
         self._size = max_concurrency
@@ -43,6 +53,7 @@ class SubprocessExecutor:
         self._python = python
         self._extra_env = dict(extra_env or {})
         self._handler_modules = tuple(handler_modules or ())
+        self._withhold_env = withhold_env
         self._children: dict[int, asyncio.subprocess.Process] = {}
 
     @property
@@ -66,7 +77,7 @@ class SubprocessExecutor:
         command = [self._python, "-m", "sundial", "exec", handler.name]
         for module in modules:
             command += ["--handlers", module]
-        env = dict(os.environ)
+        env = {name: value for name, value in os.environ.items() if not self._withhold_env(name)}
         env.update(self._extra_env)
         env.update(
             exec_command.environment_for(
