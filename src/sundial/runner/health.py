@@ -48,11 +48,8 @@ class HealthServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = site._server  # aiohttp has no public accessor for the bound socket
-        if self.port == 0 and server is not None:
-            sockets = getattr(server, "sockets", None) or []
-            if sockets:
-                self.port = int(sockets[0].getsockname()[1])
+        if self.port == 0:
+            self.port = int(self._runner.addresses[0][1])
         return self.port
 
     async def stop(self) -> None:
