@@ -86,6 +86,7 @@ class _Pool:
         self.processes: dict[int, multiprocessing.process.BaseProcess] = {}
         self.pid_of: dict[str, int] = {}
         self.killed_by_us = False
+        self.killed_pids: set[int] = set()
         self._queue_lock = threading.Lock()
         self._queue_closed = False
 
@@ -106,8 +107,9 @@ class _Pool:
 
     def _kill_known(self) -> None:
         self.note_processes()
-        for process in self.processes.values():
-            if process.exitcode is None:
+        for pid, process in list(self.processes.items()):
+            if _still_running(pid):
+                self.killed_pids.add(pid)
                 process.kill()
 
     def retire(self) -> None:
@@ -230,8 +232,12 @@ class ProcessExecutor:
         pid = pool.pid_of.get(token)
         process = pool.processes.get(pid) if pid is not None else None
         exitcode = await asyncio.to_thread(_exit_code, process) if process is not None else None
-        # The pool SIGTERMs the survivors after a worker dies; the culprit exited some other way.
-        culprit = not pool.killed_by_us and exitcode not in (None, 0, -signal.SIGTERM)
+        # After a worker dies the pool SIGTERMs the survivors and we SIGKILL stragglers; the
+        # culprit is the one that died some other way (its own exit code, SIGSEGV, OOM).
+        killed_by_pool_or_us = exitcode in (None, 0, -signal.SIGTERM) or (
+            exitcode == -signal.SIGKILL and pid in pool.killed_pids
+        )
+        culprit = not pool.killed_by_us and not killed_by_pool_or_us
         if not culprit:
             return outcomes.Crashed(
                 f"handler {handler!r} was running in a process pool that broke or was killed "
@@ -265,6 +271,15 @@ class ProcessExecutor:
             await asyncio.to_thread(pool.shutdown)
         if self._retired:
             await asyncio.gather(*self._retired, return_exceptions=True)
+
+
+def _still_running(pid: int) -> bool:
+    """Peek (without reaping) whether a child has not exited yet: a dead worker that is not
+    reaped yet must not be "killed", or its real cause of death would be mistaken for ours."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # already reaped
+        return False
 
 
 def _exit_code(process: multiprocessing.process.BaseProcess) -> int | None:
