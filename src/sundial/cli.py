@@ -34,3 +34,37 @@ def crds(output: pathlib.Path | None) -> None:
         path = output / crd.file_name(resource)
         path.write_text(crd.render(resource), encoding="utf-8")
         click.echo(f"wrote {path}")
+
+
+@main.command("exec")
+@click.argument("handler")
+@click.option(
+    "--handlers",
+    "handler_modules",
+    multiple=True,
+    required=True,
+    help="Module that registers handlers with @sundial.job (repeatable).",
+)
+@click.option(
+    "--args-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="JSON object of arguments; defaults to the SUNDIAL_ARGS environment variable.",
+)
+def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None) -> None:
+    """Run one registered HANDLER in the foreground; the exit code is the outcome.
+
+    0 succeeded, 1 the handler raised, 3 bad arguments, 4 unknown handler, 5 a handlers
+    module failed to import, 6 bad SUNDIAL_* environment, 143 cancelled by SIGTERM.
+    """
+    import os
+    import sys
+
+    from sundial.runner import exec_command
+
+    try:
+        args_text = exec_command.read_args(args_file, os.environ)
+    except OSError as error:
+        click.echo(f"cannot read --args-file: {error}", err=True)
+        sys.exit(exec_command.EXIT_BAD_ARGS)
+    sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
