@@ -68,3 +68,13 @@ def create_job(dsn: str, name: str = "job", **overrides: Any) -> uuid.UUID:
 @pytest.fixture
 def job(store_dsn: str) -> uuid.UUID:
     return create_job(store_dsn)
+
+
+@pytest.fixture
+def make_job(store_dsn: str) -> Callable[..., uuid.UUID]:
+    """``make_job(name, **columns)`` inserts a job definition into this test's database."""
+
+    def make(name: str = "job", **overrides: Any) -> uuid.UUID:
+        return create_job(store_dsn, name, **overrides)
+
+    return make
