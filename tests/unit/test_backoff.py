@@ -44,7 +44,11 @@ def test_retry_numbers_start_at_one() -> None:
     cap=st.floats(min_value=0, max_value=10_000),
     seed=st.integers(),
 )
-def test_delay_stays_within_zero_and_the_cap(retry: int, base: float, cap: float, seed: int) -> None:
-    delay = backoff.delay_seconds(retry, base_seconds=base, cap_seconds=cap, rng=random.Random(seed))
+def test_delay_stays_within_zero_and_the_cap(
+    retry: int, base: float, cap: float, seed: int
+) -> None:
+    delay = backoff.delay_seconds(
+        retry, base_seconds=base, cap_seconds=cap, rng=random.Random(seed)
+    )
     assert 0.0 <= delay <= cap
     assert delay <= base * 2 ** min(retry - 1, 62)

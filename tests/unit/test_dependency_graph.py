@@ -35,7 +35,9 @@ def test_an_edge_to_an_undefined_node_is_refused() -> None:
         st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60
     ).map(lambda edges: (n, edges))
 ))  # fmt: skip
-def test_acyclic_graphs_are_ordered_and_cyclic_ones_refused(graph: tuple[int, list[tuple[int, int]]]) -> None:
+def test_acyclic_graphs_are_ordered_and_cyclic_ones_refused(
+    graph: tuple[int, list[tuple[int, int]]],
+) -> None:
     n, edges = graph
     # Edges from a higher to a lower number can never form a cycle.
     forward = {f"n{i}": sorted({f"n{b}" for a, b in edges if a == i and b < i}) for i in range(n)}

@@ -8,7 +8,8 @@ import uuid
 
 import psycopg
 
-from sundial.store import claims, pool as store_pool
+from sundial.store import claims
+from sundial.store import pool as store_pool
 
 RUNS = 10_000
 WORKERS = 3
@@ -65,5 +66,7 @@ def test_concurrent_claimers_complete_every_run_exactly_once(
     assert len(set(finished)) == RUNS
     assert {attempt for per_worker in results for _, attempt in per_worker} == {1}
     with psycopg.connect(store_dsn) as conn:
-        rows = conn.execute("SELECT state, attempt, count(*) FROM job_runs GROUP BY 1, 2").fetchall()
+        rows = conn.execute(
+            "SELECT state, attempt, count(*) FROM job_runs GROUP BY 1, 2"
+        ).fetchall()
     assert rows == [("completed", 1, RUNS)]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from sundial.store import claims, pool as store_pool, runs
+from sundial.store import claims, runs
+from sundial.store import pool as store_pool
 
 
-async def claim_ids(pool: store_pool.Pool, worker: str, limit: int = 10) -> dict[int, claims.ClaimedRun]:
+async def claim_ids(
+    pool: store_pool.Pool, worker: str, limit: int = 10
+) -> dict[int, claims.ClaimedRun]:
     return {run.id: run for run in await claims.claim(pool, worker, limit=limit)}
 
 
@@ -30,7 +33,9 @@ async def test_diamond_child_is_released_exactly_once_when_parents_finish_togeth
             assert set(held) == {left, right}
             barrier = asyncio.Barrier(2)
 
-            async def finish(pool: store_pool.Pool, run: claims.ClaimedRun) -> claims.FinishResult:
+            async def finish(
+                pool: store_pool.Pool, run: claims.ClaimedRun, barrier: asyncio.Barrier = barrier
+            ) -> claims.FinishResult:
                 async with pool.connection() as conn:
                     await conn.execute("SELECT 1")  # a connection is ready before the barrier
                 await barrier.wait()
@@ -45,9 +50,7 @@ async def test_diamond_child_is_released_exactly_once_when_parents_finish_togeth
             assert child.id == bottom.run_id
             await claims.finish(left_pool, "w", [claims.Outcome.succeeded(child)])
         async with left_pool.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT state, count(*) FROM job_runs GROUP BY state"
-            )
+            cursor = await conn.execute("SELECT state, count(*) FROM job_runs GROUP BY state")
             assert await cursor.fetchall() == [("completed", 800)]
     finally:
         await left_pool.close()

@@ -10,7 +10,8 @@ import psycopg
 import pytest
 
 from sundial.scheduling.failures import FailureClass
-from sundial.store import claims, pool as store_pool, reaper, runs
+from sundial.store import claims, reaper, runs
+from sundial.store import pool as store_pool
 
 SHORT_LEASE = 0.4
 

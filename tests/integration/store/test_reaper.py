@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-
-from sundial.store import claims, errors, monitoring, pool as store_pool, reaper, runs
-
 from test_fencing import SHORT_LEASE, wait_for_lease_expiry
+
+from sundial.store import claims, errors, monitoring, reaper, runs
+from sundial.store import pool as store_pool
 
 
 async def test_vanished_worker_run_is_rerun_then_dead_lettered_then_replayed(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import uuid
 
-from sundial.store import claims, pool as store_pool, reaper, runs
+from sundial.store import claims, reaper, runs
+from sundial.store import pool as store_pool
 
 
-async def test_submitted_run_is_claimed_and_completed(pool: store_pool.Pool, job: uuid.UUID) -> None:
+async def test_submitted_run_is_claimed_and_completed(
+    pool: store_pool.Pool, job: uuid.UUID
+) -> None:
     submitted = await runs.submit(pool, job, args={"x": 1})
     assert submitted.created and submitted.state == "pending"
     claimed = await claims.claim(pool, "w1", queues=["default"], limit=5)

@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from sundial.store import claims, errors, pool as store_pool, reaper, runs
+from sundial.store import claims, errors, reaper, runs
+from sundial.store import pool as store_pool
 
 TABLES = ("job_runs", "job_run_deps", "idempotency_keys", "schedule_fires", "job_run_attempts")
 
@@ -165,7 +166,9 @@ async def test_reused_key_with_different_args_is_refused(
 ) -> None:
     first = await runs.submit(pool, job, args={"n": 1}, idempotency_key="k")
     before = snapshot(store_dsn)
-    with pytest.raises(errors.IdempotencyConflictError, match=f"already used for run {first.run_id}"):
+    with pytest.raises(
+        errors.IdempotencyConflictError, match=f"already used for run {first.run_id}"
+    ):
         await runs.submit(pool, job, args={"n": 2}, idempotency_key="k")
     assert snapshot(store_dsn) == before
 
