@@ -2,16 +2,15 @@
 cancelled or lease-expired attempt, in month partitions (retention is DROP PARTITION).
 
 The attempt that completes a run writes no row — the run row describes it — so the common
-path (claim, succeed) costs no extra insert. A month partition is created the first time a
-row needs it, inside a savepoint, so a long-running process never fails at a month boundary.
+path (claim, succeed) costs no extra insert. ``sundial_record_attempts`` creates the month's
+partition the first time a row needs it, so a long-running process never fails at a month
+boundary. ``claims.finish`` records through the same function inside ``sundial_finish``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-
-import psycopg
 
 from sundial.store import queries
 from sundial.store.pool import Connection
@@ -43,10 +42,4 @@ async def record(conn: Connection, ended: list[EndedAttempt]) -> None:
         "failure_reasons": [a.failure_reason for a in ended],
         "errors": [a.error for a in ended],
     }
-    try:
-        async with conn.transaction():
-            await conn.execute(queries.get("record_attempts"), params)
-    except psycopg.errors.CheckViolation:
-        # "no partition of relation job_run_attempts found for row": make this month's.
-        await conn.execute("SELECT sundial_ensure_month_partition(now())")
-        await conn.execute(queries.get("record_attempts"), params)
+    await conn.execute(queries.get("record_attempts"), params)

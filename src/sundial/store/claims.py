@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial.scheduling import backoff, failures
-from sundial.store import attempts, dependencies, queries
+from sundial.store import queries
 from sundial.store.pool import Pool
 
 __all__ = [
@@ -205,26 +205,12 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Outcome]) -> Finish
         "terminal_states": [None if r is None else r.terminal_state for r in rules],
         "infra_limit": failures.INFRASTRUCTURE_RETRY_LIMIT,
     }
-    async with pool.connection() as conn, conn.transaction():
+    async with pool.connection() as conn:
+        # One statement: the outcome, its dependents and the attempt history commit together.
         cursor = await conn.execute(queries.get("finish"), params)
         rows = await cursor.fetchall()
-        states: dict[int, str] = {}
-        completed_upstream: list[int] = []
-        doomed_upstream: dict[int, str] = {}
-        ended: list[attempts.EndedAttempt] = []
-        for run_id, attempt, state, has_dependents, started_at, owner, failure, error in rows:
-            states[run_id] = state
-            if failure is not None:
-                ended.append(
-                    attempts.EndedAttempt(run_id, attempt, owner, started_at, state, failure, error)
-                )
-            if has_dependents and state == "completed":
-                completed_upstream.append(run_id)
-            elif has_dependents and state not in ("retry_wait", "completed"):
-                doomed_upstream[run_id] = state
-        released = await dependencies.release_dependents(conn, completed_upstream)
-        released.update(await dependencies.fail_dependents(conn, doomed_upstream))
-        await attempts.record(conn, ended)
+    states = {run_id: state for run_id, state, is_dependent in rows if not is_dependent}
+    released = {run_id: state for run_id, state, is_dependent in rows if is_dependent}
     return FinishResult(
         states=states,
         lost=frozenset(o.run_id for o in outcomes if o.run_id not in states),

@@ -27,8 +27,7 @@ async def release_dependents(conn: Connection, completed_ids: Sequence[int]) -> 
     if not completed_ids:
         return {}
     cursor = await conn.execute(queries.get("release_dependents"), {"ids": list(completed_ids)})
-    # Children still waiting on another upstream run were counted down but did not change.
-    return {row[0]: row[1] for row in await cursor.fetchall() if row[1] != "blocked"}
+    return {row[0]: row[1] for row in await cursor.fetchall()}
 
 
 async def fail_dependents(conn: Connection, ended: Mapping[int, str]) -> dict[int, str]:

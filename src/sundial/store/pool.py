@@ -2,8 +2,8 @@
 
 Workers, the operator and the CLI share one way to connect so that settings which matter for
 correctness are set once: UTC session time zone (timestamps come back aware and in UTC), and
-transactions that the store functions scope themselves (``pool.connection()`` commits on a
-clean exit and rolls back on an exception).
+autocommit, so a one-statement call (claim, heartbeat) costs one round trip while calls that
+write several statements scope their own ``conn.transaction()``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ Pool: TypeAlias = AsyncConnectionPool[Connection]
 
 async def _configure(conn: Connection) -> None:
     await conn.execute("SET TIME ZONE 'UTC'")
-    await conn.commit()
 
 
 async def open_pool(
@@ -35,6 +34,9 @@ async def open_pool(
         max_size=max_size,
         name=name,
         configure=_configure,
+        # A single statement is its own transaction: one round trip, no BEGIN/COMMIT. Store
+        # functions that write more than once open ``conn.transaction()`` explicitly.
+        kwargs={"autocommit": True},
         open=False,
     )
     await pool.open(wait=True)

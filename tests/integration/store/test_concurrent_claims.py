@@ -23,9 +23,10 @@ def insert_runs(dsn: str, job: uuid.UUID, count: int) -> None:
             """
             INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
                                   max_retries, backoff_base_seconds, backoff_cap_seconds,
-                                  state, priority, run_at, args)
+                                  state, priority, run_at, dispatch_key, args)
             SELECT %s, 'default', 'handlers.job', 'async', 60, 3, 0, 0, 'pending',
-                   (n %% 10)::smallint, now(), jsonb_build_object('n', n)
+                   (n %% 10)::smallint, now(),
+                   sundial_dispatch_key(now(), (n %% 10)::smallint), jsonb_build_object('n', n)
             FROM generate_series(1, %s) AS n
             """,
             (job, count),

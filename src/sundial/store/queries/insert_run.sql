@@ -1,7 +1,7 @@
 INSERT INTO job_runs (
     id, job_id, schedule_id, fire_time, idempotency_key, queue, handler, execution_model,
     timeout_seconds, max_retries, backoff_base_seconds, backoff_cap_seconds,
-    state, priority, run_at, args, pending_dependencies,
+    state, priority, run_at, dispatch_key, args, pending_dependencies,
     failure_reason, last_error, finished_at)
 SELECT
     coalesce(%(run_id)s, nextval(pg_get_serial_sequence('job_runs', 'id'))),
@@ -14,7 +14,8 @@ SELECT
         WHEN t.run_at > now() THEN 'scheduled'
         ELSE 'pending'
     END,
-    %(priority)s, t.run_at, %(args)s, %(pending_dependencies)s,
+    %(priority)s, t.run_at, sundial_dispatch_key(t.run_at, %(priority)s::smallint), %(args)s,
+    %(pending_dependencies)s,
     %(failure_reason)s, %(last_error)s,
     CASE WHEN %(doomed_state)s::text IS NOT NULL THEN now() END
 FROM (SELECT coalesce(%(run_at)s::timestamptz,

@@ -3,6 +3,7 @@
 UPDATE job_runs
 SET state = 'pending',
     run_at = now(),
+    dispatch_key = sundial_dispatch_key(now(), priority),
     retries_used = 0,
     infra_retries_used = 0,
     cancel_requested = false,
