@@ -25,7 +25,8 @@ import uuid
 import psycopg
 
 from sundial.localdev import postgres
-from sundial.store import claims, migrate, pool as store_pool
+from sundial.store import claims, migrate
+from sundial.store import pool as store_pool
 
 SEED_SCHEMA = """
 CREATE SCHEMA seed;
