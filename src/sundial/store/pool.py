@@ -8,8 +8,10 @@ write several statements scope their own ``conn.transaction()``.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+import json
+from typing import Any, TypeAlias
 
+import psycopg.types.json
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
@@ -20,8 +22,14 @@ Connection: TypeAlias = AsyncConnection[TupleRow]
 Pool: TypeAlias = AsyncConnectionPool[Connection]
 
 
+def _load_json(data: str | bytes) -> Any:
+    # json.loads on bytes first sniffs the encoding; PostgreSQL always sends UTF-8.
+    return json.loads(data if isinstance(data, str) else str(data, "utf-8"))
+
+
 async def _configure(conn: Connection) -> None:
     await conn.execute("SET TIME ZONE 'UTC'")
+    psycopg.types.json.set_json_loads(_load_json, conn)
 
 
 async def open_pool(
