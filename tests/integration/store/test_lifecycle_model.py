@@ -128,7 +128,11 @@ class RunLifecycle(RuleBasedStateMachine):
     @rule()
     def reap(self) -> None:
         result = self.run(reaper.reap(self.pool))
-        expired = {run.id for run in self.stale if self.model[run.id].state == "running"}
+        expired = {
+            run.id
+            for run in self.stale
+            if self.model[run.id].state == "running" and self.model[run.id].attempt == run.attempt
+        }
         mine = (set(result.requeued) | set(result.ended)) & set(self.model)
         assert mine == expired
         for run_id in expired:
