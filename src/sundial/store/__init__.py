@@ -10,6 +10,9 @@ expiry and due-ness are decided by the database clock. The API, stable from here
     runs.submit(pool, job: UUID | "namespace/name", *, args=None, priority=None, run_at=None,
                 delay_seconds=0.0, idempotency_key=None, depends_on=(),
                 schedule_id=None, fire_time=None) -> Submitted(run_id, created, state)
+    runs.submit_graph(pool, {name: GraphNode(job, args=, priority=, run_at=, delay_seconds=,
+                      idempotency_key=, depends_on=[names], depends_on_runs=[ids])})
+        -> dict[name, Submitted]                                 # all or nothing; cycles refused
     runs.get(pool, run_id) -> RunInfo | None
     runs.cancel(pool, run_id, *, reason=...) -> CancelResult (cancelled|requested|already_finished)
     runs.replay(pool, run_id) -> int                               # dead letters back to pending

@@ -9,6 +9,7 @@ two race: the second waits on the key's unique index and then finds the first's 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import json
@@ -30,6 +31,7 @@ __all__ = [
     "MIN_PRIORITY",
     "TERMINAL_STATES",
     "CancelResult",
+    "GraphNode",
     "RunInfo",
     "Submitted",
     "args_hash",
@@ -37,6 +39,7 @@ __all__ = [
     "get",
     "replay",
     "submit",
+    "submit_graph",
 ]
 
 #: Arguments are bounded (DESIGN.md section 9): larger payloads belong in object storage.
@@ -131,6 +134,61 @@ def _job_lookup(job: uuid.UUID | str) -> dict[str, Any]:
     return {"job_id": None, "namespace": namespace, "name": name}
 
 
+@dataclass(frozen=True)
+class _Request:
+    """A validated submission: everything checked that can be checked without the database."""
+
+    job: uuid.UUID | str
+    args: Any
+    args_hash: str
+    priority: int | None
+    run_at: datetime | None
+    delay_seconds: float
+    idempotency_key: str | None
+    depends_on: list[int]
+    schedule_id: uuid.UUID | None
+    fire_time: datetime | None
+
+
+def _validate(
+    job: uuid.UUID | str,
+    *,
+    args: Mapping[str, Any] | None,
+    priority: int | None,
+    run_at: datetime | None,
+    delay_seconds: float,
+    idempotency_key: str | None,
+    depends_on: Sequence[int],
+    schedule_id: uuid.UUID | None = None,
+    fire_time: datetime | None = None,
+) -> _Request:
+    if run_at is not None and run_at.tzinfo is None:
+        raise errors.InvalidSubmissionError(
+            "run_at must be timezone-aware: pass e.g. datetime.now(timezone.utc)"
+        )
+    if delay_seconds < 0:
+        raise errors.InvalidSubmissionError(f"delay_seconds must be >= 0, got {delay_seconds}")
+    if (schedule_id is None) != (fire_time is None):
+        raise errors.InvalidSubmissionError("pass schedule_id and fire_time together, or neither")
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 256:
+        raise errors.InvalidSubmissionError("idempotency_key must be 1 to 256 characters long")
+    if priority is not None:
+        _check_priority(priority)
+    args_value, digest = _encode_args(args)
+    return _Request(
+        job=job,
+        args=args_value,
+        args_hash=digest,
+        priority=priority,
+        run_at=run_at,
+        delay_seconds=float(delay_seconds),
+        idempotency_key=idempotency_key,
+        depends_on=sorted(set(depends_on)),
+        schedule_id=schedule_id,
+        fire_time=fire_time,
+    )
+
+
 async def submit(
     pool: Pool,
     job: uuid.UUID | str,
@@ -149,114 +207,137 @@ async def submit(
     ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock.
     ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated forever.
     """
+    request = _validate(
+        job,
+        args=args,
+        priority=priority,
+        run_at=run_at,
+        delay_seconds=delay_seconds,
+        idempotency_key=idempotency_key,
+        depends_on=depends_on,
+        schedule_id=schedule_id,
+        fire_time=fire_time,
+    )
     try:
-        return await _submit(
-            pool,
-            job,
-            args=args,
-            priority=priority,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            idempotency_key=idempotency_key,
-            depends_on=depends_on,
-            schedule_id=schedule_id,
-            fire_time=fire_time,
-        )
+        async with pool.connection() as conn, conn.transaction():
+            return await _submit_in(conn, request)
     except _FireExists as exists:
         # Our transaction rolled back (including any key we reserved); the fire has its run.
         state = await _state(pool, exists.run_id)
         return Submitted(run_id=exists.run_id, created=False, state=state or "unknown")
 
 
-async def _submit(
-    pool: Pool,
-    job: uuid.UUID | str,
-    *,
-    args: Mapping[str, Any] | None = None,
-    priority: int | None = None,
-    run_at: datetime | None = None,
-    delay_seconds: float = 0.0,
-    idempotency_key: str | None = None,
-    depends_on: Sequence[int] = (),
-    schedule_id: uuid.UUID | None = None,
-    fire_time: datetime | None = None,
-) -> Submitted:
-    if run_at is not None and run_at.tzinfo is None:
-        raise errors.InvalidSubmissionError(
-            "run_at must be timezone-aware: pass e.g. datetime.now(timezone.utc)"
+@dataclass(frozen=True)
+class GraphNode:
+    """One run of a graph given to :func:`submit_graph`."""
+
+    job: uuid.UUID | str
+    args: Mapping[str, Any] | None = None
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay_seconds: float = 0.0
+    idempotency_key: str | None = None
+    depends_on: Sequence[str] = ()  # names of other nodes of the same graph
+    depends_on_runs: Sequence[int] = ()  # ids of runs that already exist
+
+
+async def submit_graph(pool: Pool, nodes: Mapping[str, GraphNode]) -> dict[str, Submitted]:
+    """Submit a DAG of runs atomically: all of them, or (on any error) none.
+
+    Cycles and edges to undefined nodes are refused before anything is written
+    (``CyclicDependencyError``, ``DependencyError``). Runs are created parents first.
+    """
+    order = dependencies.topological_order({n: list(node.depends_on) for n, node in nodes.items()})
+    requests = {
+        name: _validate(
+            node.job,
+            args=node.args,
+            priority=node.priority,
+            run_at=node.run_at,
+            delay_seconds=node.delay_seconds,
+            idempotency_key=node.idempotency_key,
+            depends_on=node.depends_on_runs,
         )
-    if delay_seconds < 0:
-        raise errors.InvalidSubmissionError(f"delay_seconds must be >= 0, got {delay_seconds}")
-    if (schedule_id is None) != (fire_time is None):
-        raise errors.InvalidSubmissionError("pass schedule_id and fire_time together, or neither")
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 256:
-        raise errors.InvalidSubmissionError("idempotency_key must be 1 to 256 characters long")
-    if priority is not None:
-        _check_priority(priority)
-    args_value, digest = _encode_args(args)
-    upstream = sorted(set(depends_on))
+        for name, node in nodes.items()
+    }
+    submitted: dict[str, Submitted] = {}
     async with pool.connection() as conn, conn.transaction():
-        cursor = await conn.execute(queries.get("job_for_submit"), _job_lookup(job))
-        found = await cursor.fetchone()
-        if found is None:
-            raise errors.UnknownJobError(str(job))
-        (job_id, queue, handler, model, job_priority, timeout, max_retries, base, cap) = found
-
-        run_id: int | None = None
-        if idempotency_key is not None:
-            cursor = await conn.execute(
-                queries.get("reserve_idempotency_key"),
-                {"key": idempotency_key, "args_hash": digest},
+        for name in order:
+            inside = [submitted[parent].run_id for parent in nodes[name].depends_on]
+            request = dataclasses.replace(
+                requests[name], depends_on=sorted({*requests[name].depends_on, *inside})
             )
-            reserved = await cursor.fetchone()
-            if reserved is None:
-                return await _existing_for_key(conn, idempotency_key, digest)
-            run_id = reserved[0]
-        if schedule_id is not None:
-            fire = {"schedule_id": schedule_id, "fire_time": fire_time, "run_id": run_id}
-            cursor = await conn.execute(queries.get("reserve_fire"), fire)
-            reserved = await cursor.fetchone()
-            if reserved is None:
-                cursor = await conn.execute(queries.get("existing_fire"), fire)
-                existing = await cursor.fetchone()
-                assert existing is not None  # the conflict we just hit is committed
-                raise _FireExists(existing[0])
-            run_id = reserved[0]
+            submitted[name] = await _submit_in(conn, request)
+    return submitted
 
-        pending, doomed_state, doomed_reason, doomed_error = await _upstream(conn, upstream)
+
+async def _submit_in(conn: Connection, request: _Request) -> Submitted:
+    """Write one validated submission in the caller's transaction."""
+    cursor = await conn.execute(queries.get("job_for_submit"), _job_lookup(request.job))
+    found = await cursor.fetchone()
+    if found is None:
+        raise errors.UnknownJobError(str(request.job))
+    (job_id, queue, handler, model, job_priority, timeout, max_retries, base, cap) = found
+
+    run_id: int | None = None
+    if request.idempotency_key is not None:
         cursor = await conn.execute(
-            queries.get("insert_run"),
-            {
-                "run_id": run_id,
-                "job_id": job_id,
-                "schedule_id": schedule_id,
-                "fire_time": fire_time,
-                "idempotency_key": idempotency_key,
-                "queue": queue,
-                "handler": handler,
-                "execution_model": model,
-                "timeout_seconds": timeout,
-                "max_retries": max_retries,
-                "backoff_base_seconds": base,
-                "backoff_cap_seconds": cap,
-                "doomed_state": doomed_state,
-                "pending_dependencies": pending,
-                "priority": job_priority if priority is None else priority,
-                "run_at": run_at,
-                "delay_seconds": float(delay_seconds),
-                "args": Jsonb(args_value),
-                "failure_reason": doomed_reason,
-                "last_error": doomed_error,
-            },
+            queries.get("reserve_idempotency_key"),
+            {"key": request.idempotency_key, "args_hash": request.args_hash},
         )
-        inserted = await cursor.fetchone()
-        assert inserted is not None
-        if upstream:
-            await conn.execute(
-                queries.get("insert_dependency_edges"),
-                {"run_id": inserted[0], "depends_on": upstream},
-            )
-        return Submitted(run_id=inserted[0], created=True, state=inserted[1])
+        reserved = await cursor.fetchone()
+        if reserved is None:
+            return await _existing_for_key(conn, request.idempotency_key, request.args_hash)
+        run_id = reserved[0]
+    if request.schedule_id is not None:
+        fire = {
+            "schedule_id": request.schedule_id,
+            "fire_time": request.fire_time,
+            "run_id": run_id,
+        }
+        cursor = await conn.execute(queries.get("reserve_fire"), fire)
+        reserved = await cursor.fetchone()
+        if reserved is None:
+            cursor = await conn.execute(queries.get("existing_fire"), fire)
+            existing = await cursor.fetchone()
+            assert existing is not None  # the conflict we just hit is committed
+            raise _FireExists(existing[0])
+        run_id = reserved[0]
+
+    pending, doomed_state, doomed_reason, doomed_error = await _upstream(conn, request.depends_on)
+    cursor = await conn.execute(
+        queries.get("insert_run"),
+        {
+            "run_id": run_id,
+            "job_id": job_id,
+            "schedule_id": request.schedule_id,
+            "fire_time": request.fire_time,
+            "idempotency_key": request.idempotency_key,
+            "queue": queue,
+            "handler": handler,
+            "execution_model": model,
+            "timeout_seconds": timeout,
+            "max_retries": max_retries,
+            "backoff_base_seconds": base,
+            "backoff_cap_seconds": cap,
+            "doomed_state": doomed_state,
+            "pending_dependencies": pending,
+            "priority": job_priority if request.priority is None else request.priority,
+            "run_at": request.run_at,
+            "delay_seconds": request.delay_seconds,
+            "args": Jsonb(request.args),
+            "failure_reason": doomed_reason,
+            "last_error": doomed_error,
+        },
+    )
+    inserted = await cursor.fetchone()
+    assert inserted is not None
+    if request.depends_on:
+        await conn.execute(
+            queries.get("insert_dependency_edges"),
+            {"run_id": inserted[0], "depends_on": request.depends_on},
+        )
+    return Submitted(run_id=inserted[0], created=True, state=inserted[1])
 
 
 class _FireExists(Exception):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from sundial.store import claims, runs
+import pytest
+
+from sundial.store import claims, errors, runs
 from sundial.store import pool as store_pool
 
 
@@ -104,3 +106,57 @@ async def test_released_child_with_future_run_at_waits_for_its_time(
     [run] = await claims.claim(pool, "w")
     result = await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
     assert result.released == {child.run_id: "scheduled"}
+
+
+async def test_a_graph_is_submitted_parents_first_in_one_transaction(
+    pool: store_pool.Pool, job: uuid.UUID
+) -> None:
+    graph = {
+        "report": runs.GraphNode(job, depends_on=["extract", "load"]),
+        "load": runs.GraphNode(job, depends_on=["extract"]),
+        "extract": runs.GraphNode(job, args={"day": "2026-11-29"}),
+    }
+    submitted = await runs.submit_graph(pool, graph)
+    assert submitted["extract"].state == "pending"
+    assert submitted["load"].state == "blocked" and submitted["report"].state == "blocked"
+    info = await runs.get(pool, submitted["report"].run_id)
+    assert info is not None and info.pending_dependencies == 2
+
+
+async def test_a_cyclic_or_broken_graph_stores_nothing(
+    pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    from test_submissions import snapshot
+
+    before = snapshot(store_dsn)
+    with pytest.raises(errors.CyclicDependencyError, match="a -> b -> a"):
+        await runs.submit_graph(
+            pool,
+            {
+                "a": runs.GraphNode(job, depends_on=["b"]),
+                "b": runs.GraphNode(job, depends_on=["a"]),
+            },
+        )
+    with pytest.raises(errors.UnknownJobError):  # fails on the second node, after the first
+        await runs.submit_graph(
+            pool,
+            {
+                "first": runs.GraphNode(job, idempotency_key="graph-first"),
+                "second": runs.GraphNode("default/missing", depends_on=["first"]),
+            },
+        )
+    assert snapshot(store_dsn) == before
+
+
+async def test_cancelling_a_blocked_run_ends_it_and_its_dependents(
+    pool: store_pool.Pool, job: uuid.UUID
+) -> None:
+    parent = (await runs.submit(pool, job)).run_id
+    blocked = (await runs.submit(pool, job, depends_on=[parent])).run_id
+    below = (await runs.submit(pool, job, depends_on=[blocked])).run_id
+    assert await runs.cancel(pool, blocked) == runs.CancelResult.CANCELLED
+    for run_id in (blocked, below):
+        info = await runs.get(pool, run_id)
+        assert info is not None and info.state == "cancelled"
+    [run] = await claims.claim(pool, "w")
+    assert run.id == parent
