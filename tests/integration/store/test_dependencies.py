@@ -160,3 +160,21 @@ async def test_cancelling_a_blocked_run_ends_it_and_its_dependents(
         assert info is not None and info.state == "cancelled"
     [run] = await claims.claim(pool, "w")
     assert run.id == parent
+
+
+async def test_a_released_child_ages_from_its_release_not_its_submission(
+    pool: store_pool.Pool, make_job: object
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    low = make_job("low", priority=0)  # type: ignore[operator]
+    high = make_job("high", priority=9)  # type: ignore[operator]
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    parent = (await runs.submit(pool, low, priority=9)).run_id
+    # Submitted (due) an hour ago, blocked all that time on its parent.
+    child = (await runs.submit(pool, low, run_at=long_ago, depends_on=[parent])).run_id
+    [run] = await claims.claim(pool, "w")
+    await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    fresh = (await runs.submit(pool, high)).run_id
+    order = [r.id for r in await claims.claim(pool, "w", limit=5)]
+    assert order == [fresh, child]
