@@ -178,3 +178,28 @@ async def test_infrastructure_failures_do_not_spend_retries(
     assert again.retries_used == 0
     result = await claims.finish(pool, "w", [claims.Outcome.timed_out(again)])
     assert result.states == {run.id: "dead_lettered"}
+
+
+async def test_a_mixed_batch_records_each_outcome(pool: store_pool.Pool, job: uuid.UUID) -> None:
+    for _ in range(4):
+        await runs.submit(pool, job)
+    ok, failing, cancelled, timing_out = await claims.claim(pool, "w", limit=4)
+    result = await claims.finish(
+        pool,
+        "w",
+        [
+            claims.Outcome.succeeded(ok),
+            claims.Outcome.failed(failing, "boom"),
+            claims.Outcome.cancelled(cancelled),
+            claims.Outcome.timed_out(timing_out),
+        ],
+    )
+    assert result.states == {
+        ok.id: "completed",
+        failing.id: "retry_wait",
+        cancelled.id: "cancelled",
+        timing_out.id: "retry_wait",
+    }
+    info = await runs.get(pool, timing_out.id)
+    assert info is not None
+    assert (info.failure_reason, info.last_error) == ("timeout", "timed out after 60 s")
