@@ -34,3 +34,23 @@ def crds(output: pathlib.Path | None) -> None:
         path = output / crd.file_name(resource)
         path.write_text(crd.render(resource), encoding="utf-8")
         click.echo(f"wrote {path}")
+
+
+
+@main.command()
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option("--target", type=int, default=None, help="Stop after this migration version.")
+def migrate(dsn: str, target: int | None) -> None:
+    """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+    from sundial.store import migrate as store_migrate
+
+    applied = store_migrate.migrate(dsn, target=target)
+    for migration in applied:
+        click.echo(f"applied {migration.version:04d}_{migration.name}")
+    if not applied:
+        click.echo("schema is up to date")
