@@ -36,7 +36,6 @@ def crds(output: pathlib.Path | None) -> None:
         click.echo(f"wrote {path}")
 
 
-
 @main.command()
 @click.option(
     "--dsn",
