@@ -67,9 +67,9 @@ def bulk_schedules(
     ids = [uuid.uuid4() for _ in range(count)]
     jobs = io.StringIO()
     rows = io.StringIO()
-    for index, uid in enumerate(ids):
+    for uid in ids:
         offset = spread.offset_for(uid, spread_seconds) // timedelta(milliseconds=1)
-        jobs.write(f"{uid}\tdefault\tbulk-{index}\thandlers.noop\n")
+        jobs.write(f"{uid}\tdefault\tbulk-{uid.hex}\thandlers.noop\n")
         rows.write(
             f"{uid}\t{uid}\t{schedule}\t{time_zone}\t{first.isoformat()}\t{spread_seconds}\t"
             f"{offset}\t{concurrency_policy}\n"
