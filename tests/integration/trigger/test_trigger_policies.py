@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import prometheus_client
 from trigger_testing import START, UNPACED, add_schedule, fire_times
 
 from sundial.operator import trigger
@@ -198,3 +199,30 @@ async def test_a_success_breaks_the_failure_streak(
     assert (await loop.tick()).created == 1
     info = await schedules.get(pool, uid)
     assert info is not None and not info.quarantined and info.consecutive_failures == 1
+
+
+def _fires(outcome: str) -> float:
+    return (
+        prometheus_client.REGISTRY.get_sample_value("sundial_fires_total", {"outcome": outcome})
+        or 0.0
+    )
+
+
+async def test_fires_are_counted_by_outcome_in_metrics(
+    pool: pool.Pool, manual_clock: clock.ManualClock
+) -> None:
+    await add_schedule(pool, START, "*/5 * * * *")
+    await add_schedule(pool, START, "*/5 * * * *", missed_fire_policy="Skip")
+    before = {outcome: _fires(outcome) for outcome in ("ran", "coalesced", "skipped")}
+    lag_before = prometheus_client.REGISTRY.get_sample_value(
+        "sundial_fire_creation_lag_seconds_count"
+    )
+    manual_clock.set(START + timedelta(minutes=32))  # 10:05 .. 10:30 due, 10:30 is 2 min late
+    await trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED).tick()
+    assert _fires("ran") - before["ran"] == 1
+    assert _fires("coalesced") - before["coalesced"] == 5
+    assert _fires("skipped") - before["skipped"] == 6
+    lag_after = prometheus_client.REGISTRY.get_sample_value(
+        "sundial_fire_creation_lag_seconds_count"
+    )
+    assert lag_after is not None and lag_after - (lag_before or 0.0) == 1
