@@ -579,7 +579,8 @@ def _job_row(
         "dependency": spec.dependency,
         "quarantine_after": spec.quarantine_after,
         "pod_template": (
-            None
+            # A handler run as a Pod of the runner image needs no template of its own.
+            (Jsonb({}) if model == "pod" else None)
             if template is None
             else Jsonb(template.model_dump(mode="json", by_alias=True, exclude_none=True))
         ),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 from trigger_testing import START, UNPACED, add_schedule, fire_times, spec
 
+from sundial.api import scheduled_job
 from sundial.operator import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, schedules
@@ -140,3 +142,21 @@ async def test_a_deactivated_schedule_no_longer_fires(
     manual_clock.set(START + timedelta(minutes=5))
     await trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED).tick()
     assert fire_times(store_dsn, uid) == []
+
+
+async def test_pod_jobs_are_upserted_with_their_template(pool: pool.Pool, store_dsn: str) -> None:
+    uid = uuid.uuid4()
+    template = {"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+    pod_spec = scheduled_job.ScheduledJobSpec.model_validate(
+        {"schedule": "@daily", "template": template, "timeZone": "Europe/Berlin"}
+    )
+    result = await schedules.upsert(
+        pool, uid=uid, namespace="batch", name="nightly", generation=1, spec=pod_spec, now=START
+    )
+    assert result.created and result.next_fire_time == datetime(2026, 6, 1, 22, tzinfo=UTC)
+    with psycopg.connect(store_dsn) as conn:
+        row = conn.execute(
+            "SELECT execution_model, pod_template, handler FROM job_definitions WHERE id = %s",
+            (uid,),
+        ).fetchone()
+    assert row is not None and row[0] == "pod" and row[1] == template
