@@ -159,7 +159,7 @@ class TriggerLoop:
                 "trigger tick",
                 extra={
                     "schedules": report.schedules,
-                    "created": report.created,
+                    "runs_created": report.created,
                     "coalesced": report.coalesced,
                     "skipped": report.skipped,
                     "backfilled": report.backfilled,
