@@ -11,7 +11,7 @@ from trigger_testing import START, UNPACED, add_schedule, fire_times, spec
 from sundial.api import scheduled_job
 from sundial.operator import trigger
 from sundial.scheduling import clock
-from sundial.store import claims, pool, schedules
+from sundial.store import claims, pool, reaper, schedules
 
 
 async def test_a_due_schedule_creates_its_run_with_the_fire_time_and_advances(
@@ -160,3 +160,17 @@ async def test_pod_jobs_are_upserted_with_their_template(pool: pool.Pool, store_
             (uid,),
         ).fetchone()
     assert row is not None and row[0] == "pod" and row[1] == template
+
+
+async def test_a_run_due_later_waits_as_scheduled_until_promoted(pool: pool.Pool) -> None:
+    # By the database clock the spread run_at lies in the future: the run is inserted
+    # 'scheduled', out of the dispatch index, and promote_due leaves it there until it is due.
+    now = datetime.now(UTC)
+    uid = await add_schedule(pool, now, "* * * * *", spread_seconds=3600)
+    info = await schedules.get(pool, uid)
+    assert info is not None
+    simulated = clock.ManualClock(info.next_fire_time)
+    [run] = (await trigger.TriggerLoop(pool, clock=simulated, settings=UNPACED).tick()).runs
+    assert run.state == "scheduled" and run.run_at > datetime.now(UTC)
+    assert await reaper.promote_due(pool) == 0
+    assert await claims.claim(pool, "worker-1") == []
