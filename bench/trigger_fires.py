@@ -1,7 +1,7 @@
 """How fast the trigger turns 10,000 schedules due on the same minute into runs.
 
 Not a test: prints figures. Starts a throwaway PostgreSQL (or uses --dsn), creates N jobs at
-``0 * * * *`` and runs the trigger's transactions (``store.schedules.fire_due``, batch by batch,
+``0 * * * *`` and runs the trigger's transactions (``store.fires.fire_due``, batch by batch,
 exactly as ``TriggerLoop.tick`` does) as if the clock had just struck the hour.
 
 Figures:
@@ -30,7 +30,7 @@ import psycopg
 from sundial.localdev import postgres
 from sundial.operator import trigger
 from sundial.scheduling import cron, spread
-from sundial.store import migrate, schedules
+from sundial.store import fires, migrate
 from sundial.store import pool as store_pool
 
 SCHEDULE = "0 * * * *"
@@ -64,7 +64,7 @@ async def fire(dsn: str, args: argparse.Namespace, top_of_hour: datetime) -> Non
     started = time.perf_counter()
     try:
         while True:
-            batch = await schedules.fire_due(
+            batch = await fires.fire_due(
                 pool, now=top_of_hour, batch_size=args.batch_size, pace=pacer
             )
             committed = time.perf_counter() - started
@@ -103,7 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schedules", type=int, default=10_000)
     parser.add_argument("--spread", type=int, default=60)
-    parser.add_argument("--batch-size", type=int, default=schedules.DEFAULT_BATCH_SIZE)
+    parser.add_argument("--batch-size", type=int, default=fires.DEFAULT_BATCH_SIZE)
     parser.add_argument("--fires-per-second", type=float, default=1000.0)
     parser.add_argument("--dsn", default=None, help="an empty, migrated or migratable database")
     args = parser.parse_args()

@@ -4,7 +4,7 @@ One ``TriggerLoop`` per operator process (or per ``sundial scheduler``). Each ``
 
 1. takes or renews the ``trigger`` lease (``store.leases``, with an epoch); a process that does
    not hold it does nothing but wait;
-2. as leader, ``tick``: calls ``store.schedules.fire_due`` until no due schedule is left, one
+2. as leader, ``tick``: calls ``store.fires.fire_due`` until no due schedule is left, one
    transaction per batch; then the store's maintenance, ``reaper.reap`` and
    ``reaper.promote_due`` (future ``run_at`` -> pending);
 3. returns when to wake: the next ``next_fire_time`` or the poll interval, whichever is first.
@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from sundial.observability import trigger_metrics
 from sundial.scheduling import clock as clocks
 from sundial.scheduling import fire_budget
-from sundial.store import leases, reaper, schedules
+from sundial.store import fires, leases, reaper, schedules
 from sundial.store.pool import Pool
 
 __all__ = ["LEASE_NAME", "RunAtPacer", "TriggerLoop", "TriggerSettings", "default_holder"]
@@ -50,7 +50,7 @@ log = logging.getLogger("sundial.trigger")
 
 @dataclass(frozen=True)
 class TriggerSettings:
-    batch_size: int = schedules.DEFAULT_BATCH_SIZE
+    batch_size: int = fires.DEFAULT_BATCH_SIZE
     #: The longest sleep between steps; also how often a standby asks for the lease.
     poll_interval: timedelta = timedelta(seconds=1)
     lease_ttl_seconds: float = 15.0
@@ -117,13 +117,13 @@ class TriggerLoop:
         rate = self.settings.fires_per_second
         self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
 
-    async def tick(self) -> schedules.FireReport:
+    async def tick(self) -> fires.FireReport:
         """Fire every schedule due at the clock's now, one transaction per batch."""
-        report = schedules.FireReport()
+        report = fires.FireReport()
         started = time.perf_counter()
         while True:
             now = self.clock.now()
-            batch = await schedules.fire_due(
+            batch = await fires.fire_due(
                 self.pool, now=now, batch_size=self.settings.batch_size, pace=self._pacer
             )
             report.add(batch)

@@ -1,67 +1,45 @@
-"""Schedules in the store: what the operator upserts, and the trigger's transaction.
+"""Schedules in the store: what the operator writes from ScheduledJob objects.
 
 ``upsert`` turns a ScheduledJob (uid, namespace, name, generation, spec) into its
-``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid. An invalid
-cron expression or time zone is stored as *stalled* (the schedule stops firing, with the error
-naming the field) rather than raised, so an edit to a bad value never leaves the old schedule
-firing.
-
-``fire_due`` is one trigger transaction over at most ``batch_size`` due schedules. It
-
-1. locks due schedules ``FOR UPDATE SKIP LOCKED`` (a second trigger loop takes other rows),
-2. reads each job's active-run count and, where ``quarantineAfter`` is set, its failure streak
-   from the newest ended runs (so the finish path stays untouched),
-3. asks ``scheduling.plan.plan_fires`` what to do (the pure layer holds every rule),
-4. cancels active runs for Replace, inserts the runs - each through its unique
-   ``(schedule_id, fire_time)`` key in ``schedule_fires``, ``ON CONFLICT DO NOTHING`` - and
-   advances ``next_fire_time`` and the fire counters,
-
-and commits all of it at once: a crash anywhere leaves either everything or nothing, and a
-fire is created once even when two loops run (docs/adr/0004-trigger-loop.md). A schedule
-whose cron or zone cannot be parsed is marked stalled and skipped; it never stops the others.
+``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid.
+``next_fire_time`` is kept while the schedule text and zone are unchanged (fires missed while
+the operator was away still go through the missed-fire policy) and recomputed when they
+change. An invalid cron expression or time zone is stored as *stalled* (the schedule stops
+firing, with the error naming the field) rather than raised, so an edit to a bad value never
+leaves the old schedule firing. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are
+the other changes a user makes; the trigger's transaction is in ``fires``.
 """
 
 from __future__ import annotations
 
-import collections
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from sundial.api import scheduled_job
-from sundial.scheduling import concurrency, cron, missed_fires, plan, quarantine, spread
+from sundial.scheduling import concurrency, cron, missed_fires, plan, spread
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
-from sundial.store import dependencies, queries
+from sundial.store import queries
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
-    "DEFAULT_BATCH_SIZE",
     "DEFAULT_TIMEOUT_SECONDS",
-    "FireReport",
-    "FiredRun",
     "ScheduleInfo",
-    "ScheduleOutcome",
     "UpsertResult",
     "clear_quarantine",
     "deactivate",
-    "fire_due",
     "get",
     "next_due",
+    "rules",
     "set_suspended",
     "upsert",
 ]
 
-#: Schedules per trigger transaction: big enough that 10,000 fires take a handful of round
-#: trips, small enough that row locks are held for tens of milliseconds.
-DEFAULT_BATCH_SIZE = 1000
 DEFAULT_TIMEOUT_SECONDS = 300
-REPLACED_REASON = "replaced by a newer fire (concurrencyPolicy: Replace)"
-_FAILED_STATES = frozenset({"failed", "timed_out", "dead_lettered"})
 
 
 @dataclass(frozen=True)
@@ -96,64 +74,6 @@ class ScheduleInfo:
     fires_backfilled: int
 
 
-@dataclass(frozen=True)
-class FiredRun:
-    run_id: int
-    schedule_id: uuid.UUID
-    fire_time: datetime
-    run_at: datetime
-    state: str
-
-
-@dataclass(frozen=True)
-class ScheduleOutcome:
-    """What happened to one schedule: the operator turns ``events`` into Kubernetes Events."""
-
-    schedule_id: uuid.UUID
-    events: tuple[str, ...]
-    stalled: str | None = None
-    newly_quarantined: str | None = None
-
-
-@dataclass
-class FireReport:
-    """The totals of one or more trigger transactions."""
-
-    schedules: int = 0
-    created: int = 0
-    ran: int = 0
-    backfilled: int = 0
-    coalesced: int = 0
-    skipped: int = 0
-    duplicates: int = 0
-    cancelled: int = 0
-    stalled: int = 0
-    quarantined: int = 0
-    runs: list[FiredRun] = field(default_factory=list)
-    outcomes: list[ScheduleOutcome] = field(default_factory=list)
-
-    def add(self, other: FireReport) -> None:
-        for name in (
-            "schedules",
-            "created",
-            "ran",
-            "backfilled",
-            "coalesced",
-            "skipped",
-            "duplicates",
-            "cancelled",
-            "stalled",
-            "quarantined",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.runs.extend(other.runs)
-        self.outcomes.extend(other.outcomes)
-
-
-# ---------------------------------------------------------------------------------------------
-# What the operator calls
-
-
 async def upsert(
     pool: Pool,
     *,
@@ -171,7 +91,7 @@ async def upsert(
     next_fire_time = now
     try:
         parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
-        _rules(
+        rules(
             spec.spread_seconds,
             spec.concurrency_policy,
             spec.missed_fire_policy,
@@ -248,189 +168,15 @@ async def next_due(pool: Pool) -> datetime | None:
     return None if row is None else row[0]
 
 
-# ---------------------------------------------------------------------------------------------
-# The trigger transaction
-
-
-async def fire_due(
-    pool: Pool,
-    *,
-    now: datetime,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    pace: Callable[[datetime], datetime] | None = None,
-) -> FireReport:
-    """Handle up to ``batch_size`` due schedules at ``now`` in one transaction.
-
-    ``pace`` (the loop's fire budget) is called once per run to create, in ``run_at`` order,
-    and returns the ``run_at`` to store (the same instant or later).
-    """
-    require_aware(now, "now")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    report = FireReport()
-    async with pool.connection() as conn, conn.transaction():
-        cursor = await conn.execute(
-            queries.get("trigger_due_schedules"), {"now": now, "limit": batch_size}
-        )
-        rows = [_DueSchedule(*row) for row in await cursor.fetchall()]
-        if not rows:
-            return report
-        report.schedules = len(rows)
-        active = await _active_runs(conn, rows)
-        streaks = await _failure_streaks(conn, rows)
-
-        planned: list[tuple[_DueSchedule, plan.PlannedRun]] = []
-        replace_jobs: list[uuid.UUID] = []
-        advances: list[dict[str, Any]] = []
-        stalls: list[tuple[uuid.UUID, str, str]] = []
-        remembered: dict[tuple[str | None, int | None, str], _RememberedSchedule] = {}
-        for row in rows:
-            try:
-                schedule = _parse(row, remembered)
-                rules = _rules(
-                    row.spread_seconds,
-                    row.concurrency_policy,
-                    row.missed_fire_policy,
-                    row.max_backfill,
-                    row.starting_deadline_seconds,
-                )
-            except scheduling_errors.SchedulingError as error:
-                stalls.append((row.id, error.reason, str(error)))
-                report.outcomes.append(ScheduleOutcome(row.id, (error.reason,), str(error)))
-                continue
-            state = _quarantine_state(streaks.get(row.id, 0), row.quarantine_after)
-            fire_plan = plan.plan_fires(
-                job_identity=row.id,
-                schedule=schedule,
-                rules=rules,
-                next_fire_time=row.next_fire_time,
-                now=now,
-                active_runs=active.get(row.job_id, 0),
-                quarantine_state=state,
-            )
-            if fire_plan.cancel_active:
-                replace_jobs.append(row.job_id)
-            planned.extend((row, run) for run in fire_plan.runs)
-            report.ran += fire_plan.ran
-            report.backfilled += fire_plan.backfilled
-            report.coalesced += fire_plan.coalesced
-            report.skipped += fire_plan.skipped
-            advances.append(
-                {
-                    "id": row.id,
-                    "next_fire_time": fire_plan.next_fire_time,
-                    "last_fire_time": fire_plan.runs[-1].fire_time if fire_plan.runs else None,
-                    "created": len(fire_plan.runs),
-                    "coalesced": fire_plan.coalesced,
-                    "skipped": fire_plan.skipped,
-                    "backfilled": fire_plan.backfilled,
-                    "consecutive_failures": state.consecutive_failures,
-                    "quarantined": state.quarantined,
-                    "quarantine_message": state.message,
-                }
-            )
-            if state.quarantined:
-                report.quarantined += 1
-                report.outcomes.append(
-                    ScheduleOutcome(row.id, (quarantine.QUARANTINED,), None, state.message)
-                )
-            elif fire_plan.events:
-                report.outcomes.append(ScheduleOutcome(row.id, fire_plan.events))
-
-        if stalls:
-            report.stalled = len(stalls)
-            await conn.execute(
-                queries.get("trigger_stall_schedules"),
-                {
-                    "ids": [s[0] for s in stalls],
-                    "reasons": [s[1] for s in stalls],
-                    "errors": [s[2] for s in stalls],
-                },
-            )
-        if replace_jobs:
-            report.cancelled = await _cancel_active(conn, replace_jobs)
-        if planned:
-            report.runs = await _insert_fires(conn, planned, pace)
-            report.created = len(report.runs)
-            report.duplicates = len(planned) - report.created
-        if advances:
-            await conn.execute(queries.get("trigger_advance_schedules"), _columns(advances))
-    return report
-
-
-@dataclass(frozen=True)
-class _DueSchedule:
-    id: uuid.UUID
-    job_id: uuid.UUID
-    cron: str | None
-    interval_seconds: int | None
-    timezone: str
-    next_fire_time: datetime
-    spread_seconds: int
-    concurrency_policy: str
-    missed_fire_policy: str
-    max_backfill: int
-    starting_deadline_seconds: int | None
-    consecutive_failures: int
-    failures_counted_after: int
-    quarantine_after: int | None
-
-
-class _RememberedSchedule:
-    """A schedule that answers each question once per transaction.
-
-    Thousands of jobs share a handful of expressions (``0 * * * *``) and the same
-    ``next_fire_time``; croniter takes a fraction of a millisecond per step, which for 10,000
-    fires would dominate the transaction. Answers are pure, so remembering them is safe.
-    """
-
-    def __init__(self, schedule: cron.Schedule) -> None:
-        self._schedule = schedule
-        self._next: dict[datetime, datetime] = {}
-        self._previous: dict[datetime, datetime] = {}
-
-    @property
-    def text(self) -> str:
-        return self._schedule.text
-
-    def next_fire_after(self, after: datetime) -> datetime:
-        found = self._next.get(after)
-        if found is None:
-            found = self._next[after] = self._schedule.next_fire_after(after)
-        return found
-
-    def previous_fire_at_or_before(self, at: datetime) -> datetime:
-        found = self._previous.get(at)
-        if found is None:
-            found = self._previous[at] = self._schedule.previous_fire_at_or_before(at)
-        return found
-
-
-def _parse(
-    row: _DueSchedule, remembered: dict[tuple[str | None, int | None, str], _RememberedSchedule]
-) -> cron.Schedule:
-    key = (row.cron, row.interval_seconds, row.timezone)
-    found = remembered.get(key)
-    if found is not None:
-        return found
-    if row.cron is not None:
-        parsed: cron.Schedule = cron.parse_schedule(row.cron, row.timezone)
-    else:
-        assert row.interval_seconds is not None  # the table's CHECK: one of the two is set
-        parsed = cron.IntervalSchedule(
-            every=timedelta(seconds=row.interval_seconds), text=f"@every {row.interval_seconds}s"
-        )
-    found = remembered[key] = _RememberedSchedule(parsed)
-    return found
-
-
-def _rules(
+def rules(
     spread_seconds: int,
     concurrency_policy: str,
     missed_fire_policy: str,
     max_backfill: int,
     starting_deadline_seconds: int | None,
 ) -> plan.ScheduleRules:
+    """The pure layer's rules from the stored (or spec) policy fields; raises
+    ``SchedulingError`` naming the field when one is invalid."""
     return plan.ScheduleRules(
         missed_fire_rules=missed_fires.MissedFireRules.from_spec(
             missed_fire_policy,
@@ -441,102 +187,6 @@ def _rules(
         concurrency_policy=concurrency.ConcurrencyPolicy.from_spec(concurrency_policy),
         spread_seconds=spread_seconds,
     )
-
-
-def _quarantine_state(streak: int, quarantine_after: int | None) -> quarantine.QuarantineState:
-    if streak == 0:
-        return quarantine.QuarantineState()
-    before = quarantine.QuarantineState(consecutive_failures=streak - 1)
-    return quarantine.record_failure(before, quarantine_after)
-
-
-async def _active_runs(conn: Connection, rows: Sequence[_DueSchedule]) -> dict[uuid.UUID, int]:
-    # Allow never looks at active runs; the common case (Forbid) needs one indexed probe per job.
-    job_ids = [row.job_id for row in rows if row.concurrency_policy != "Allow"]
-    if not job_ids:
-        return {}
-    cursor = await conn.execute(queries.get("trigger_active_runs"), {"job_ids": job_ids})
-    return {job_id: int(count) for job_id, count in await cursor.fetchall()}
-
-
-async def _failure_streaks(conn: Connection, rows: Sequence[_DueSchedule]) -> dict[uuid.UUID, int]:
-    """Consecutive failed runs, newest first, counted up to each schedule's threshold."""
-    watched = [row for row in rows if row.quarantine_after]
-    if not watched:
-        return {}
-    cursor = await conn.execute(
-        queries.get("trigger_recent_outcomes"),
-        {
-            "schedule_ids": [row.id for row in watched],
-            "job_ids": [row.job_id for row in watched],
-            "after_ids": [row.failures_counted_after for row in watched],
-            "limits": [row.quarantine_after for row in watched],
-        },
-    )
-    newest_first: dict[uuid.UUID, list[str]] = collections.defaultdict(list)
-    for schedule_id, _run_id, state in await cursor.fetchall():
-        newest_first[schedule_id].append(state)
-    streaks: dict[uuid.UUID, int] = {}
-    for schedule_id, states in newest_first.items():
-        streak = 0
-        for state in states:
-            if state not in _FAILED_STATES:
-                break
-            streak += 1
-        streaks[schedule_id] = streak
-    return streaks
-
-
-async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID]) -> int:
-    cursor = await conn.execute(
-        queries.get("trigger_cancel_active"), {"job_ids": list(job_ids), "reason": REPLACED_REASON}
-    )
-    rows = await cursor.fetchall()
-    # A run that had not started ends now, and so do its dependents (as runs.cancel does);
-    # a running one ends when its worker sees the request.
-    doomed = {
-        run_id: "cancelled"
-        for run_id, state, has_dependents in rows
-        if has_dependents and state == "cancelled"
-    }
-    if doomed:
-        await dependencies.fail_dependents(conn, doomed)
-    return len(rows)
-
-
-async def _insert_fires(
-    conn: Connection,
-    planned: Sequence[tuple[_DueSchedule, plan.PlannedRun]],
-    pace: Callable[[datetime], datetime] | None,
-) -> list[FiredRun]:
-    ordered = sorted(planned, key=lambda item: (item[1].run_at, item[0].id))
-    run_ats = [run.run_at if pace is None else pace(run.run_at) for _, run in ordered]
-    cursor = await conn.execute(
-        queries.get("trigger_insert_fires"),
-        {
-            "schedule_ids": [row.id for row, _ in ordered],
-            "job_ids": [row.job_id for row, _ in ordered],
-            "fire_times": [run.fire_time for _, run in ordered],
-            "run_ats": run_ats,
-        },
-    )
-    return [FiredRun(*row) for row in await cursor.fetchall()]
-
-
-def _columns(advances: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    names = {
-        "id": "ids",
-        "next_fire_time": "next_fire_times",
-        "last_fire_time": "last_fire_times",
-        "created": "created",
-        "coalesced": "coalesced",
-        "skipped": "skipped",
-        "backfilled": "backfilled",
-        "consecutive_failures": "consecutive_failures",
-        "quarantined": "quarantined",
-        "quarantine_message": "quarantine_messages",
-    }
-    return {plural: [advance[key] for advance in advances] for key, plural in names.items()}
 
 
 def _offset_ms(schedule_id: uuid.UUID, spread_seconds: int) -> int:
