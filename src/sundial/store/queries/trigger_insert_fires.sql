@@ -1,7 +1,8 @@
 -- Create the runs of a batch of fires in one statement. Each fire first takes its key in
 -- schedule_fires (which outlives run retention); a fire whose key exists already - another
 -- trigger loop, or a retry of this one - inserts nothing. A run due later waits in
--- 'scheduled' until reaper.promote_due moves it to 'pending', as runs.submit does.
+-- 'scheduled' until reaper.promote_due moves it to 'pending', as runs.submit does. The
+-- dispatch key is written on entry, as insert_run.sql does (migration 0005).
 WITH planned AS (
     SELECT * FROM unnest(%(schedule_ids)s::uuid[], %(job_ids)s::uuid[],
                          %(fire_times)s::timestamptz[], %(run_ats)s::timestamptz[])
@@ -16,11 +17,11 @@ WITH planned AS (
 )
 INSERT INTO job_runs (
     id, job_id, schedule_id, fire_time, queue, handler, execution_model, timeout_seconds,
-    max_retries, backoff_base_seconds, backoff_cap_seconds, state, priority, run_at, args)
+    max_retries, backoff_base_seconds, backoff_cap_seconds, state, priority, run_at, dispatch_key, args)
 SELECT r.run_id, j.id, r.schedule_id, r.fire_time, j.queue, j.handler, j.execution_model,
        j.timeout_seconds, j.max_retries, j.backoff_base_seconds, j.backoff_cap_seconds,
        CASE WHEN p.run_at > now() THEN 'scheduled' ELSE 'pending' END,
-       j.priority, p.run_at, s.run_args
+       j.priority, p.run_at, sundial_dispatch_key(p.run_at, j.priority), s.run_args
 FROM reserved r
 JOIN planned p ON p.schedule_id = r.schedule_id AND p.fire_time = r.fire_time
 JOIN job_definitions j ON j.id = p.job_id
