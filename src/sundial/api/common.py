@@ -1,0 +1,342 @@
+"""Pieces shared by the ScheduledJob and JobRun resources.
+
+Every model here is the single source of truth for two things at once: how the operator parses
+an object (pydantic) and what the apiserver accepts at admission (the CRD schema that
+``sundial.api.crd`` generates from these models). So every string and list is bounded here, and
+every cross-field rule is written twice, side by side: as a CEL rule for the apiserver and as a
+pydantic validator raising the very same message, so a manifest rejected by one is rejected by
+the other with the same words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any, Final, Literal
+
+import pydantic
+from pydantic import alias_generators
+
+from sundial.api import validate
+
+GROUP: Final = "sundial.dev"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = "sundial.dev/v1alpha1"
+
+# Bounded string shapes, named once so the bounds are the same everywhere they appear.
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+DnsLabel = Annotated[str, pydantic.Field(min_length=1, max_length=63, pattern=DNS_LABEL_PATTERN)]
+"""A Kubernetes DNS-1123 label: a container name, a queue name."""
+
+ObjectName = Annotated[
+    str, pydantic.Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
+]
+"""The name of a namespaced Kubernetes object (DNS-1123 subdomain)."""
+
+ExecutionModel = Literal["async", "thread", "process", "subprocess", "pod"]
+"""Where a handler runs: in a runner pool (the first four) or in a Pod of the runner image."""
+
+FailureAction = Literal["Retry", "Ignore", "Fail", "Quarantine"]
+ExitCodeOperator = Literal["In", "NotIn"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CelRule:
+    """One cross-field rule, stated for the apiserver (CEL) with the message both sides use."""
+
+    rule: str
+    message: str
+    field_path: str | None = None
+    """Where the apiserver reports a violation, relative to the node (e.g. ``.maxBackfill``)."""
+
+    def as_schema(self) -> dict[str, str]:
+        schema = {"rule": self.rule, "message": self.message}
+        if self.field_path is not None:
+            schema["fieldPath"] = self.field_path
+        return schema
+
+
+def cel_rules(*rules: CelRule) -> dict[str, Any]:
+    """The ``json_schema_extra`` that puts ``rules`` on a model's schema node."""
+    return {"x-kubernetes-validations": [rule.as_schema() for rule in rules]}
+
+
+class ApiModel(pydantic.BaseModel):
+    """Base of every API model: camelCase on the wire, snake_case in Python, no unknown fields.
+
+    Unknown fields are rejected rather than ignored so that a typo in a manifest or test fails
+    loudly; the apiserver prunes unknown fields before the operator ever sees an object.
+    """
+
+    model_config = pydantic.ConfigDict(
+        alias_generator=alias_generators.to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+    )
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The object as Kubernetes stores it: camelCase keys, unset fields left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class FreeFormModel(ApiModel):
+    """A model that keeps fields it does not declare (``x-kubernetes-preserve-unknown-fields``)."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+
+Args = Annotated[
+    dict[str, Any],
+    pydantic.Field(
+        max_length=validate.MAX_ARGS_KEYS,
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    ),
+    pydantic.AfterValidator(validate.validate_args_size),
+]
+"""Free-form JSON arguments. The schema bounds the number of top-level keys; the serialized
+size bound (``validate.MAX_ARGS_BYTES``) is enforced by ``validate.validate_args_size``."""
+
+
+class ObjectMeta(FreeFormModel):
+    """The part of ``metadata`` Sundial reads; everything else is kept as it is."""
+
+    name: str | None = pydantic.Field(default=None, max_length=253)
+    namespace: str | None = pydantic.Field(default=None, max_length=63)
+    uid: str | None = pydantic.Field(default=None, max_length=64)
+    generation: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class HandlerSpec(ApiModel):
+    """A handler registered in the runner image's allow-list, and how to run it."""
+
+    name: str = pydantic.Field(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+    """The registered handler name. It is looked up in the runner's allow-list, never imported."""
+    execution_model: ExecutionModel = "async"
+    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image."""
+    args: Args | None = None
+    """Arguments handed to the handler; a JobRun's ``args`` are merged over these, key by key."""
+
+
+RETRY_CAP_NOT_BELOW_BASE = CelRule(
+    rule="self.backoffCapSeconds >= self.backoffBaseSeconds",
+    message="retry.backoffCapSeconds must be at least retry.backoffBaseSeconds",
+    field_path=".backoffCapSeconds",
+)
+
+
+class RetrySpec(ApiModel):
+    """Retries of a failed attempt with capped exponential backoff and full jitter."""
+
+    model_config = pydantic.ConfigDict(json_schema_extra=cel_rules(RETRY_CAP_NOT_BELOW_BASE))
+
+    max_retries: int = pydantic.Field(default=3, ge=0, le=100)
+    """Retries after the first attempt; when they are used up the run is dead-lettered."""
+    backoff_base_seconds: int = pydantic.Field(default=1, ge=1, le=3600)
+    """The backoff before retry n is a random value in [0, min(cap, base * 2**n)]."""
+    backoff_cap_seconds: int = pydantic.Field(default=300, ge=1, le=86400)
+    """The largest backoff between two attempts."""
+
+    @pydantic.model_validator(mode="after")
+    def _cap_not_below_base(self) -> RetrySpec:
+        if self.backoff_cap_seconds < self.backoff_base_seconds:
+            raise ValueError(RETRY_CAP_NOT_BELOW_BASE.message)
+        return self
+
+
+EXIT_CODE_ZERO_NOT_IN = CelRule(
+    rule="self.operator != 'In' || !self.values.exists(v, v == 0)",
+    message="exit code 0 means success and cannot be matched with operator In",
+    field_path=".values",
+)
+
+
+class ExitCodeMatch(ApiModel):
+    """Matches an attempt by its exit code (a Pod's main container, or a subprocess)."""
+
+    model_config = pydantic.ConfigDict(json_schema_extra=cel_rules(EXIT_CODE_ZERO_NOT_IN))
+
+    container_name: DnsLabel | None = None
+    """Only this container's exit code counts; by default any container's."""
+    operator: ExitCodeOperator
+    values: list[Annotated[int, pydantic.Field(ge=-255, le=255)]] = pydantic.Field(
+        min_length=1,
+        max_length=32,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    """Exit codes to match; negative values are signals (a process killed by SIGKILL is -9)."""
+
+    @pydantic.model_validator(mode="after")
+    def _zero_is_success(self) -> ExitCodeMatch:
+        if self.operator == "In" and 0 in self.values:
+            raise ValueError(EXIT_CODE_ZERO_NOT_IN.message)
+        if len(set(self.values)) != len(self.values):
+            raise ValueError("onExitCodes.values must not repeat a value")
+        return self
+
+
+class PodConditionMatch(ApiModel):
+    """Matches an attempt by a condition on its Pod, e.g. ``DisruptionTarget``."""
+
+    type: str = pydantic.Field(min_length=1, max_length=316)
+    status: ConditionStatus = "True"
+
+
+EXACTLY_ONE_MATCHER = CelRule(
+    rule=(
+        "(has(self.onExitCodes) ? 1 : 0) + (has(self.onPodConditions) ? 1 : 0)"
+        " + (has(self.onOOMKilled) ? 1 : 0) == 1"
+    ),
+    message="a failurePolicy rule needs exactly one of onExitCodes, onPodConditions or onOOMKilled",
+)
+OOM_KILLED_IS_TRUE = CelRule(
+    rule="!has(self.onOOMKilled) || self.onOOMKilled",
+    message="onOOMKilled, when set, must be true",
+)
+
+
+class FailurePolicyRule(ApiModel):
+    """What to do with a failed attempt that matches; the first matching rule wins."""
+
+    model_config = pydantic.ConfigDict(
+        json_schema_extra=cel_rules(EXACTLY_ONE_MATCHER, OOM_KILLED_IS_TRUE)
+    )
+
+    action: FailureAction
+    """Retry (with backoff, counted), Ignore (not counted against maxRetries), Fail (no retry) or
+    Quarantine (fail and suspend the ScheduledJob)."""
+    on_exit_codes: ExitCodeMatch | None = None
+    on_pod_conditions: list[PodConditionMatch] | None = pydantic.Field(
+        default=None, min_length=1, max_length=8
+    )
+    """Matches when any of these conditions is on the Pod."""
+    on_oom_killed: bool | None = pydantic.Field(default=None, alias="onOOMKilled")
+    """Matches an attempt killed for running out of memory (``OOMKilled``, or exit 137)."""
+
+    @pydantic.model_validator(mode="after")
+    def _exactly_one_matcher(self) -> FailurePolicyRule:
+        matchers = (self.on_exit_codes, self.on_pod_conditions, self.on_oom_killed)
+        if sum(matcher is not None for matcher in matchers) != 1:
+            raise ValueError(EXACTLY_ONE_MATCHER.message)
+        if self.on_oom_killed is False:
+            raise ValueError(OOM_KILLED_IS_TRUE.message)
+        return self
+
+
+class FailurePolicy(ApiModel):
+    """Rules mapping a failed attempt onto an action; unmatched failures are retried."""
+
+    rules: list[FailurePolicyRule] = pydantic.Field(min_length=1, max_length=20)
+
+
+class Container(FreeFormModel):
+    """A container of the Pod template; only the fields the operator reads are declared."""
+
+    name: DnsLabel
+    image: str | None = pydantic.Field(default=None, max_length=1024)
+
+
+class PodSpec(FreeFormModel):
+    """A Pod spec; the apiserver validates it in full when the operator creates the Pod."""
+
+    containers: list[Container] = pydantic.Field(min_length=1, max_length=32)
+
+
+class PodTemplate(FreeFormModel):
+    """A PodTemplateSpec. Only its skeleton is declared (see docs/adr/0003): the rest is kept as
+    written and validated by the apiserver when the Pod is created."""
+
+    metadata: dict[str, Any] | None = pydantic.Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
+    )
+    spec: PodSpec
+
+
+EXACTLY_ONE_OF_HANDLER_OR_TEMPLATE = CelRule(
+    rule="has(self.handler) != has(self.template)",
+    message="exactly one of handler or template must be set",
+)
+START_TIMEOUT_ONLY_FOR_PODS = CelRule(
+    rule=(
+        "!has(self.startTimeoutSeconds) || has(self.template)"
+        " || (has(self.handler) && has(self.handler.executionModel)"
+        " && self.handler.executionModel == 'pod')"
+    ),
+    message="startTimeoutSeconds applies only to Pod jobs (template or executionModel pod)",
+    field_path=".startTimeoutSeconds",
+)
+JOB_RULES = (EXACTLY_ONE_OF_HANDLER_OR_TEMPLATE, START_TIMEOUT_ONLY_FOR_PODS)
+
+
+class JobSpec(ApiModel):
+    """The job itself: what runs and how failures are handled.
+
+    A ScheduledJob spec carries these fields beside its schedule; a JobRun carries them under
+    ``job`` when it does not name a ScheduledJob.
+    """
+
+    model_config = pydantic.ConfigDict(json_schema_extra=cel_rules(*JOB_RULES))
+
+    handler: HandlerSpec | None = None
+    """A registered handler for the runner pools (or a Pod of the runner image)."""
+    template: PodTemplate | None = None
+    """A PodTemplateSpec: every attempt runs as one Pod (restartPolicy is forced to Never)."""
+    queue: DnsLabel = "default"
+    """The runner queue that claims the runs."""
+    priority: int = pydantic.Field(default=1, ge=0, le=9)
+    """0-9; strict across levels, with aging so that low priority never starves."""
+    timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=7 * 86400)
+    """Per-attempt timeout; the attempt ends TimedOut. Absent: the operator default (300)."""
+    start_timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=86400)
+    """Pod jobs only: fail an attempt whose Pod is not running after this long."""
+    retry: RetrySpec | None = None
+    failure_policy: FailurePolicy | None = None
+    dependency: str | None = pydantic.Field(
+        default=None, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN
+    )
+    """A circuit-breaker key naming the downstream this job depends on."""
+
+    @pydantic.model_validator(mode="after")
+    def _job_shape(self) -> JobSpec:
+        if (self.handler is None) == (self.template is None):
+            raise ValueError(EXACTLY_ONE_OF_HANDLER_OR_TEMPLATE.message)
+        runs_in_pod = self.template is not None or (
+            self.handler is not None and self.handler.execution_model == "pod"
+        )
+        if self.start_timeout_seconds is not None and not runs_in_pod:
+            raise ValueError(START_TIMEOUT_ONLY_FOR_PODS.message)
+        return self
+
+
+class Condition(ApiModel):
+    """A status condition in the shape of ``metav1.Condition``."""
+
+    type: str = pydantic.Field(
+        min_length=1,
+        max_length=316,
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+        r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+    )
+    status: ConditionStatus
+    reason: str = pydantic.Field(
+        min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+    )
+    message: str = pydantic.Field(max_length=32768)
+    last_transition_time: pydantic.AwareDatetime
+    observed_generation: int | None = pydantic.Field(default=None, ge=0)
+
+
+Conditions = Annotated[
+    list[Condition],
+    pydantic.Field(
+        max_length=16,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    ),
+]
+"""Conditions, at most one per type (a list-map keyed by ``type``)."""

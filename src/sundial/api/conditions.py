@@ -1,0 +1,136 @@
+"""Condition types, condition reasons and Event reasons: the words users grep for.
+
+Each is a named constant documented once, here. They are ``StrEnum`` members, so they are plain
+strings on the wire (``Ready``, ``MissSchedule``) and a typo is a NameError, not a silent miss.
+Condition reasons must match metav1's reason pattern (CamelCase, no spaces); a unit test checks
+every member. ``set_condition`` applies metav1's rule that ``lastTransitionTime`` moves only when
+the status changes, with the time passed in rather than read from a clock.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from collections.abc import Sequence
+
+from sundial.api import common
+
+MAX_MESSAGE_LENGTH = 32768
+
+
+class ConditionType(enum.StrEnum):
+    """Condition types on a ScheduledJob's (and a JobRun's) ``status.conditions``."""
+
+    READY = "Ready"
+    """True when the spec is accepted, the schedule is stored and runs fire as declared."""
+    RECONCILING = "Reconciling"
+    """True while the operator is applying a new generation (abnormal-true: absent when idle)."""
+    STALLED = "Stalled"
+    """True when the spec can't be acted on until a person changes it (bad cron, unknown zone)."""
+    SUSPENDED = "Suspended"
+    """True while no new runs fire: ``spec.suspend`` or a quarantine."""
+    QUARANTINED = "Quarantined"
+    """True after ``quarantineAfter`` consecutive failed runs; clear it by editing the spec."""
+    SCHEDULE_MISSED = "ScheduleMissed"
+    """True when fires were missed (operator down, startingDeadlineSeconds exceeded)."""
+    DEGRADED = "Degraded"
+    """True while the job runs but not as declared (circuit open, store unreachable)."""
+
+
+class ConditionReason(enum.StrEnum):
+    """Reasons set on conditions; each names the cause a person can act on."""
+
+    RECONCILED = "Reconciled"
+    """Ready=True: the current generation is stored and scheduled."""
+    PROGRESSING = "Progressing"
+    """Reconciling=True: a new generation is being applied."""
+    INVALID_SCHEDULE = "InvalidSchedule"
+    """Stalled=True: ``spec.schedule`` is not a valid 5-field cron expression or macro."""
+    UNKNOWN_TIME_ZONE = "UnknownTimeZone"
+    """Stalled=True: ``spec.timeZone`` is not an IANA time zone known to the operator."""
+    INVALID_SPEC = "InvalidSpec"
+    """Stalled=True: the spec breaks a rule the schema could not check (e.g. args size)."""
+    JOB_NOT_FOUND = "JobNotFound"
+    """Stalled=True on a JobRun whose ``jobRef`` names no ScheduledJob in its namespace."""
+    SUSPENDED_BY_SPEC = "SuspendedBySpec"
+    """Suspended=True: ``spec.suspend`` is true."""
+    CONSECUTIVE_FAILURES = "ConsecutiveFailures"
+    """Quarantined=True (and Suspended=True): ``quarantineAfter`` runs failed in a row."""
+    QUARANTINE_RULE = "QuarantineRule"
+    """Quarantined=True: a failurePolicy rule with action Quarantine matched."""
+    MISSED_SCHEDULE = "MissSchedule"
+    """ScheduleMissed=True: a fire was not started within ``startingDeadlineSeconds``."""
+    TOO_MANY_MISSED = "TooManyMissedTimes"
+    """ScheduleMissed=True: more fires were missed than the missed-fire policy replays."""
+    CIRCUIT_OPEN = "CircuitOpen"
+    """Degraded=True: the circuit breaker of ``spec.dependency`` is open; runs wait."""
+    STORE_UNAVAILABLE = "StoreUnavailable"
+    """Degraded=True (or Ready=Unknown): PostgreSQL could not be reached."""
+
+
+class EventReason(enum.StrEnum):
+    """Reasons of the Kubernetes Events Sundial records on its objects (DESIGN.md section 8)."""
+
+    MISS_SCHEDULE = "MissSchedule"
+    """Warning: a fire was missed (past ``startingDeadlineSeconds``), as CronJob reports it."""
+    TOO_MANY_MISSED_TIMES = "TooManyMissedTimes"
+    """Warning: too many fires were missed to replay them all."""
+    JOB_ALREADY_ACTIVE = "JobAlreadyActive"
+    """Normal: a fire was skipped because a run is active and concurrencyPolicy is Forbid."""
+    UNKNOWN_TIME_ZONE = "UnknownTimeZone"
+    """Warning: ``spec.timeZone`` is not a known IANA zone."""
+    SUCCESSFUL_CREATE = "SuccessfulCreate"
+    """Normal: a run (and its JobRun or Pod) was created."""
+    COALESCED = "Coalesced"
+    """Normal: missed fires were coalesced into one run."""
+    BACKFILLED = "Backfilled"
+    """Normal: missed fires were each run, oldest first, up to ``maxBackfill``."""
+    QUARANTINED = "Quarantined"
+    """Warning: the job was suspended after repeated failures."""
+    CIRCUIT_OPEN = "CircuitOpen"
+    """Warning: the dependency's circuit breaker opened; runs wait instead of failing."""
+    DEAD_LETTERED = "DeadLettered"
+    """Warning: a run used up its retries and was dead-lettered (replayable)."""
+    OOM_KILLED = "OOMKilled"
+    """Warning: an attempt was killed for running out of memory."""
+
+
+def find_condition(
+    conditions: Sequence[common.Condition] | None, condition_type: str
+) -> common.Condition | None:
+    """The condition of ``condition_type``, or None."""
+    return next((c for c in conditions or () if c.type == condition_type), None)
+
+
+def set_condition(
+    conditions: Sequence[common.Condition] | None,
+    condition_type: str,
+    status: common.ConditionStatus,
+    reason: str,
+    message: str,
+    *,
+    now: datetime.datetime,
+    observed_generation: int | None = None,
+) -> list[common.Condition]:
+    """``conditions`` with ``condition_type`` set: replaced in place, or appended if new.
+
+    ``lastTransitionTime`` is kept while the status stays the same (a changed reason or message is
+    not a transition), as metav1 specifies; ``message`` is cut to the schema's bound.
+    """
+    previous = find_condition(conditions, condition_type)
+    if previous is not None and previous.status == status:
+        transition_time = previous.last_transition_time
+    else:
+        transition_time = now
+    updated = common.Condition(
+        type=condition_type,
+        status=status,
+        reason=reason,
+        message=message[:MAX_MESSAGE_LENGTH],
+        last_transition_time=transition_time,
+        observed_generation=observed_generation,
+    )
+    result = [updated if c.type == condition_type else c for c in conditions or ()]
+    if previous is None:
+        result.append(updated)
+    return result

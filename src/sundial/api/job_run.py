@@ -1,0 +1,198 @@
+"""The JobRun resource: one run, submitted by a person or mirrored from PostgreSQL.
+
+A JobRun created by a user is a one-shot or delayed run of a ScheduledJob's job (``jobRef``) or
+of an inline ``job``; the operator turns it into a run in PostgreSQL, idempotently (the object's
+uid is the idempotency key unless ``idempotencyKey`` is given). JobRuns that mirror scheduled
+runs are written by the status mirror. Either way ``status`` follows the run in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Final, Literal
+
+import pydantic
+
+from sundial.api import common
+
+KIND: Final = "JobRun"
+
+Phase = Literal[
+    "Pending",
+    "Blocked",
+    "Running",
+    "RetryWait",
+    "Succeeded",
+    "Failed",
+    "TimedOut",
+    "Cancelled",
+    "DeadLettered",
+]
+TERMINAL_PHASES: frozenset[str] = frozenset(
+    {"Succeeded", "Failed", "TimedOut", "Cancelled", "DeadLettered"}
+)
+"""Phases a run never leaves."""
+
+MAX_DEPENDENCIES = 32
+MAX_LAST_ERROR_LENGTH = 4096
+
+EXACTLY_ONE_OF_JOB_REF_OR_JOB = common.CelRule(
+    rule="has(self.jobRef) != has(self.job)",
+    message="exactly one of jobRef or job must be set",
+)
+RUN_AT_OR_DELAY = common.CelRule(
+    rule="!(has(self.runAt) && has(self.delaySeconds))",
+    message="set at most one of runAt or delaySeconds",
+    field_path=".delaySeconds",
+)
+JOB_SOURCE_IS_FIXED = common.CelRule(
+    rule="has(self.jobRef) == has(oldSelf.jobRef) && has(self.job) == has(oldSelf.job)",
+    message="a JobRun cannot switch between jobRef and job after it is created",
+)
+CANCEL_IS_FINAL = common.CelRule(
+    rule="!oldSelf.cancel || self.cancel",
+    message="a cancelled JobRun cannot be un-cancelled",
+    field_path=".cancel",
+)
+IMMUTABLE = common.CelRule(rule="self == oldSelf", message="this field is immutable")
+NOT_ITS_OWN_DEPENDENCY = common.CelRule(
+    rule="!has(self.spec.dependsOn) || !(self.metadata.name in self.spec.dependsOn)",
+    message="a JobRun cannot depend on itself",
+    field_path=".spec.dependsOn",
+)
+
+
+class JobRef(common.ApiModel):
+    """A ScheduledJob in the JobRun's namespace."""
+
+    name: str = pydantic.Field(min_length=1, max_length=253, pattern=common.DNS_SUBDOMAIN_PATTERN)
+
+
+class JobRunSpec(common.ApiModel):
+    """What to run, when, and after what."""
+
+    model_config = pydantic.ConfigDict(
+        json_schema_extra=common.cel_rules(
+            EXACTLY_ONE_OF_JOB_REF_OR_JOB, RUN_AT_OR_DELAY, JOB_SOURCE_IS_FIXED, CANCEL_IS_FINAL
+        )
+    )
+
+    job_ref: JobRef | None = pydantic.Field(
+        default=None, json_schema_extra=common.cel_rules(IMMUTABLE)
+    )
+    """Run the job of this ScheduledJob (its current generation), now or at ``runAt``."""
+    job: common.JobSpec | None = None
+    """An inline job, for a run that belongs to no ScheduledJob."""
+    run_at: pydantic.AwareDatetime | None = pydantic.Field(
+        default=None, json_schema_extra=common.cel_rules(IMMUTABLE)
+    )
+    """Do not start before this time (RFC 3339)."""
+    delay_seconds: int | None = pydantic.Field(
+        default=None, ge=0, le=366 * 86400, json_schema_extra=common.cel_rules(IMMUTABLE)
+    )
+    """Do not start before this many seconds after the JobRun was created."""
+    args: common.Args | None = None
+    """Arguments for this run, merged key by key over the handler's ``args``."""
+    priority: int | None = pydantic.Field(default=None, ge=0, le=9)
+    """Overrides the job's priority for this run."""
+    idempotency_key: str | None = pydantic.Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/=+-]*$",
+        json_schema_extra=common.cel_rules(IMMUTABLE),
+    )
+    """Runs with the same key in a namespace are one run; the JobRun's uid when absent."""
+    depends_on: (
+        list[Annotated[str, pydantic.Field(max_length=253, pattern=common.DNS_SUBDOMAIN_PATTERN)]]
+        | None
+    ) = pydantic.Field(
+        default=None,
+        max_length=MAX_DEPENDENCIES,
+        json_schema_extra={
+            "x-kubernetes-list-type": "set",
+            **common.cel_rules(IMMUTABLE),
+        },
+    )
+    """JobRuns in the same namespace that must succeed before this one starts (a DAG)."""
+    cancel: bool = False
+    """Set to true to cancel the run; it cannot be set back."""
+    ttl_seconds_after_finished: int | None = pydantic.Field(default=None, ge=0, le=366 * 86400)
+    """Delete the JobRun this long after it finished (the run stays in PostgreSQL)."""
+
+    @pydantic.model_validator(mode="after")
+    def _shape(self) -> JobRunSpec:
+        if (self.job_ref is None) == (self.job is None):
+            raise ValueError(EXACTLY_ONE_OF_JOB_REF_OR_JOB.message)
+        if self.run_at is not None and self.delay_seconds is not None:
+            raise ValueError(RUN_AT_OR_DELAY.message)
+        if self.depends_on is not None and len(set(self.depends_on)) != len(self.depends_on):
+            raise ValueError("dependsOn must not name a JobRun twice")
+        return self
+
+
+class JobRunStatus(common.ApiModel):
+    """The run as PostgreSQL has it, mirrored by the operator through ``/status``."""
+
+    phase: Phase | None = None
+    conditions: common.Conditions | None = None
+    observed_generation: int | None = pydantic.Field(default=None, ge=0)
+    run_id: str | None = pydantic.Field(default=None, max_length=64)
+    """The run's id in PostgreSQL (``sundial runs`` shows it)."""
+    fire_time: pydantic.AwareDatetime | None = None
+    """The logical time the run was due, handed to the job."""
+    attempt: int | None = pydantic.Field(default=None, ge=0)
+    """The current attempt, also the fencing token handed to the job."""
+    reason: str | None = pydantic.Field(default=None, max_length=128)
+    """Why the run is in its phase, from the failure table (e.g. OOMKilled, Evicted)."""
+    exit_code: int | None = pydantic.Field(default=None, ge=-255, le=255)
+    started_at: pydantic.AwareDatetime | None = None
+    finished_at: pydantic.AwareDatetime | None = None
+    duration: str | None = pydantic.Field(default=None, max_length=32)
+    """``finishedAt - startedAt`` as kubectl prints durations (``1m23s``), set when it finishes."""
+    pod_name: str | None = pydantic.Field(default=None, max_length=253)
+    last_error: str | None = pydantic.Field(default=None, max_length=MAX_LAST_ERROR_LENGTH)
+    """The last attempt's error, cut to fit (see ``truncate_error``)."""
+
+
+class JobRun(common.ApiModel):
+    """One run of a job (``sundial.dev/v1alpha1``)."""
+
+    model_config = pydantic.ConfigDict(json_schema_extra=common.cel_rules(NOT_ITS_OWN_DEPENDENCY))
+
+    api_version: Literal["sundial.dev/v1alpha1"] = common.API_VERSION
+    kind: Literal["JobRun"] = KIND
+    metadata: common.ObjectMeta = pydantic.Field(default_factory=common.ObjectMeta)
+    spec: JobRunSpec
+    status: JobRunStatus | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _not_its_own_dependency(self) -> JobRun:
+        if self.metadata.name is not None and self.metadata.name in (self.spec.depends_on or ()):
+            raise ValueError(NOT_ITS_OWN_DEPENDENCY.message)
+        return self
+
+
+def format_duration(seconds: float) -> str:
+    """A duration the way kubectl prints one: ``45s``, ``1m23s``, ``2h5m``, ``3d4h``."""
+    total = max(0, math.floor(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs}s" if secs else f"{minutes}m"
+    return f"{secs}s"
+
+
+def truncate_error(message: str) -> str:
+    """``message`` cut to ``MAX_LAST_ERROR_LENGTH`` characters, keeping its start and end."""
+    if len(message) <= MAX_LAST_ERROR_LENGTH:
+        return message
+    marker = " … "
+    keep = MAX_LAST_ERROR_LENGTH - len(marker)
+    head = keep // 2
+    return message[:head] + marker + message[len(message) - (keep - head) :]

@@ -1,0 +1,126 @@
+"""The ScheduledJob resource: a job and the cron schedule it fires on.
+
+Field names follow CronJob where the meaning is the same (``schedule``, ``timeZone``,
+``concurrencyPolicy``, ``startingDeadlineSeconds``, ``suspend``, the history limits), so that
+Kubernetes users already know them. The job itself (handler or Pod template, retries, failure
+policy) is shared with JobRun through ``common.JobSpec``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import pydantic
+
+from sundial.api import common
+
+KIND: Final = "ScheduledJob"
+
+MAX_NAME_LENGTH = 52
+"""Like CronJob: JobRun and Pod names and label values derived from it must stay within 63."""
+
+ConcurrencyPolicy = Literal["Forbid", "Allow", "Replace"]
+MissedFirePolicy = Literal["Coalesce", "Backfill", "Skip"]
+
+SCHEDULE_PATTERN = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"
+"""Five space-separated fields or a macro; the operator parses the cron (Stalled on error)."""
+TIME_ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,3}$"
+"""The shape of an IANA zone name; whether the zone exists is checked by the operator."""
+
+MAX_BACKFILL_ONLY_WITH_BACKFILL = common.CelRule(
+    rule="!has(self.maxBackfill) || self.missedFirePolicy == 'Backfill'",
+    message="maxBackfill is only valid with missedFirePolicy Backfill",
+    field_path=".maxBackfill",
+)
+SCHEDULE_RULES = (*common.JOB_RULES, MAX_BACKFILL_ONLY_WITH_BACKFILL)
+
+NAME_LENGTH = common.CelRule(
+    rule=f"size(self.metadata.name) <= {MAX_NAME_LENGTH}",
+    message=f"a ScheduledJob name must be at most {MAX_NAME_LENGTH} characters",
+)
+
+
+class ScheduledJobSpec(common.JobSpec):
+    """When the job fires and what happens to fires that are missed or overlap."""
+
+    model_config = pydantic.ConfigDict(json_schema_extra=common.cel_rules(*SCHEDULE_RULES))
+
+    schedule: str = pydantic.Field(min_length=1, max_length=128, pattern=SCHEDULE_PATTERN)
+    """A 5-field cron expression (minute hour day-of-month month day-of-week) or a macro such as
+    ``@hourly``, read in ``timeZone``."""
+    time_zone: str | None = pydantic.Field(default=None, max_length=64, pattern=TIME_ZONE_PATTERN)
+    """An IANA time zone such as ``Europe/Paris``; UTC when absent."""
+    concurrency_policy: ConcurrencyPolicy = "Forbid"
+    """Forbid skips a fire while a run is active; Allow runs both; Replace cancels the old run."""
+    starting_deadline_seconds: int | None = pydantic.Field(default=None, ge=1, le=31 * 86400)
+    """A fire not started within this many seconds of its time counts as missed."""
+    missed_fire_policy: MissedFirePolicy = "Coalesce"
+    """After downtime: Coalesce (one run for the latest fire), Backfill, or Skip."""
+    max_backfill: int | None = pydantic.Field(default=None, ge=1, le=1000)
+    """Backfill only: the most missed fires replayed, oldest first."""
+    spread_seconds: int = pydantic.Field(default=0, ge=0, le=3600)
+    """Delay each fire by a deterministic per-job offset in [0, spreadSeconds); 0 fires on time."""
+    suspend: bool = False
+    """No new fires while true; active runs go on."""
+    quarantine_after: int | None = pydantic.Field(default=None, ge=1, le=1000)
+    """Suspend the job (condition Quarantined) after this many failed runs in a row."""
+    successful_runs_history_limit: int = pydantic.Field(default=3, ge=0, le=100)
+    """How many succeeded runs stay visible as JobRun objects (PostgreSQL keeps them all)."""
+    failed_runs_history_limit: int = pydantic.Field(default=1, ge=0, le=100)
+    """How many failed runs stay visible as JobRun objects (PostgreSQL keeps them all)."""
+
+    @pydantic.model_validator(mode="after")
+    def _backfill_bound(self) -> ScheduledJobSpec:
+        if self.max_backfill is not None and self.missed_fire_policy != "Backfill":
+            raise ValueError(MAX_BACKFILL_ONLY_WITH_BACKFILL.message)
+        return self
+
+
+class ActiveRunRef(common.ApiModel):
+    """A run of this job that is active now, and the JobRun object that mirrors it."""
+
+    name: common.ObjectName
+    namespace: common.DnsLabel
+    uid: str | None = pydantic.Field(default=None, max_length=64)
+    run_id: str | None = pydantic.Field(default=None, max_length=64)
+
+
+class ScheduledJobStatus(common.ApiModel):
+    """What the operator observed, written through the ``/status`` subresource only."""
+
+    conditions: common.Conditions | None = None
+    observed_generation: int | None = pydantic.Field(default=None, ge=0)
+    last_schedule_time: pydantic.AwareDatetime | None = None
+    """The fire time of the latest run created."""
+    next_schedule_time: pydantic.AwareDatetime | None = None
+    """When the next run fires (after spread); absent while suspended or stalled."""
+    last_successful_time: pydantic.AwareDatetime | None = None
+    """When the latest successful run finished."""
+    active: list[ActiveRunRef] | None = pydantic.Field(
+        default=None,
+        max_length=100,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    """Active runs (at most 100 are listed; ``activeCount`` has the true number)."""
+    active_count: int | None = pydantic.Field(default=None, ge=0)
+    """How many runs are active, for the ACTIVE column."""
+    consecutive_failures: int | None = pydantic.Field(default=None, ge=0)
+    """Failed runs since the last success; compared with ``quarantineAfter``."""
+
+
+class ScheduledJob(common.ApiModel):
+    """A job that Sundial fires on a cron schedule (``sundial.dev/v1alpha1``)."""
+
+    model_config = pydantic.ConfigDict(json_schema_extra=common.cel_rules(NAME_LENGTH))
+
+    api_version: Literal["sundial.dev/v1alpha1"] = common.API_VERSION
+    kind: Literal["ScheduledJob"] = KIND
+    metadata: common.ObjectMeta = pydantic.Field(default_factory=common.ObjectMeta)
+    spec: ScheduledJobSpec
+    status: ScheduledJobStatus | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _name_length(self) -> ScheduledJob:
+        if self.metadata.name is not None and len(self.metadata.name) > MAX_NAME_LENGTH:
+            raise ValueError(NAME_LENGTH.message)
+        return self

@@ -1,0 +1,133 @@
+"""One call per due schedule for the trigger loop: every scheduling rule, in order.
+
+``plan_fires`` applies suspend/quarantine, the missed-fire policy (bounded by
+``startingDeadlineSeconds``), the concurrency policy and the spread, and returns what to write
+in the schedule's transaction: the runs to insert (``fire_time`` logical, ``run_at`` spread),
+whether to cancel the active runs first (Replace), the new ``next_fire_time``, the counts for
+metrics and the event reasons. It does no I/O and reads no clock.
+
+The global fire-rate budget stays with the loop: ask ``budget.acquire(len(plan.runs))`` and,
+if fewer are granted, leave the schedule due and come back at ``next_release_at``.
+
+Every due fire has exactly one outcome: ``ran + backfilled + coalesced + skipped == due``
+(``skipped`` includes fires dropped by the concurrency policy).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sundial.scheduling import concurrency, cron, missed_fires, quarantine, spread, suspension
+from sundial.scheduling.clock import require_aware
+
+# Event reasons (DESIGN.md section 8), besides concurrency.JOB_ALREADY_ACTIVE and friends.
+MISS_SCHEDULE = "MissSchedule"
+TOO_MANY_MISSED_TIMES = "TooManyMissedTimes"
+COALESCED = "Coalesced"
+BACKFILLED = "Backfilled"
+
+
+@dataclass(frozen=True)
+class ScheduleRules:
+    """The validated policy fields of one ScheduledJob."""
+
+    missed_fire_rules: missed_fires.MissedFireRules = field(
+        default_factory=missed_fires.MissedFireRules
+    )
+    concurrency_policy: concurrency.ConcurrencyPolicy = concurrency.ConcurrencyPolicy.FORBID
+    spread_seconds: int = 0
+
+    def __post_init__(self) -> None:
+        spread.validate_spread_seconds(self.spread_seconds)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run to insert: ``fire_time`` is the logical time (the unique key with the schedule),
+    ``run_at`` when it becomes due for the runners."""
+
+    fire_time: datetime
+    run_at: datetime
+
+
+@dataclass(frozen=True)
+class FirePlan:
+    """What the trigger loop writes for one schedule. ``paused`` set means: write nothing, keep
+    ``next_fire_time`` (it equals the stored one)."""
+
+    paused: suspension.PauseReason | None
+    runs: tuple[PlannedRun, ...]
+    cancel_active: bool
+    next_fire_time: datetime
+    due: int
+    missed: int
+    ran: int
+    backfilled: int
+    coalesced: int
+    skipped: int
+    skipped_past_deadline: int
+    skipped_by_concurrency: int
+    counts_capped: bool
+    events: tuple[str, ...]
+
+
+def plan_fires(
+    *,
+    job_identity: str | uuid.UUID,
+    schedule: cron.Schedule,
+    rules: ScheduleRules,
+    next_fire_time: datetime,
+    now: datetime,
+    active_runs: int,
+    suspend: bool = False,
+    quarantine_state: quarantine.QuarantineState | None = None,
+) -> FirePlan:
+    """Decide everything the trigger loop does for one schedule at ``now``."""
+    require_aware(next_fire_time, "next_fire_time")
+    gate = suspension.decide(
+        schedule,
+        next_fire_time,
+        require_aware(now, "now"),
+        rules.missed_fire_rules,
+        suspend=suspend,
+        quarantine_state=quarantine_state or quarantine.QuarantineState(),
+    )
+    if gate.decision is None:
+        return FirePlan(gate.paused, (), False, next_fire_time, 0, 0, 0, 0, 0, 0, 0, 0, False, ())
+    decision = gate.decision
+    allowed = concurrency.decide(rules.concurrency_policy, decision.fire_times, active_runs)
+    runs = tuple(
+        PlannedRun(fire, spread.run_at(fire, job_identity, rules.spread_seconds))
+        for fire in allowed.start
+    )
+    newest_started = bool(decision.fire_times) and decision.fire_times[-1] in allowed.start
+    ran = 1 if newest_started else 0
+    events: list[str] = []
+    if decision.missed:
+        events.append(MISS_SCHEDULE)
+    if decision.counts_capped:
+        events.append(TOO_MANY_MISSED_TIMES)
+    if decision.coalesced:
+        events.append(COALESCED)
+    if len(runs) - ran:
+        events.append(BACKFILLED)
+    if allowed.reason is not None:
+        events.append(allowed.reason)
+    return FirePlan(
+        paused=None,
+        runs=runs,
+        cancel_active=allowed.cancel_active,
+        next_fire_time=decision.next_fire_time,
+        due=decision.due,
+        missed=decision.missed,
+        ran=ran,
+        backfilled=len(runs) - ran,
+        coalesced=decision.coalesced,
+        skipped=decision.skipped + len(allowed.skipped),
+        skipped_past_deadline=decision.skipped_past_deadline,
+        skipped_by_concurrency=len(allowed.skipped),
+        counts_capped=decision.counts_capped,
+        events=tuple(events),
+    )

@@ -1,0 +1,135 @@
+"""plan_fires: the whole per-schedule decision the trigger loop makes, tick by tick."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sundial.scheduling import concurrency, cron, plan, quarantine, spread
+from sundial.scheduling.concurrency import ConcurrencyPolicy
+from sundial.scheduling.missed_fires import MissedFirePolicy, MissedFireRules
+from sundial.scheduling.suspension import PauseReason
+
+UID = "0b6c6d2e-41c4-4f0e-9a55-3f6f2d0c9a11"
+EVERY_TEN_MINUTES = cron.parse_schedule("*/10 * * * *")
+NOON = datetime(2026, 6, 1, 12, tzinfo=UTC)
+
+
+def run_ticks(policy: ConcurrencyPolicy, run_lasts: timedelta) -> list[plan.FirePlan]:
+    """A loop ticking each minute for an hour; each started run stays active for ``run_lasts``."""
+    rules = plan.ScheduleRules(concurrency_policy=policy)
+    next_fire = NOON
+    active_until: list[datetime] = []
+    plans = []
+    for minute in range(61):
+        now = NOON + timedelta(minutes=minute)
+        active_until = [end for end in active_until if end > now]
+        fire_plan = plan.plan_fires(
+            job_identity=UID,
+            schedule=EVERY_TEN_MINUTES,
+            rules=rules,
+            next_fire_time=next_fire,
+            now=now,
+            active_runs=len(active_until),
+        )
+        if fire_plan.cancel_active:
+            active_until = []
+        active_until += [run.run_at + run_lasts for run in fire_plan.runs]
+        next_fire = fire_plan.next_fire_time
+        if fire_plan.due:
+            plans.append(fire_plan)
+    return plans
+
+
+def test_forbid_against_a_long_running_run_skips_fires_until_it_ends() -> None:
+    plans = run_ticks(ConcurrencyPolicy.FORBID, run_lasts=timedelta(minutes=25))
+    started = [len(p.runs) for p in plans]
+    assert started == [1, 0, 0, 1, 0, 0, 1]  # 12:00 runs to 12:25; 12:10, 12:20 skipped ...
+    assert sum(p.skipped_by_concurrency for p in plans) == 4
+    assert all(concurrency.JOB_ALREADY_ACTIVE in p.events for p in plans if not p.runs)
+
+
+def test_allow_against_a_long_running_run_starts_every_fire() -> None:
+    plans = run_ticks(ConcurrencyPolicy.ALLOW, run_lasts=timedelta(minutes=25))
+    assert [len(p.runs) for p in plans] == [1] * 7
+    assert not any(p.cancel_active for p in plans)
+
+
+def test_replace_against_a_long_running_run_cancels_it_each_time() -> None:
+    plans = run_ticks(ConcurrencyPolicy.REPLACE, run_lasts=timedelta(minutes=25))
+    assert [len(p.runs) for p in plans] == [1] * 7
+    assert [p.cancel_active for p in plans] == [False] + [True] * 6
+
+
+def test_every_fire_is_planned_exactly_once_over_an_hour() -> None:
+    plans = run_ticks(ConcurrencyPolicy.ALLOW, run_lasts=timedelta(seconds=1))
+    fires = [run.fire_time for p in plans for run in p.runs]
+    assert fires == [NOON + timedelta(minutes=10 * k) for k in range(7)]
+
+
+def test_runs_carry_the_logical_fire_time_and_the_spread_run_at() -> None:
+    rules = plan.ScheduleRules(spread_seconds=60)
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=rules,
+        next_fire_time=NOON,
+        now=NOON,
+        active_runs=0,
+    )
+    (run,) = fire_plan.runs
+    assert run.fire_time == NOON
+    assert run.run_at == NOON + spread.offset_for(UID, 60)
+
+
+def test_downtime_with_backfill_under_forbid_starts_only_the_newest() -> None:
+    rules = plan.ScheduleRules(
+        missed_fire_rules=MissedFireRules(MissedFirePolicy.BACKFILL, max_backfill=5),
+        concurrency_policy=ConcurrencyPolicy.FORBID,
+    )
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=rules,
+        next_fire_time=NOON - timedelta(hours=2),
+        now=NOON + timedelta(minutes=5),
+        active_runs=0,
+    )
+    assert [run.fire_time for run in fire_plan.runs] == [NOON]
+    assert fire_plan.skipped_by_concurrency == 4
+    total = fire_plan.ran + fire_plan.backfilled + fire_plan.coalesced + fire_plan.skipped
+    assert total == fire_plan.due == 13
+    assert plan.MISS_SCHEDULE in fire_plan.events
+    assert concurrency.CONCURRENCY_LIMITS_BACKFILL in fire_plan.events
+
+
+def test_downtime_with_backfill_under_allow_starts_five_and_says_so() -> None:
+    rules = plan.ScheduleRules(
+        missed_fire_rules=MissedFireRules(MissedFirePolicy.BACKFILL, max_backfill=5),
+        concurrency_policy=ConcurrencyPolicy.ALLOW,
+    )
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=rules,
+        next_fire_time=NOON - timedelta(hours=2),
+        now=NOON + timedelta(minutes=5),
+        active_runs=0,
+    )
+    assert len(fire_plan.runs) == 5
+    assert (fire_plan.ran, fire_plan.backfilled) == (1, 4)
+    assert plan.BACKFILLED in fire_plan.events
+
+
+def test_a_paused_schedule_plans_nothing_and_keeps_its_next_fire_time() -> None:
+    quarantined = quarantine.record_failure(quarantine.QuarantineState(), 1)
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=plan.ScheduleRules(),
+        next_fire_time=NOON,
+        now=NOON + timedelta(hours=3),
+        active_runs=0,
+        quarantine_state=quarantined,
+    )
+    assert fire_plan.paused is PauseReason.QUARANTINED
+    assert (fire_plan.runs, fire_plan.next_fire_time) == ((), NOON)
