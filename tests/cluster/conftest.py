@@ -29,6 +29,7 @@ from sundial.localdev import cluster
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 _HERE = Path(__file__).parent
 _SKIP_REASON = pytest.StashKey[str]()
+_FAIL_REASON = pytest.StashKey[str]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -49,11 +50,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if reporter is not None:
         reporter.write_line(
             f"tests/cluster: building the local Kubernetes control plane ({', '.join(missing)}) "
-            f"once into {cluster.bin_dir()}; a cold build takes about 20 minutes on 2 cores. "
+            f"once into {cluster.bin_dir()}; a cold build takes 10 to 20 minutes on 2 cores. "
             f"Progress: {log_path}"
         )
     started = time.monotonic()
-    cluster.build(log_path=log_path)
+    try:
+        cluster.build(log_path=log_path)
+    except cluster.ClusterError as error:
+        # Fail the cluster tests, not the whole session: other tiers still run.
+        session.config.stash[_FAIL_REASON] = str(error)
+        return
     if reporter is not None:
         reporter.write_line(f"tests/cluster: built in {time.monotonic() - started:.0f}s")
 
@@ -71,6 +77,9 @@ def local_cluster(request: pytest.FixtureRequest) -> Iterator[cluster.LocalClust
     skip_reason = request.config.stash.get(_SKIP_REASON, None)
     if skip_reason:
         pytest.skip(skip_reason)
+    fail_reason = request.config.stash.get(_FAIL_REASON, None)
+    if fail_reason:
+        pytest.fail(f"building the local control plane failed: {fail_reason}")
     state_dir = Path(tempfile.mkdtemp(prefix="sundial-cluster-"))
     local = cluster.start(state_dir)
     try:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 OUTCOME = "sundial.dev/kwok-outcome"
 EXIT_CODE = "sundial.dev/kwok-exit-code"
@@ -142,14 +142,22 @@ def test_image_pull_backoff_pod_stays_pending_waiting(create_pod, wait_for_pod):
 
 
 def test_run_forever_pod_stays_running(create_pod, wait_for_pod, core_api, namespace):
-    name = create_pod({OUTCOME: "run-forever"})
+    name = create_pod({OUTCOME: "run-forever", RUNNING_SECONDS: "1"})
     wait_for_pod(name, _is_running)
 
-    # Longer than the default one-second running period, then look again.
-    time.sleep(3)
+    # Watch well past the one-second running period: no change may leave Running.
+    phases = [
+        event["object"].status.phase
+        for event in watch.Watch().stream(
+            core_api.list_namespaced_pod,
+            namespace,
+            field_selector=f"metadata.name={name}",
+            timeout_seconds=4,
+        )
+    ]
 
-    pod = core_api.read_namespaced_pod(name, namespace)
-    assert pod.status.phase == "Running"
+    assert phases, "the watch saw nothing"
+    assert set(phases) == {"Running"}
 
 
 def test_outcome_lands_on_time_while_another_writer_patches_the_pod(

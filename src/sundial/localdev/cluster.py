@@ -33,7 +33,7 @@ __all__ = [
 
 GO_INSTALL_HINT = (
     "Go 1.25 or newer is needed to build the local Kubernetes control plane once "
-    "(about 20 minutes, cached afterwards): install it from https://go.dev/dl/ "
+    "(10 to 20 minutes on two cores, cached afterwards): install it from https://go.dev/dl/ "
     "(e.g. into /usr/local/go) or set GO=/path/to/go. "
     "Or point SUNDIAL_TEST_KUBECONFIG at an existing cluster such as kind."
 )
@@ -66,10 +66,13 @@ def find_hack_dir() -> Path:
 
 
 def find_go() -> Path | None:
-    """Return the Go toolchain: ``$GO``, then ``go`` on the PATH, then /usr/local/go."""
+    """Return the Go toolchain: ``$GO``, then ``go`` on the PATH, then /usr/local/go.
+
+    A ``$GO`` that names no executable means "no Go" (``GO=none`` shows the skip path).
+    """
     explicit = os.environ.get("GO")
     if explicit:
-        return Path(explicit)
+        return Path(explicit) if os.access(explicit, os.X_OK) else None
     on_path = shutil.which("go")
     if on_path:
         return Path(on_path)
