@@ -81,7 +81,7 @@ def local_cluster(request: pytest.FixtureRequest) -> Iterator[cluster.LocalClust
     if fail_reason:
         pytest.fail(f"building the local control plane failed: {fail_reason}")
     state_dir = Path(tempfile.mkdtemp(prefix="sundial-cluster-"))
-    local = cluster.start(state_dir)
+    local = cluster.start(state_dir, owner_pid=os.getpid())
     try:
         yield local
     finally:

@@ -157,12 +157,14 @@ class LocalCluster:
         _run_script(self.hack_dir / "down", self.state_dir)
 
 
-def _run_script(script: Path, state_dir: Path) -> subprocess.CompletedProcess[str]:
+def _run_script(
+    script: Path, state_dir: Path, extra_environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [str(script)],
         capture_output=True,
         text=True,
-        env={**os.environ, "SUNDIAL_CLUSTER_DIR": str(state_dir)},
+        env={**os.environ, "SUNDIAL_CLUSTER_DIR": str(state_dir), **(extra_environment or {})},
         check=False,
     )
     if result.returncode != 0:
@@ -172,12 +174,19 @@ def _run_script(script: Path, state_dir: Path) -> subprocess.CompletedProcess[st
     return result
 
 
-def start(state_dir: Path, *, hack_dir: Path | None = None) -> LocalCluster:
-    """Start a cluster whose state lives in ``state_dir`` (binaries must be built)."""
+def start(
+    state_dir: Path, *, owner_pid: int | None = None, hack_dir: Path | None = None
+) -> LocalCluster:
+    """Start a cluster whose state lives in ``state_dir`` (binaries must be built).
+
+    With ``owner_pid``, a watchdog stops the cluster once that process has gone, even if
+    it died without calling :meth:`LocalCluster.stop`.
+    """
     hack_dir = hack_dir or find_hack_dir()
     if missing_binaries(hack_dir):
         raise ClusterError("the cluster binaries are not built: call build() first")
-    result = _run_script(hack_dir / "up", state_dir)
+    owner = {"SUNDIAL_CLUSTER_OWNER_PID": str(owner_pid)} if owner_pid else {}
+    result = _run_script(hack_dir / "up", state_dir, owner)
     kubeconfig = Path(result.stdout.strip().splitlines()[-1])
     return LocalCluster(
         kubeconfig=kubeconfig,
