@@ -6,6 +6,9 @@ is private and may change without notice.
 
 from __future__ import annotations
 
-__all__ = ["__version__"]
+from sundial.runner.context import JobContext
+from sundial.runner.registry import job
+
+__all__ = ["JobContext", "__version__", "job"]
 
 __version__ = "0.1.0.dev0"

@@ -34,3 +34,134 @@ def crds(output: pathlib.Path | None) -> None:
         path = output / crd.file_name(resource)
         path.write_text(crd.render(resource), encoding="utf-8")
         click.echo(f"wrote {path}")
+
+
+@main.command("exec")
+@click.argument("handler")
+@click.option(
+    "--handlers",
+    "handler_modules",
+    multiple=True,
+    required=True,
+    help="Module that registers handlers with @sundial.job (repeatable).",
+)
+@click.option(
+    "--args-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="JSON object of arguments; defaults to the SUNDIAL_ARGS environment variable.",
+)
+def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None) -> None:
+    """Run one registered HANDLER in the foreground; the exit code is the outcome.
+
+    0 succeeded, 1 the handler raised, 3 bad arguments, 4 unknown handler, 5 a handlers
+    module failed to import, 6 bad SUNDIAL_* environment, 143 cancelled by SIGTERM.
+    """
+    import os
+    import sys
+
+    from sundial.runner import exec_command
+
+    try:
+        args_text = exec_command.read_args(args_file, os.environ)
+    except OSError as error:
+        click.echo(f"cannot read --args-file: {error}", err=True)
+        sys.exit(exec_command.EXIT_BAD_ARGS)
+    sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
+
+
+@main.command()
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option("--target", type=int, default=None, help="Stop after this migration version.")
+def migrate(dsn: str, target: int | None) -> None:
+    """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+    from sundial.store import migrate as store_migrate
+
+    applied = store_migrate.migrate(dsn, target=target)
+    for migration in applied:
+        click.echo(f"applied {migration.version:04d}_{migration.name}")
+    if not applied:
+        click.echo("schema is up to date")
+
+
+@main.command()
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option("--holder", default=None, help="Lease holder name (default: host-pid).")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True)
+@click.option(
+    "--poll-seconds",
+    type=click.FloatRange(0.05, 60),
+    default=1.0,
+    show_default=True,
+    help="Longest sleep between steps; also how often a standby asks for the lease.",
+)
+@click.option("--lease-ttl", type=click.FloatRange(1, 600), default=15.0, show_default=True)
+@click.option(
+    "--fires-per-second",
+    type=click.FloatRange(0),
+    default=1000.0,
+    show_default=True,
+    help="Global fire budget on run_at (0 turns it off: spread alone).",
+)
+@click.option("--fire-burst", type=click.IntRange(1), default=1000, show_default=True)
+@click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
+def scheduler(
+    dsn: str,
+    holder: str | None,
+    batch_size: int,
+    poll_seconds: float,
+    lease_ttl: float,
+    fires_per_second: float,
+    fire_burst: int,
+    once: bool,
+) -> None:
+    """Run the trigger loop and run maintenance under the PostgreSQL leader lease.
+
+    The same loop the operator runs, without Kubernetes: schedules in the database turn into
+    runs; expired leases are reaped; future runs are promoted when due. Safe to start twice.
+    """
+    import asyncio
+    import datetime
+    import logging
+    import signal
+
+    from sundial.operator import trigger
+    from sundial.store import pool as store_pool
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = trigger.TriggerSettings(
+        batch_size=batch_size,
+        poll_interval=datetime.timedelta(seconds=poll_seconds),
+        lease_ttl_seconds=lease_ttl,
+        fires_per_second=fires_per_second or None,
+        fire_burst=fire_burst,
+    )
+
+    async def serve() -> None:
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=2, name="sundial-scheduler")
+        try:
+            loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
+            if once:
+                await loop.step()
+                state = "leader" if loop.lease is not None else "standby"
+                click.echo(f"one step done as {state} ({loop.holder})")
+                return
+            stop = asyncio.Event()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+            click.echo(f"scheduler {loop.holder} running; Ctrl-C stops it")
+            await loop.run(stop)
+        finally:
+            await opened.close()
+
+    asyncio.run(serve())

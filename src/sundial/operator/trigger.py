@@ -1,0 +1,216 @@
+"""The trigger loop: turns due schedules into runs, under a leader lease, correct without it.
+
+One ``TriggerLoop`` per operator process (or per ``sundial scheduler``). Each ``step``:
+
+1. takes or renews the ``trigger`` lease (``store.leases``, with an epoch); a process that does
+   not hold it does nothing but wait;
+2. as leader, ``tick``: calls ``store.fires.fire_due`` until no due schedule is left, one
+   transaction per batch; then the store's maintenance, ``reaper.reap`` and
+   ``reaper.promote_due`` (future ``run_at`` -> pending);
+3. returns when to wake: the next ``next_fire_time`` or the poll interval, whichever is first.
+
+The lease only saves work. Correctness never depends on it: due schedules are locked
+``FOR UPDATE SKIP LOCKED`` and every fire is created through the unique
+``(schedule_id, fire_time)`` key, so two loops at once - a leader that lost its lease mid-tick,
+a split brain - create every fire exactly once. State lives in PostgreSQL (``next_fire_time``),
+so a new leader resumes where the old one stopped; missed fires go through the missed-fire
+policy. Time comes from an injected ``scheduling.clock.Clock``: tests drive minutes of
+schedule with a ``ManualClock`` and never sleep.
+
+The global fire budget (``RunAtPacer``) is a ``scheduling.fire_budget.FireBudget`` read on the
+``run_at`` timeline: runs are placed in ``run_at`` order and a run the budget cannot take at its
+spread ``run_at`` is moved to the budget's next release. So no second of ``run_at`` holds
+more than ``burst + fires_per_second`` runs, whatever the spread's hash did
+(docs/adr/0006-trigger-loop.md). This module never imports kopf.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sundial.observability import trigger_metrics
+from sundial.scheduling import clock as clocks
+from sundial.scheduling import fire_budget
+from sundial.store import fires, leases, reaper, schedules
+from sundial.store.pool import Pool
+
+__all__ = ["LEASE_NAME", "RunAtPacer", "TriggerLoop", "TriggerSettings", "default_holder"]
+
+LEASE_NAME = "trigger"
+
+log = logging.getLogger("sundial.trigger")
+
+
+@dataclass(frozen=True)
+class TriggerSettings:
+    batch_size: int = fires.DEFAULT_BATCH_SIZE
+    #: The longest sleep between steps; also how often a standby asks for the lease.
+    poll_interval: timedelta = timedelta(seconds=1)
+    lease_ttl_seconds: float = 15.0
+    #: The global fire budget on run_at; ``None`` turns it off (spread alone).
+    fires_per_second: float | None = 1000.0
+    fire_burst: int = 1000
+    #: Run reaper.reap and reaper.promote_due after each tick.
+    maintain: bool = True
+
+
+def default_holder() -> str:
+    """A lease holder name unique to this process."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class _Cursor:
+    """The budget's clock: the run_at being placed, never going backwards."""
+
+    def __init__(self, start: datetime) -> None:
+        self.at = start
+
+    def now(self) -> datetime:
+        return self.at
+
+
+class RunAtPacer:
+    """The fire budget applied to ``run_at``; call it with each run_at in ascending order."""
+
+    def __init__(self, fires_per_second: float, burst: int) -> None:
+        self._fires_per_second = fires_per_second
+        self._burst = burst
+        self._cursor: _Cursor | None = None
+        self._budget: fire_budget.FireBudget | None = None
+
+    def __call__(self, run_at: datetime) -> datetime:
+        if self._cursor is None or self._budget is None:
+            self._cursor = _Cursor(run_at)
+            self._budget = fire_budget.FireBudget(self._fires_per_second, self._burst, self._cursor)
+        self._cursor.at = max(self._cursor.at, run_at)
+        grant = self._budget.acquire(1)
+        while not grant.granted:
+            assert grant.next_release_at is not None
+            self._cursor.at = max(self._cursor.at, grant.next_release_at)
+            grant = self._budget.acquire(1)
+        return self._cursor.at
+
+
+class TriggerLoop:
+    """See the module docstring. ``tick`` is public so tests and benchmarks can drive it."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        clock: clocks.Clock | None = None,
+        holder: str | None = None,
+        settings: TriggerSettings | None = None,
+    ) -> None:
+        self.pool = pool
+        self.clock = clock or clocks.SystemClock()
+        self.holder = holder or default_holder()
+        self.settings = settings or TriggerSettings()
+        self.lease: leases.LeaderLease | None = None
+        rate = self.settings.fires_per_second
+        self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
+
+    async def tick(self) -> fires.FireReport:
+        """Fire every schedule due at the clock's now, one transaction per batch."""
+        report = fires.FireReport()
+        started = time.perf_counter()
+        while True:
+            now = self.clock.now()
+            batch = await fires.fire_due(
+                self.pool, now=now, batch_size=self.settings.batch_size, pace=self._pacer
+            )
+            report.add(batch)
+            trigger_metrics.record_fires(
+                ran=batch.ran,
+                backfilled=batch.backfilled,
+                coalesced=batch.coalesced,
+                skipped=batch.skipped,
+                fire_times=(run.fire_time for run in batch.runs),
+                created_at=self.clock.now(),
+            )
+            for outcome in batch.outcomes:
+                if outcome.stalled is not None:
+                    trigger_metrics.STALLED.labels(outcome.events[0]).inc()
+                    log.warning(
+                        "schedule stalled",
+                        extra={"schedule_id": str(outcome.schedule_id), "error": outcome.stalled},
+                    )
+                if outcome.newly_quarantined is not None:
+                    trigger_metrics.QUARANTINED.inc()
+                    log.warning(
+                        "schedule quarantined",
+                        extra={
+                            "schedule_id": str(outcome.schedule_id),
+                            "reason": outcome.newly_quarantined,
+                        },
+                    )
+            if batch.schedules < self.settings.batch_size:
+                break
+        trigger_metrics.TICK_SECONDS.observe(time.perf_counter() - started)
+        if report.schedules:
+            log.info(
+                "trigger tick",
+                extra={
+                    "schedules": report.schedules,
+                    "runs_created": report.created,
+                    "coalesced": report.coalesced,
+                    "skipped": report.skipped,
+                    "backfilled": report.backfilled,
+                    "stalled": report.stalled,
+                },
+            )
+        return report
+
+    async def lead(self) -> leases.LeaderLease | None:
+        """Take or renew the lease; ``None`` while another process holds it."""
+        self.lease = await leases.acquire(
+            self.pool, LEASE_NAME, self.holder, ttl_seconds=self.settings.lease_ttl_seconds
+        )
+        return self.lease
+
+    async def step(self) -> datetime:
+        """One round: lead, tick and maintain if leader; return when to wake."""
+        now = self.clock.now()
+        wake = now + self.settings.poll_interval
+        if await self.lead() is None:
+            return wake
+        await self.tick()
+        if self.settings.maintain:
+            await reaper.reap(self.pool)
+            await reaper.promote_due(self.pool)
+        upcoming = await schedules.next_due(self.pool)
+        if upcoming is not None:
+            wake = min(wake, max(upcoming, self.clock.now()))
+        return wake
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Step until ``stop`` is set; a failed step (database away) is retried with backoff."""
+        failures = 0
+        try:
+            while not stop.is_set():
+                try:
+                    wake = await self.step()
+                    failures = 0
+                    delay = min(
+                        (wake - self.clock.now()).total_seconds(),
+                        self.settings.poll_interval.total_seconds(),
+                    )
+                except Exception:
+                    failures += 1
+                    delay = min(30.0, 0.5 * 2 ** min(failures, 6))
+                    log.exception("trigger step failed; retrying", extra={"delay": delay})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=max(0.01, delay))
+        finally:
+            if self.lease is not None:
+                try:
+                    await leases.release(self.pool, self.lease)
+                except Exception:
+                    log.exception("could not release the trigger lease; it will expire")

@@ -1,0 +1,139 @@
+"""What every executor shares: resolving and validating a run before it starts, calling a
+synchronous handler so that an exception becomes text instead of a raise, and waiting for a
+result against a timeout and a cancellation event."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import enum
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import pydantic
+
+from sundial.runner import invocation as invocation_module
+from sundial.runner import outcomes, registry
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT_SECONDS = 300.0
+
+
+class Executor(Protocol):
+    """``run`` never raises for what a handler does; it returns the attempt's outcome.
+
+    ``size`` and ``busy`` are for sizing claims (claim at most ``size - busy`` runs) and for
+    the saturation metric; executors queue rather than reject work beyond ``size``, and a
+    queued attempt's timeout is already running.
+    """
+
+    name: str
+
+    async def run(self, invocation: invocation_module.Invocation) -> outcomes.Outcome: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def busy(self) -> int: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Prepared:
+    handler: registry.Handler
+    args: Any
+    timeout_seconds: float
+
+
+def prepare(
+    handlers: registry.Registry, invocation: invocation_module.Invocation
+) -> Prepared | outcomes.Failed:
+    """Look the handler up and validate its args; a failure here is final, not retryable."""
+    try:
+        handler = handlers.get(invocation.handler)
+    except registry.UnknownHandlerError as error:
+        return outcomes.Failed(str(error), outcomes.FailureClass.UNKNOWN_HANDLER)
+    try:
+        args = handler.validate_args(invocation.args)
+    except pydantic.ValidationError as error:
+        return outcomes.Failed(
+            f"arguments for handler {handler.name!r} are invalid: {error}",
+            outcomes.FailureClass.BAD_ARGS,
+        )
+    timeout = invocation.timeout_seconds or handler.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
+    return Prepared(handler=handler, args=args, timeout_seconds=timeout)
+
+
+def format_exception(error: BaseException) -> str:
+    return outcomes.truncate_error("".join(traceback.format_exception(error)))
+
+
+def call_sync(function: Callable[..., Any], args: Any, context: Any) -> str | None:
+    """Run a sync handler; None on success, else the traceback text (never raises).
+
+    Catching here, inside the thread or worker process, keeps the original traceback and
+    keeps exceptions that do not pickle from breaking a process pool.
+    """
+    try:
+        function(args, context)
+    except BaseException as error:  # a handler's SystemExit is its failure, not ours
+        return format_exception(error)
+    return None
+
+
+class Stop(enum.Enum):
+    DONE = "done"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+
+
+async def wait_for(awaitable: asyncio.Future[T], *, seconds: float, cancel: asyncio.Event) -> Stop:
+    """Wait until ``awaitable`` is done, ``seconds`` pass or ``cancel`` is set."""
+    if cancel.is_set():
+        return Stop.CANCELLED
+    cancel_waiter: asyncio.Future[Any] = asyncio.ensure_future(cancel.wait())
+    watched: set[asyncio.Future[Any]] = {awaitable, cancel_waiter}
+    try:
+        done, _ = await asyncio.wait(watched, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancel_waiter.cancel()
+    if awaitable in done:
+        return Stop.DONE
+    if cancel_waiter in done:
+        return Stop.CANCELLED
+    return Stop.TIMED_OUT
+
+
+def bridge(future: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """Like ``asyncio.wrap_future`` but safe to abandon: a thread that finishes after its
+    attempt timed out, or after the loop closed, completes a future nobody awaits without
+    logging "exception was never retrieved" or "event loop is closed"."""
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future[T] = loop.create_future()
+
+    def copy(source: concurrent.futures.Future[T]) -> None:
+        if result.done():
+            return
+        error = source.exception()
+        if error is not None:
+            result.set_exception(error)
+            # Reading it marks it retrieved even if no one awaits the future any more.
+            result.exception()
+        else:
+            result.set_result(source.result())
+
+    def on_done(source: concurrent.futures.Future[T]) -> None:
+        if source.cancelled():
+            return
+        # RuntimeError: the loop is closed, so nobody is waiting.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(copy, source)
+
+    future.add_done_callback(on_done)
+    return result

@@ -1,0 +1,95 @@
+"""What happened to one attempt of a run: a small closed union the claim loop maps onto the store.
+
+Every executor returns exactly one of ``Succeeded``, ``Failed``, ``TimedOut``, ``Crashed`` or
+``Cancelled`` and never raises for anything the handler did. ``Outcome`` is their union, so a
+``match`` over it is checked for exhaustiveness by mypy.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar
+
+# Bounded so one runaway traceback cannot bloat a row or a log line.
+MAX_ERROR_CHARS = 16_000
+
+
+class OutcomeStatus(enum.StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CRASHED = "crashed"
+    CANCELLED = "cancelled"
+
+
+class FailureClass(enum.StrEnum):
+    """Why an attempt did not succeed; stable strings for ``reason`` and metric labels."""
+
+    HANDLER_ERROR = "HandlerError"
+    """The handler raised; ``error`` holds the traceback."""
+    BAD_ARGS = "BadArgs"
+    """The arguments did not validate against the handler's model; retrying will not help."""
+    UNKNOWN_HANDLER = "UnknownHandler"
+    """No handler of that name is registered in this runner; retrying here will not help."""
+    TIMEOUT = "Timeout"
+    PROCESS_CRASHED = "ProcessCrashed"
+    """The worker process running this handler died (os._exit, a signal, OOM)."""
+    POOL_RESTARTED = "PoolRestarted"
+    """Another job broke or timed out in the same process pool and took this one down with it;
+    not this handler's fault, so it does not count towards its crash quarantine."""
+    CANCELLED = "Cancelled"
+
+
+def truncate_error(text: str) -> str:
+    """Keep the end of an error (a traceback's last lines say the most)."""
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return "…(truncated)\n" + text[-MAX_ERROR_CHARS:]
+
+
+@dataclass(frozen=True)
+class Succeeded:
+    status: ClassVar[OutcomeStatus] = OutcomeStatus.SUCCEEDED
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: str
+    failure_class: FailureClass = FailureClass.HANDLER_ERROR
+    status: ClassVar[OutcomeStatus] = OutcomeStatus.FAILED
+
+    @property
+    def retryable(self) -> bool:
+        """Bad args and unknown handlers fail the same way on every attempt."""
+        return self.failure_class not in (FailureClass.BAD_ARGS, FailureClass.UNKNOWN_HANDLER)
+
+
+@dataclass(frozen=True)
+class TimedOut:
+    error: str
+    timeout_seconds: float
+    failure_class: ClassVar[FailureClass] = FailureClass.TIMEOUT
+    status: ClassVar[OutcomeStatus] = OutcomeStatus.TIMED_OUT
+
+
+@dataclass(frozen=True)
+class Crashed:
+    error: str
+    failure_class: FailureClass = FailureClass.PROCESS_CRASHED
+    status: ClassVar[OutcomeStatus] = OutcomeStatus.CRASHED
+
+    @property
+    def counts_as_crash(self) -> bool:
+        """True when this handler itself killed its process (feeds quarantine-after-N)."""
+        return self.failure_class is FailureClass.PROCESS_CRASHED
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    error: str = "cancellation requested"
+    failure_class: ClassVar[FailureClass] = FailureClass.CANCELLED
+    status: ClassVar[OutcomeStatus] = OutcomeStatus.CANCELLED
+
+
+Outcome = Succeeded | Failed | TimedOut | Crashed | Cancelled

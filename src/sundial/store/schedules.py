@@ -1,0 +1,253 @@
+"""Schedules in the store: what the operator writes from ScheduledJob objects.
+
+``upsert`` turns a ScheduledJob (uid, namespace, name, generation, spec) into its
+``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid.
+``next_fire_time`` is kept while the schedule text and zone are unchanged (fires missed while
+the operator was away still go through the missed-fire policy) and recomputed when they
+change. An invalid cron expression or time zone is stored as *stalled* (the schedule stops
+firing, with the error naming the field) rather than raised, so an edit to a bad value never
+leaves the old schedule firing. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are
+the other changes a user makes; the trigger's transaction is in ``fires``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from sundial.api import scheduled_job
+from sundial.scheduling import concurrency, cron, missed_fires, plan, spread
+from sundial.scheduling import errors as scheduling_errors
+from sundial.scheduling.clock import require_aware
+from sundial.store import queries
+from sundial.store.pool import Connection, Pool
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "ScheduleInfo",
+    "UpsertResult",
+    "clear_quarantine",
+    "deactivate",
+    "get",
+    "next_due",
+    "rules",
+    "set_suspended",
+    "upsert",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    schedule_id: uuid.UUID
+    created: bool
+    next_fire_time: datetime | None
+    #: The error that stalls the schedule (it names the field), or ``None``.
+    stalled: scheduling_errors.SchedulingError | None
+    #: False when a newer generation was stored already and this call changed nothing.
+    applied: bool = True
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    id: uuid.UUID
+    job_id: uuid.UUID
+    schedule: str
+    time_zone: str
+    next_fire_time: datetime
+    suspended: bool
+    quarantined: bool
+    quarantine_message: str | None
+    consecutive_failures: int
+    stalled_reason: str | None
+    last_error: str | None
+    active: bool
+    last_fire_time: datetime | None
+    fires_total: int
+    fires_coalesced: int
+    fires_skipped: int
+    fires_backfilled: int
+
+
+async def upsert(
+    pool: Pool,
+    *,
+    uid: uuid.UUID | str,
+    namespace: str,
+    name: str,
+    generation: int,
+    spec: scheduled_job.ScheduledJobSpec,
+    now: datetime,
+) -> UpsertResult:
+    """Create or update the job and schedule of a ScheduledJob; see the module docstring."""
+    schedule_id = uuid.UUID(str(uid))
+    require_aware(now, "now")
+    stalled: scheduling_errors.SchedulingError | None = None
+    next_fire_time = now
+    try:
+        parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
+        rules(
+            spec.spread_seconds,
+            spec.concurrency_policy,
+            spec.missed_fire_policy,
+            spec.max_backfill or 1,
+            spec.starting_deadline_seconds,
+        )
+        next_fire_time = parsed.next_fire_after(now)
+    except scheduling_errors.SchedulingError as error:
+        stalled = error
+    job_row = _job_row(schedule_id, namespace, name, generation, spec)
+    handler = spec.handler
+    schedule_row = {
+        "id": schedule_id,
+        "cron": spec.schedule,
+        "timezone": spec.time_zone or "UTC",
+        "next_fire_time": next_fire_time,
+        "spread_seconds": spec.spread_seconds,
+        "spread_offset_ms": _offset_ms(schedule_id, spec.spread_seconds),
+        "concurrency_policy": spec.concurrency_policy,
+        "missed_fire_policy": spec.missed_fire_policy,
+        "max_backfill": spec.max_backfill or 1,
+        "starting_deadline_seconds": spec.starting_deadline_seconds,
+        "suspended": spec.suspend,
+        "run_args": Jsonb(dict(handler.args) if handler is not None and handler.args else {}),
+        "stalled_reason": None if stalled is None else stalled.reason,
+        "last_error": None if stalled is None else str(stalled),
+    }
+    async with pool.connection() as conn, conn.transaction():
+        cursor = await conn.execute(queries.get("schedule_upsert_job"), job_row)
+        if await cursor.fetchone() is None:
+            stored = await _get(conn, schedule_id)
+            return UpsertResult(
+                schedule_id, False, stored.next_fire_time if stored else None, stalled, False
+            )
+        cursor = await conn.execute(queries.get("schedule_upsert"), schedule_row)
+        row = await cursor.fetchone()
+        assert row is not None
+    return UpsertResult(schedule_id, bool(row[1]), None if stalled is not None else row[0], stalled)
+
+
+async def set_suspended(pool: Pool, schedule_id: uuid.UUID, suspended: bool) -> bool:
+    """Suspend or resume; on resume the missed-fire policy decides what the pause owes."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("schedule_set_suspended"), {"id": schedule_id, "suspended": suspended}
+        )
+        return await cursor.fetchone() is not None
+
+
+async def clear_quarantine(pool: Pool, schedule_id: uuid.UUID) -> bool:
+    """Lift the quarantine and forget the failure streak (runs ended so far never count)."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("schedule_clear_quarantine"), {"id": schedule_id})
+        return await cursor.fetchone() is not None
+
+
+async def deactivate(pool: Pool, schedule_id: uuid.UUID) -> bool:
+    """The ScheduledJob was deleted: stop firing; keep its runs and fire keys."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("schedule_deactivate"), {"id": schedule_id})
+        return await cursor.fetchone() is not None
+
+
+async def get(pool: Pool, schedule_id: uuid.UUID) -> ScheduleInfo | None:
+    async with pool.connection() as conn:
+        return await _get(conn, schedule_id)
+
+
+async def next_due(pool: Pool) -> datetime | None:
+    """The earliest ``next_fire_time`` of a schedule that may fire, for the loop's sleep."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("trigger_next_due"))
+        row = await cursor.fetchone()
+    return None if row is None else row[0]
+
+
+def rules(
+    spread_seconds: int,
+    concurrency_policy: str,
+    missed_fire_policy: str,
+    max_backfill: int,
+    starting_deadline_seconds: int | None,
+) -> plan.ScheduleRules:
+    """The pure layer's rules from the stored (or spec) policy fields; raises
+    ``SchedulingError`` naming the field when one is invalid."""
+    return plan.ScheduleRules(
+        missed_fire_rules=missed_fires.MissedFireRules.from_spec(
+            missed_fire_policy,
+            # maxBackfill means something only with Backfill; the column defaults to 10.
+            max_backfill if missed_fire_policy == "Backfill" else 1,
+            starting_deadline_seconds,
+        ),
+        concurrency_policy=concurrency.ConcurrencyPolicy.from_spec(concurrency_policy),
+        spread_seconds=spread_seconds,
+    )
+
+
+def _offset_ms(schedule_id: uuid.UUID, spread_seconds: int) -> int:
+    try:
+        offset = spread.offset_for(schedule_id, spread_seconds)
+    except scheduling_errors.SchedulingError:
+        return 0
+    return int(offset / timedelta(milliseconds=1))
+
+
+def _job_row(
+    job_id: uuid.UUID,
+    namespace: str,
+    name: str,
+    generation: int,
+    spec: scheduled_job.ScheduledJobSpec,
+) -> dict[str, Any]:
+    retry = spec.retry
+    template = spec.template
+    handler = spec.handler
+    if template is not None:
+        handler_name, model = (handler.name if handler else f"pod:{namespace}/{name}"), "pod"
+    else:
+        assert handler is not None  # the CRD's CEL rule: exactly one of handler / template
+        handler_name, model = handler.name, handler.execution_model
+    policy = spec.failure_policy
+    return {
+        "id": job_id,
+        "namespace": namespace,
+        "name": name,
+        "generation": generation,
+        "handler": handler_name,
+        "execution_model": model,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "timeout_seconds": spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+        "max_retries": retry.max_retries if retry else 3,
+        "backoff_base_seconds": float(retry.backoff_base_seconds) if retry else 1.0,
+        "backoff_cap_seconds": float(retry.backoff_cap_seconds) if retry else 300.0,
+        "dependency": spec.dependency,
+        "quarantine_after": spec.quarantine_after,
+        "pod_template": (
+            # A handler run as a Pod of the runner image needs no template of its own.
+            (Jsonb({}) if model == "pod" else None)
+            if template is None
+            else Jsonb(template.model_dump(mode="json", by_alias=True, exclude_none=True))
+        ),
+        "failure_policy": Jsonb(
+            []
+            if policy is None
+            else [
+                rule.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for rule in policy.rules
+            ]
+        ),
+        "successful_runs_history_limit": spec.successful_runs_history_limit,
+        "failed_runs_history_limit": spec.failed_runs_history_limit,
+    }
+
+
+async def _get(conn: Connection, schedule_id: uuid.UUID) -> ScheduleInfo | None:
+    cursor = await conn.execute(queries.get("schedule_get"), {"id": schedule_id})
+    row = await cursor.fetchone()
+    return None if row is None else ScheduleInfo(*row)

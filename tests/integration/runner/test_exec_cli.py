@@ -1,0 +1,93 @@
+"""`sundial exec` as a real child process: the exit code is the outcome."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sundial.runner import exec_command
+
+SUNDIAL_EXEC = [sys.executable, "-m", "sundial", "exec"]
+
+
+def sundial_exec(
+    child_env: dict[str, str], *argv: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, **child_env, **env}
+    return subprocess.run(
+        [*SUNDIAL_EXEC, *argv],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "code"),
+    [
+        (["sample.sub_async_ok"], {}, exec_command.EXIT_SUCCEEDED),
+        (["sample.sub_fail"], {}, exec_command.EXIT_FAILED),
+        (["sample.report"], {"SUNDIAL_ARGS": '{"day": "tomorrow"}'}, exec_command.EXIT_BAD_ARGS),
+        (["os.system"], {}, exec_command.EXIT_UNKNOWN_HANDLER),
+    ],
+)
+def test_exit_codes(
+    child_env: dict[str, str], argv: list[str], env: dict[str, str], code: int
+) -> None:
+    result = sundial_exec(child_env, *argv, "--handlers", "handlers.sample_jobs", **env)
+    assert result.returncode == code, result.stderr
+
+
+def test_args_file_and_run_identity(child_env: dict[str, str], tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "ctx"
+    args = tmp_path / "args.json"
+    args.write_text(f'{{"out": "{out}", "n": 1}}')
+    result = sundial_exec(
+        child_env,
+        "sample.echo_context",
+        "--handlers",
+        "handlers.sample_jobs",
+        "--args-file",
+        str(args),
+        SUNDIAL_RUN_ID="42",
+        SUNDIAL_ATTEMPT="3",
+        SUNDIAL_IDEMPOTENCY_KEY="abc",
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "42|3|abc|None|1"
+
+
+def test_missing_handlers_option_is_a_usage_error(child_env: dict[str, str]) -> None:
+    result = sundial_exec(child_env, "sample.sub_ok")
+    assert result.returncode == exec_command.EXIT_USAGE
+    assert "--handlers" in result.stderr
+
+
+def test_sigterm_cancels_a_cooperative_handler_with_exit_143(
+    child_env: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    child = subprocess.Popen(
+        [*SUNDIAL_EXEC, "sample.sub_cooperative", "--handlers", "handlers.sample_jobs"],
+        env={**os.environ, **child_env, "SUNDIAL_ARGS": f'{{"pid_file": "{pid_file}"}}'},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()):  # the handler is running
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.02)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == exec_command.EXIT_CANCELLED
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

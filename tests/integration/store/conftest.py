@@ -1,0 +1,27 @@
+"""Fixtures for run-store tests: every test gets its own database cloned from a migrated
+template (``CREATE DATABASE … TEMPLATE``), so tests are isolated, commits and row locks are
+real, and migrations run once per session rather than once per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from store_testing import create_job
+
+
+@pytest.fixture
+def job(store_dsn: str) -> uuid.UUID:
+    return create_job(store_dsn)
+
+
+@pytest.fixture
+def make_job(store_dsn: str) -> Callable[..., uuid.UUID]:
+    """``make_job(name, **columns)`` inserts a job definition into this test's database."""
+
+    def make(name: str = "job", **overrides: Any) -> uuid.UUID:
+        return create_job(store_dsn, name, **overrides)
+
+    return make

@@ -1,0 +1,79 @@
+"""The leader lease: only its holder ticks; a successor takes over with a higher epoch; the
+standalone ``sundial scheduler`` command runs the same loop."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from click.testing import CliRunner
+from trigger_testing import START, UNPACED, add_schedule, fire_times
+
+from sundial import cli
+from sundial.operator import trigger
+from sundial.scheduling import clock
+from sundial.store import claims, pool, schedules
+
+
+async def test_only_the_lease_holder_fires_and_a_successor_resumes(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Allow")
+    first = trigger.TriggerLoop(pool, clock=manual_clock, holder="first", settings=UNPACED)
+    second = trigger.TriggerLoop(pool, clock=manual_clock, holder="second", settings=UNPACED)
+
+    manual_clock.set(START + timedelta(minutes=1))
+    await first.step()
+    await second.step()
+    assert first.lease is not None and second.lease is None
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=1)]
+
+    # The leader stops (releasing its lease); the standby takes over where it left off.
+    stop = asyncio.Event()
+    stop.set()
+    await first.run(stop)
+    manual_clock.set(START + timedelta(minutes=2))
+    await second.step()
+    assert second.lease is not None and second.lease.epoch == first.lease.epoch + 1
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
+
+
+async def test_step_wakes_at_the_next_fire_or_the_poll_interval(
+    pool: pool.Pool, manual_clock: clock.ManualClock
+) -> None:
+    await add_schedule(pool, START, "*/5 * * * *")
+    settings = trigger.TriggerSettings(
+        fires_per_second=None, maintain=False, poll_interval=timedelta(minutes=10)
+    )
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=settings)
+    assert await loop.step() == START + timedelta(minutes=5)
+
+
+def test_scheduler_command_fires_due_schedules_and_promotes_them(store_dsn: str) -> None:
+    async def prepare() -> object:
+        opened = await pool.open_pool(store_dsn)
+        try:
+            # Due two minutes ago by the real clock; the command uses the system clock.
+            ago = datetime.now(UTC) - timedelta(minutes=2)
+            return await add_schedule(opened, ago, "* * * * *")
+        finally:
+            await opened.close()
+
+    uid = asyncio.run(prepare())
+    result = CliRunner().invoke(cli.main, ["scheduler", "--dsn", store_dsn, "--once"])
+    assert result.exit_code == 0, result.output
+    assert "one step done as leader" in result.output
+    [fire] = fire_times(store_dsn, uid)  # type: ignore[arg-type]
+
+    async def check() -> None:
+        opened = await pool.open_pool(store_dsn)
+        try:
+            info = await schedules.get(opened, uid)  # type: ignore[arg-type]
+            assert info is not None and info.next_fire_time > fire
+            assert info.fires_total == 1
+            [run] = await claims.claim(opened, "worker-1")  # due now: pending and claimable
+            assert run.schedule_id == uid and run.fire_time == fire
+        finally:
+            await opened.close()
+
+    asyncio.run(check())

@@ -1,0 +1,228 @@
+"""Missed fires, suspend, concurrency and quarantine, through the database and the loop."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import prometheus_client
+from trigger_testing import START, UNPACED, add_schedule, fire_times
+
+from sundial.operator import trigger
+from sundial.scheduling import clock
+from sundial.store import claims, pool, runs, schedules
+
+
+async def test_two_hours_of_downtime_coalesce_one_backfill_five_skip_none(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    coalesce = await add_schedule(pool, START, "*/5 * * * *")
+    backfill = await add_schedule(
+        pool,
+        START,
+        "*/5 * * * *",
+        missed_fire_policy="Backfill",
+        max_backfill=5,
+        concurrency_policy="Allow",
+    )
+    skip = await add_schedule(pool, START, "*/5 * * * *", missed_fire_policy="Skip")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+
+    # The trigger was down from 10:00 to 12:02:30: 24 fires (10:05 .. 12:00) came due unseen,
+    # and the newest, 12:00, is 150 s late, past the 60 s on-time tolerance.
+    manual_clock.set(START + timedelta(hours=2, minutes=2, seconds=30))
+    report = await loop.tick()
+
+    noon = START + timedelta(hours=2)
+    assert fire_times(store_dsn, coalesce) == [noon]
+    assert fire_times(store_dsn, backfill) == [
+        noon - timedelta(minutes=5 * k) for k in range(4, -1, -1)
+    ]
+    assert fire_times(store_dsn, skip) == []
+    assert (report.ran, report.backfilled, report.coalesced, report.skipped) == (2, 4, 23, 24 + 19)
+    for uid in (coalesce, backfill, skip):
+        info = await schedules.get(pool, uid)
+        assert info is not None and info.next_fire_time == noon + timedelta(minutes=5)
+    info = await schedules.get(pool, coalesce)
+    assert info is not None and (info.fires_total, info.fires_coalesced) == (1, 23)
+    info = await schedules.get(pool, skip)
+    assert info is not None and (info.fires_total, info.fires_skipped) == (0, 24)
+
+
+async def test_suspended_schedules_do_not_fire_and_resume_through_the_missed_fire_policy(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Allow")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    assert await schedules.set_suspended(pool, uid, True)
+
+    for minute in range(1, 31):
+        manual_clock.set(START + timedelta(minutes=minute, seconds=1))
+        await loop.tick()
+    assert fire_times(store_dsn, uid) == []
+
+    assert await schedules.set_suspended(pool, uid, False)
+    await loop.tick()  # 10:30:01: 30 fires owed; Coalesce makes one run, for 10:30
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=30)]
+    info = await schedules.get(pool, uid)
+    assert info is not None and info.fires_coalesced == 29
+
+
+async def _running_run(pool: pool.Pool, uid: uuid.UUID, loop: trigger.TriggerLoop) -> int:
+    """Fire once and claim the run: a long-running job the next fire will meet."""
+    await loop.tick()
+    [claimed] = await claims.claim(pool, "worker-1", limit=10, lease_seconds=3600)
+    assert claimed.schedule_id == uid
+    return claimed.id
+
+
+async def test_forbid_skips_a_fire_while_a_run_is_running(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Forbid")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    manual_clock.set(START + timedelta(minutes=1))
+    running = await _running_run(pool, uid, loop)
+
+    manual_clock.set(START + timedelta(minutes=2))
+    report = await loop.tick()
+
+    assert report.skipped == 1 and report.created == 0
+    assert any("JobAlreadyActive" in outcome.events for outcome in report.outcomes)
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=1)]
+    info = await runs.get(pool, running)
+    assert info is not None and info.state == "running" and not info.cancel_requested
+
+
+async def test_allow_starts_a_second_run_beside_the_running_one(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Allow")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    manual_clock.set(START + timedelta(minutes=1))
+    running = await _running_run(pool, uid, loop)
+
+    manual_clock.set(START + timedelta(minutes=2))
+    assert (await loop.tick()).created == 1
+
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
+    info = await runs.get(pool, running)
+    assert info is not None and info.state == "running" and not info.cancel_requested
+
+
+async def test_replace_cancels_the_running_run_then_starts_the_new_one(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Replace")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    manual_clock.set(START + timedelta(minutes=1))
+    running = await _running_run(pool, uid, loop)
+
+    manual_clock.set(START + timedelta(minutes=2))
+    report = await loop.tick()
+
+    assert report.created == 1 and report.cancelled == 1
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
+    info = await runs.get(pool, running)
+    # A running run is cancelled the way runs.cancel does it: its worker is told.
+    assert info is not None and info.state == "running" and info.cancel_requested
+    beat = await claims.heartbeat(pool, "worker-1", [(running, 1)])
+    assert running in beat.cancel_requested
+
+
+async def test_replace_ends_a_run_that_has_not_started(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Replace")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    manual_clock.set(START + timedelta(minutes=1))
+    [first] = (await loop.tick()).runs
+    manual_clock.set(START + timedelta(minutes=2))
+    await loop.tick()
+    info = await runs.get(pool, first.run_id)
+    assert info is not None and info.state == "cancelled"
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
+
+
+async def _fail_everything(pool: pool.Pool) -> int:
+    claimed = await claims.claim(pool, "worker-1", limit=100)
+    await claims.finish(pool, "worker-1", [claims.Outcome.failed(run, "boom") for run in claimed])
+    return len(claimed)
+
+
+async def test_quarantine_after_n_failed_runs_until_cleared(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", quarantine_after=3, retry={"maxRetries": 0})
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    for minute in (1, 2, 3):
+        manual_clock.set(START + timedelta(minutes=minute))
+        await loop.tick()
+        assert await _fail_everything(pool) == 1
+
+    manual_clock.set(START + timedelta(minutes=4))
+    report = await loop.tick()
+    assert report.created == 0 and report.quarantined == 1
+    info = await schedules.get(pool, uid)
+    assert info is not None and info.quarantined and info.consecutive_failures == 3
+    assert info.quarantine_message is not None and "quarantineAfter: 3" in info.quarantine_message
+
+    for minute in range(5, 10):  # quarantined: no fires
+        manual_clock.set(START + timedelta(minutes=minute))
+        await loop.tick()
+    assert len(fire_times(store_dsn, uid)) == 3
+
+    assert await schedules.clear_quarantine(pool, uid)
+    report = await loop.tick()  # the streak is forgotten; the missed fires coalesce into one
+    assert report.created == 1 and report.quarantined == 0
+    info = await schedules.get(pool, uid)
+    assert info is not None and not info.quarantined and info.consecutive_failures == 0
+
+
+async def test_a_success_breaks_the_failure_streak(
+    pool: pool.Pool, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", quarantine_after=2, retry={"maxRetries": 0})
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    outcomes = ["failed", "succeeded", "failed", "succeeded", "failed"]
+    for minute, outcome in enumerate(outcomes, start=1):
+        manual_clock.set(START + timedelta(minutes=minute))
+        assert (await loop.tick()).created == 1
+        [run] = await claims.claim(pool, "worker-1")
+        done = (
+            claims.Outcome.failed(run, "boom")
+            if outcome == "failed"
+            else claims.Outcome.succeeded(run)
+        )
+        await claims.finish(pool, "worker-1", [done])
+    manual_clock.set(START + timedelta(minutes=6))
+    assert (await loop.tick()).created == 1
+    info = await schedules.get(pool, uid)
+    assert info is not None and not info.quarantined and info.consecutive_failures == 1
+
+
+def _fires(outcome: str) -> float:
+    return (
+        prometheus_client.REGISTRY.get_sample_value("sundial_fires_total", {"outcome": outcome})
+        or 0.0
+    )
+
+
+async def test_fires_are_counted_by_outcome_in_metrics(
+    pool: pool.Pool, manual_clock: clock.ManualClock
+) -> None:
+    await add_schedule(pool, START, "*/5 * * * *")
+    await add_schedule(pool, START, "*/5 * * * *", missed_fire_policy="Skip")
+    before = {outcome: _fires(outcome) for outcome in ("ran", "coalesced", "skipped")}
+    lag_before = prometheus_client.REGISTRY.get_sample_value(
+        "sundial_fire_creation_lag_seconds_count"
+    )
+    manual_clock.set(START + timedelta(minutes=32))  # 10:05 .. 10:30 due, 10:30 is 2 min late
+    await trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED).tick()
+    assert _fires("ran") - before["ran"] == 1
+    assert _fires("coalesced") - before["coalesced"] == 5
+    assert _fires("skipped") - before["skipped"] == 6
+    lag_after = prometheus_client.REGISTRY.get_sample_value(
+        "sundial_fire_creation_lag_seconds_count"
+    )
+    assert lag_after is not None and lag_after - (lag_before or 0.0) == 1

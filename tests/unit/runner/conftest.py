@@ -1,0 +1,3 @@
+from __future__ import annotations
+
+import handlers.sample_jobs  # noqa: F401  (registers the sample handlers)

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import asyncio
+
+from runner_helpers import invoke
+
+from sundial.runner import outcomes, registry
+from sundial.runner.executors import async_executor
+
+HANDLERS = registry.default_registry
+
+
+async def test_success_hands_the_context_to_the_handler() -> None:
+    seen: list[str] = []
+    handlers = registry.Registry()
+
+    @handlers.job("ctx")
+    async def ctx_handler(args: dict[str, object], ctx: object) -> None:
+        seen.append(f"{ctx.run_id}/{ctx.attempt}/{ctx.idempotency_key}")  # type: ignore[attr-defined]
+
+    executor = async_executor.AsyncExecutor(handlers)
+    outcome = await executor.run(invoke("ctx", run_id="r9", attempt=4, idempotency_key="k"))
+    assert outcome == outcomes.Succeeded()
+    assert seen == ["r9/4/k"]
+
+
+async def test_a_raising_handler_fails_with_its_traceback_and_the_executor_keeps_going() -> None:
+    executor = async_executor.AsyncExecutor(HANDLERS)
+    outcome = await executor.run(invoke("sample.async_fail"))
+    assert isinstance(outcome, outcomes.Failed)
+    assert outcome.failure_class is outcomes.FailureClass.HANDLER_ERROR
+    assert "Traceback" in outcome.error and "async handler exploded" in outcome.error
+    assert await executor.run(invoke("sample.async_ok")) == outcomes.Succeeded()
+
+
+async def test_unknown_handler_fails_with_a_clear_reason() -> None:
+    outcome = await async_executor.AsyncExecutor(HANDLERS).run(invoke("os.system"))
+    assert isinstance(outcome, outcomes.Failed)
+    assert outcome.failure_class is outcomes.FailureClass.UNKNOWN_HANDLER
+    assert "no handler named 'os.system'" in outcome.error
+    assert not outcome.retryable
+
+
+async def test_bad_args_fail_with_the_pydantic_message() -> None:
+    outcome = await async_executor.AsyncExecutor(HANDLERS).run(
+        invoke("sample.async_sleep", {"seconds": "forever"})
+    )
+    assert isinstance(outcome, outcomes.Failed)
+    assert outcome.failure_class is outcomes.FailureClass.BAD_ARGS
+    assert "seconds" in outcome.error and "valid number" in outcome.error
+
+
+async def test_timeout_cancels_the_task() -> None:
+    executor = async_executor.AsyncExecutor(HANDLERS)
+    outcome = await executor.run(
+        invoke("sample.async_sleep", {"seconds": 60}, timeout_seconds=0.05)
+    )
+    assert isinstance(outcome, outcomes.TimedOut)
+    assert outcome.timeout_seconds == 0.05
+    assert executor.busy == 0
+
+
+async def test_cancellation_stops_the_handler() -> None:
+    executor = async_executor.AsyncExecutor(HANDLERS)
+    job = invoke("sample.async_sleep", {"seconds": 60})
+    running = asyncio.ensure_future(executor.run(job))
+    await asyncio.sleep(0)
+    assert executor.busy == 1
+    job.cancel.set()
+    assert await running == outcomes.Cancelled()
+    assert executor.busy == 0
+
+
+async def test_close_cancels_whatever_still_runs() -> None:
+    executor = async_executor.AsyncExecutor(HANDLERS)
+    running = asyncio.ensure_future(executor.run(invoke("sample.async_sleep", {"seconds": 60})))
+    await asyncio.sleep(0)
+    await executor.close()
+    assert isinstance(await running, outcomes.Cancelled)

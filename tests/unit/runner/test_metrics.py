@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from sundial.observability import metrics
+
+
+def test_metrics_use_the_sundial_prefix_base_units_and_bounded_labels() -> None:
+    runner_metrics = metrics.RunnerMetrics()
+    runner_metrics.track_pool("thread", lambda: 8, lambda: 3)
+    runner_metrics.track_leaked_thread_slots(lambda: 1)
+    runner_metrics.record_outcome("reports.build", "timed_out")
+    runner_metrics.loop_lag.observe(0.002)
+    runner_metrics.set_circuit_state("payments-api", "half_open")
+    text = runner_metrics.exposition().decode()
+    assert 'sundial_pool_slots{executor="thread"} 8.0' in text
+    assert 'sundial_pool_busy_slots{executor="thread"} 3.0' in text
+    assert "sundial_leaked_thread_slots 1.0" in text
+    assert 'sundial_runs_total{handler="reports.build",outcome="timed_out"} 1.0' in text
+    assert "sundial_loop_lag_seconds_count 1.0" in text
+    assert 'sundial_circuit_state{dependency="payments-api"} 1.0' in text
+    names = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
+    assert names and all(name.startswith("sundial_") for name in names)
+
+
+def test_two_runners_in_one_process_do_not_collide() -> None:
+    metrics.RunnerMetrics()
+    metrics.RunnerMetrics()

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from sundial.runner import outcomes
+
+
+def test_every_outcome_names_its_status() -> None:
+    assert outcomes.Succeeded().status is outcomes.OutcomeStatus.SUCCEEDED
+    assert outcomes.Failed("x").status is outcomes.OutcomeStatus.FAILED
+    assert outcomes.TimedOut("x", 1.0).status is outcomes.OutcomeStatus.TIMED_OUT
+    assert outcomes.Crashed("x").status is outcomes.OutcomeStatus.CRASHED
+    assert outcomes.Cancelled().status is outcomes.OutcomeStatus.CANCELLED
+
+
+def test_only_the_culprit_counts_a_crash_and_bad_input_is_not_retryable() -> None:
+    assert outcomes.Crashed("x").counts_as_crash
+    assert not outcomes.Crashed("x", outcomes.FailureClass.POOL_RESTARTED).counts_as_crash
+    assert outcomes.Failed("x").retryable
+    assert not outcomes.Failed("x", outcomes.FailureClass.BAD_ARGS).retryable
+
+
+def test_long_errors_keep_their_end() -> None:
+    text = "start" + "x" * outcomes.MAX_ERROR_CHARS + "the last line"
+    kept = outcomes.truncate_error(text)
+    assert kept.endswith("the last line") and "start" not in kept
+    assert len(kept) < outcomes.MAX_ERROR_CHARS + 50
