@@ -68,3 +68,20 @@ def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None)
         click.echo(f"cannot read --args-file: {error}", err=True)
         sys.exit(exec_command.EXIT_BAD_ARGS)
     sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
+
+
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option("--target", type=int, default=None, help="Stop after this migration version.")
+def migrate(dsn: str, target: int | None) -> None:
+    """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+    from sundial.store import migrate as store_migrate
+
+    applied = store_migrate.migrate(dsn, target=target)
+    for migration in applied:
+        click.echo(f"applied {migration.version:04d}_{migration.name}")
+    if not applied:
+        click.echo("schema is up to date")

@@ -1,1 +1,48 @@
-"""See DESIGN.md section 2 for what this layer owns."""
+"""The run store: PostgreSQL as Sundial's system of record for jobs, schedules and runs.
+
+Import modules, not names (``from sundial.store import claims`` … ``claims.claim(...)``).
+Every function takes a ``psycopg_pool.AsyncConnectionPool`` (``pool.open_pool(dsn)``); lease
+expiry and due-ness are decided by the database clock. The API, stable from here on::
+
+    pool.open_pool(dsn, *, min_size=1, max_size=4) -> Pool
+    migrate.migrate(dsn, *, target=None) -> list[Migration]      # also `sundial migrate --dsn`
+
+    runs.submit(pool, job: UUID | "namespace/name", *, args=None, priority=None, run_at=None,
+                delay_seconds=0.0, idempotency_key=None, depends_on=(),
+                schedule_id=None, fire_time=None) -> Submitted(run_id, created, state)
+    runs.submit_graph(pool, {name: GraphNode(job, args=, priority=, run_at=, delay_seconds=,
+                      idempotency_key=, depends_on=[names], depends_on_runs=[ids])})
+        -> dict[name, Submitted]                                 # all or nothing; cycles refused
+    runs.get(pool, run_id) -> RunInfo | None
+    runs.cancel(pool, run_id, *, reason=...) -> CancelResult (cancelled|requested|already_finished)
+    runs.replay(pool, run_id) -> int                               # dead letters back to pending
+
+    claims.claim(pool, worker, *, queues=("default",), handlers=None, execution_models=None,
+                 limit=10, lease_seconds=30.0) -> list[ClaimedRun]
+    claims.heartbeat(pool, worker, [(run_id, attempt), ...], *, lease_seconds=30.0)
+        -> HeartbeatResult(extended, cancel_requested, lost)
+    claims.finish(pool, worker, [Outcome.succeeded(run) | Outcome.failed(run, error, cls) |
+                  Outcome.timed_out(run) | Outcome.crashed(run, error) |
+                  Outcome.cancelled(run)]) -> FinishResult(states, lost, released)
+
+    reaper.reap(pool, *, limit=1000) -> ReapResult(requeued, ended)
+    reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
+    leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None
+    leases.release(pool, lease) -> bool
+    maintenance.ensure_partitions / archive_finished / drop_partitions_before
+    monitoring.schedule_lag / pending_depth / terminal_runs_by_job /
+               attempts_per_completed_run / lease_expiries
+    runstore.RunStore (Protocol) and runstore.PostgresRunStore(pool, worker=, lease_seconds=)
+
+Run states (``job_runs.state``, a CHECK-constrained enum)::
+
+    scheduled ──(run_at due: promote_due)──┐
+    blocked ──(last upstream completes)────┤          ┌── completed
+    retry_wait ──(backoff over: promote)───┤          ├── failed / timed_out (not retried)
+                                           ▼          ├── dead_lettered (retries spent)
+                                        pending ─claim─▶ running ──finish──┤
+                                           ▲                │              └── cancelled
+                                           └──reaper (lease expired)┘
+
+Errors are in ``errors`` (one hierarchy). Schema decisions: docs/adr/0001-run-store-schema.md.
+"""

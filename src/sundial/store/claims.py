@@ -1,0 +1,233 @@
+"""The worker's side of a run: claim a batch, heartbeat it, finish it — all fenced.
+
+Guarantees:
+
+* **Exactly one claim.** ``claim`` is one ``UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)``
+  statement: under any number of concurrent claimers a pending run goes to one of them, and
+  its ``attempt`` grows by one. The attempt is the fencing token handed to the job.
+* **Fenced writes.** ``heartbeat`` and ``finish`` change a run only where ``(id, attempt)``
+  and the lease owner still match and the run is still running. A run they did not change is
+  reported in ``lost`` — the caller must discard that result, never treat it as success.
+* **Same-transaction consequences.** ``finish`` releases or fails dependent runs and records
+  failed attempts in the transaction that records the outcome, so no crash can separate them.
+* **One clock.** Lease expiry and due-ness use the database's ``now()``, so machines with
+  skewed clocks agree on who holds what.
+
+A worker serves ``queues`` and, optionally, only some ``handlers`` (names it has registered)
+or ``execution_models`` (the pod launcher claims ``pod`` runs).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sundial.scheduling import backoff, failures
+from sundial.store import queries
+from sundial.store.pool import Pool
+
+__all__ = [
+    "DEFAULT_LEASE_SECONDS",
+    "ClaimedRun",
+    "FinishResult",
+    "HeartbeatResult",
+    "Outcome",
+    "claim",
+    "finish",
+    "heartbeat",
+]
+
+DEFAULT_LEASE_SECONDS = 30.0
+_MAX_ERROR_CHARS = 4000  # last_error is bounded at 8 KiB in the schema; leave room for UTF-8
+
+
+class ClaimedRun(NamedTuple):
+    """A run this worker now holds. A named tuple, not a dataclass: a claim builds hundreds
+    per batch, and a tuple is built in C from the database row."""
+
+    id: int
+    attempt: int  # the fencing token: pass it to side effects; finish with it
+    job_id: uuid.UUID
+    queue: str
+    handler: str
+    execution_model: str
+    args: Any
+    timeout_seconds: int
+    schedule_id: uuid.UUID | None
+    fire_time: datetime | None
+    idempotency_key: str  # per run, not per attempt ("run:<id>" when none was given)
+    lease_until: datetime
+    priority: int
+    run_at: datetime
+    max_retries: int
+    retries_used: int
+    backoff_base_seconds: float
+    backoff_cap_seconds: float
+    cancel_requested: bool
+
+
+class Outcome(NamedTuple):
+    """How one claimed attempt ended. Build it with the class methods."""
+
+    run_id: int
+    attempt: int
+    failure: failures.FailureClass | None = None  # None: succeeded
+    error: str | None = None
+    retry_delay_seconds: float = 0.0  # used only if the run is retried
+
+    @classmethod
+    def succeeded(cls, run: ClaimedRun) -> Outcome:
+        return cls(run.id, run.attempt)
+
+    @classmethod
+    def failed(
+        cls,
+        run: ClaimedRun,
+        error: str,
+        failure: failures.FailureClass = failures.FailureClass.ERROR,
+        *,
+        rng: backoff.RandomSource | None = None,
+    ) -> Outcome:
+        delay = backoff.delay_seconds(
+            run.retries_used + 1,
+            base_seconds=run.backoff_base_seconds,
+            cap_seconds=run.backoff_cap_seconds,
+            rng=rng,
+        )
+        return cls(
+            run.id, run.attempt, failures.FailureClass(failure), error[-_MAX_ERROR_CHARS:], delay
+        )
+
+    @classmethod
+    def timed_out(cls, run: ClaimedRun, *, rng: backoff.RandomSource | None = None) -> Outcome:
+        message = f"timed out after {run.timeout_seconds} s"
+        return cls.failed(run, message, failures.FailureClass.TIMEOUT, rng=rng)
+
+    @classmethod
+    def crashed(
+        cls, run: ClaimedRun, error: str, *, rng: backoff.RandomSource | None = None
+    ) -> Outcome:
+        return cls.failed(run, error, failures.FailureClass.CRASH, rng=rng)
+
+    @classmethod
+    def cancelled(cls, run: ClaimedRun, reason: str = "cancelled on request") -> Outcome:
+        return cls(run.id, run.attempt, failures.FailureClass.CANCELLED, reason)
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    extended: dict[int, datetime] = field(default_factory=dict)  # run id -> new lease_until
+    cancel_requested: frozenset[int] = frozenset()
+    lost: frozenset[int] = frozenset()  # stop working on these: another attempt owns them
+
+
+@dataclass(frozen=True)
+class FinishResult:
+    states: dict[int, str] = field(default_factory=dict)  # run id -> state it is in now
+    lost: frozenset[int] = frozenset()  # discarded: the lease was lost before the write
+    released: dict[int, str] = field(default_factory=dict)  # dependents whose state changed
+
+
+async def claim(
+    pool: Pool,
+    worker: str,
+    *,
+    queues: Sequence[str] = ("default",),
+    handlers: Sequence[str] | None = None,
+    execution_models: Sequence[str] | None = None,
+    limit: int = 10,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> list[ClaimedRun]:
+    """Claim up to ``limit`` due runs (size it to free slots), strictly by aged priority."""
+    if limit <= 0:
+        return []
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("claim"),
+            {
+                "worker": worker,
+                "queues": list(queues),
+                "handlers": None if handlers is None else list(handlers),
+                "execution_models": None if execution_models is None else list(execution_models),
+                "limit": limit,
+                "lease_seconds": float(lease_seconds),
+            },
+        )
+        rows = await cursor.fetchall()
+    return [ClaimedRun._make(row) for row in rows]
+
+
+async def heartbeat(
+    pool: Pool,
+    worker: str,
+    runs: Sequence[tuple[int, int]],
+    *,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> HeartbeatResult:
+    """Extend the leases on ``runs`` (pairs of run id and attempt) in one statement."""
+    if not runs:
+        return HeartbeatResult()
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("heartbeat"),
+            {
+                "worker": worker,
+                "ids": [run_id for run_id, _ in runs],
+                "attempts": [attempt for _, attempt in runs],
+                "lease_seconds": float(lease_seconds),
+            },
+        )
+        rows = await cursor.fetchall()
+    extended = {row[0]: row[2] for row in rows}
+    return HeartbeatResult(
+        extended=extended,
+        cancel_requested=frozenset(row[0] for row in rows if row[1]),
+        lost=frozenset(run_id for run_id, _ in runs if run_id not in extended),
+    )
+
+
+async def finish(pool: Pool, worker: str, outcomes: Sequence[Outcome]) -> FinishResult:
+    """Record ``outcomes`` in one transaction; see the module docstring for the guarantees."""
+    if not outcomes:
+        return FinishResult()
+    params: dict[str, Any] = {
+        "worker": worker,
+        "ids": [o.run_id for o in outcomes],
+        "attempts": [o.attempt for o in outcomes],
+        "infra_limit": failures.INFRASTRUCTURE_RETRY_LIMIT,
+    }
+    if all(o.failure is None for o in outcomes):
+        # The common batch: all succeeded. unnest() pads missing arrays with NULLs, and a NULL
+        # failure class means "completed", so the other six arrays need not be sent.
+        params.update(
+            failure_classes=None,
+            errors=None,
+            delays=None,
+            retryable=None,
+            counts=None,
+            terminal_states=None,
+        )
+    else:
+        rules = [None if o.failure is None else failures.rule_for(o.failure) for o in outcomes]
+        params.update(
+            failure_classes=[None if o.failure is None else o.failure.value for o in outcomes],
+            errors=[o.error for o in outcomes],
+            delays=[max(0.0, o.retry_delay_seconds) for o in outcomes],
+            retryable=[r is not None and r.retryable for r in rules],
+            counts=[r is None or r.counts_against_max_retries for r in rules],
+            terminal_states=[None if r is None else r.terminal_state for r in rules],
+        )
+    async with pool.connection() as conn:
+        # One statement: the outcome, its dependents and the attempt history commit together.
+        cursor = await conn.execute(queries.get("finish"), params)
+        rows = await cursor.fetchall()
+    states = {run_id: state for run_id, state, is_dependent in rows if not is_dependent}
+    released = {run_id: state for run_id, state, is_dependent in rows if is_dependent}
+    return FinishResult(
+        states=states,
+        lost=frozenset(o.run_id for o in outcomes if o.run_id not in states),
+        released=released,
+    )

@@ -1,0 +1,106 @@
+"""Every error the run store raises on purpose, in one hierarchy.
+
+Bad input is rejected before anything is written (or inside a transaction that is rolled
+back), so after any of these nothing stored has changed::
+
+    StoreError
+    ├── MigrationError                  a migration failed or an applied one was edited
+    └── InvalidSubmissionError          the caller asked for something the store refuses
+        ├── UnknownJobError             no active job definition by that id or name
+        ├── ArgsTooLargeError           args larger than MAX_ARGS_BYTES once encoded
+        ├── InvalidPriorityError        priority outside MIN_PRIORITY..MAX_PRIORITY
+        ├── DependencyError
+        │   ├── MissingDependencyError  depends_on names a run that does not exist
+        │   └── CyclicDependencyError   a submitted graph has a cycle
+        └── IdempotencyConflictError    the key was used before with different args
+
+Messages say what was wrong and what to do about it. ``LeaseLost`` is not an error: heartbeat
+and finish report it per run in their results, because it is a normal outcome of a partition.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArgsTooLargeError",
+    "CyclicDependencyError",
+    "DependencyError",
+    "IdempotencyConflictError",
+    "InvalidPriorityError",
+    "InvalidSubmissionError",
+    "MigrationError",
+    "MissingDependencyError",
+    "StoreError",
+    "UnknownJobError",
+]
+
+
+class StoreError(Exception):
+    """Base of every error raised on purpose by ``sundial.store``."""
+
+
+class MigrationError(StoreError):
+    """A migration could not be applied, or one already applied was changed afterwards."""
+
+
+class InvalidSubmissionError(StoreError, ValueError):
+    """A submission was refused; nothing was stored."""
+
+
+class UnknownJobError(InvalidSubmissionError):
+    def __init__(self, job: str) -> None:
+        super().__init__(
+            f"no active job definition {job!r}: apply its ScheduledJob first, or check the "
+            "job id / 'namespace/name' you passed"
+        )
+        self.job = job
+
+
+class ArgsTooLargeError(InvalidSubmissionError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"args are {size} bytes as JSON, more than the limit of {limit} bytes: pass a "
+            "reference (an object-store URL or a row id) instead of the data itself"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class InvalidPriorityError(InvalidSubmissionError):
+    def __init__(self, priority: object, lowest: int, highest: int) -> None:
+        super().__init__(
+            f"priority {priority!r} is invalid: use an integer from {lowest} (lowest) "
+            f"to {highest} (most urgent)"
+        )
+        self.priority = priority
+
+
+class DependencyError(InvalidSubmissionError):
+    """depends_on cannot be satisfied."""
+
+
+class MissingDependencyError(DependencyError):
+    def __init__(self, missing: list[int]) -> None:
+        super().__init__(
+            f"depends_on names runs that do not exist: {sorted(missing)}; submit the "
+            "upstream runs first and pass the ids they returned"
+        )
+        self.missing = missing
+
+
+class CyclicDependencyError(DependencyError):
+    def __init__(self, cycle: list[str]) -> None:
+        super().__init__(
+            f"the dependency graph has a cycle: {' -> '.join(cycle)}; remove one of these "
+            "edges so every run can eventually start"
+        )
+        self.cycle = cycle
+
+
+class IdempotencyConflictError(InvalidSubmissionError):
+    def __init__(self, key: str, run_id: int) -> None:
+        super().__init__(
+            f"idempotency key {key!r} was already used for run {run_id} with different "
+            "args: reuse a key only to retry the same submission, or pick a new key"
+        )
+        self.key = key
+        self.run_id = run_id

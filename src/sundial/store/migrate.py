@@ -1,0 +1,110 @@
+"""Schema migrations: numbered SQL files applied once each, in order, under an advisory lock.
+
+``migrations/NNNN_name.sql`` files are the schema; there is no separate "fresh install" path, so
+a fresh install and an upgraded database run the same statements (a test proves that applying
+them one by one yields the same schema as applying them together). Each file runs in its own
+transaction together with its row in ``schema_migrations``; a checksum catches a file edited
+after it was applied. Two processes migrating at once serialise on a session advisory lock, so
+`sundial migrate` is safe to run from every replica's init container.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg
+
+from sundial.store import errors
+
+__all__ = ["ADVISORY_LOCK_KEY", "Migration", "applied_versions", "available", "migrate"]
+
+# An arbitrary constant ("sundial" in ASCII) so our lock does not collide with other apps'.
+ADVISORY_LOCK_KEY = 0x73756E6469616C
+
+_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+_CREATE_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    checksum   text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def available() -> list[Migration]:
+    """Every migration shipped in the package, in version order."""
+    folder = resources.files("sundial.store").joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = _FILE_NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text("utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise errors.MigrationError(f"two migration files share a version number: {versions}")
+    return found
+
+
+def applied_versions(dsn: str) -> list[int]:
+    with psycopg.connect(dsn) as conn:
+        exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+        if not exists or not exists[0]:
+            return []
+        rows = conn.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+        return [row[0] for row in rows]
+
+
+def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
+    """Apply every migration not yet applied (up to ``target``); return those applied now."""
+    applied_now: list[Migration] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
+        try:
+            conn.execute(_CREATE_TABLE)
+            done = {
+                row[0]: row[1]
+                for row in conn.execute("SELECT version, checksum FROM schema_migrations")
+            }
+            for migration in available():
+                if target is not None and migration.version > target:
+                    break
+                if migration.version in done:
+                    if done[migration.version] != migration.checksum:
+                        raise errors.MigrationError(
+                            f"migration {migration.version:04d}_{migration.name}.sql changed "
+                            "after it was applied: never edit an applied migration, add a new one"
+                        )
+                    continue
+                try:
+                    with conn.transaction():
+                        conn.execute(migration.sql.encode())
+                        conn.execute(
+                            "INSERT INTO schema_migrations (version, name, checksum) "
+                            "VALUES (%s, %s, %s)",
+                            (migration.version, migration.name, migration.checksum),
+                        )
+                except psycopg.Error as error:
+                    raise errors.MigrationError(
+                        f"migration {migration.version:04d}_{migration.name}.sql failed: {error}"
+                    ) from error
+                applied_now.append(migration)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
+    return applied_now

@@ -1,0 +1,89 @@
+"""The queries behind the seed's monitoring table (seed-design section 7).
+
+Each function reads, never writes, and covers live and archived runs where it matters; the
+observability layer turns the results into Prometheus metrics. Windows are measured on the
+database clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sundial.store import queries
+from sundial.store.pool import Pool
+
+__all__ = [
+    "PendingDepth",
+    "ScheduleLag",
+    "attempts_per_completed_run",
+    "lease_expiries",
+    "pending_depth",
+    "schedule_lag",
+    "terminal_runs_by_job",
+]
+
+
+@dataclass(frozen=True)
+class ScheduleLag:
+    """started_at - run_at, in seconds: the SLO metric. Rising lag means too few workers."""
+
+    runs: int
+    p50_seconds: float | None
+    p99_seconds: float | None
+
+
+@dataclass(frozen=True)
+class PendingDepth:
+    queue: str
+    priority: int
+    state: str
+    runs: int
+
+
+async def schedule_lag(pool: Pool, *, window_seconds: float = 300.0) -> ScheduleLag:
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("schedule_lag"), {"window_seconds": float(window_seconds)}
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    return ScheduleLag(int(row[0]), row[1], row[2])
+
+
+async def pending_depth(pool: Pool) -> list[PendingDepth]:
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("pending_depth"))
+        return [PendingDepth(*row) for row in await cursor.fetchall()]
+
+
+async def terminal_runs_by_job(
+    pool: Pool, *, window_seconds: float = 3600.0
+) -> dict[tuple[uuid.UUID, str], int]:
+    """(job id, terminal state) -> runs that ended in the window: error rate, poison jobs."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("terminal_runs_by_job"), {"window_seconds": float(window_seconds)}
+        )
+        return {(row[0], row[1]): int(row[2]) for row in await cursor.fetchall()}
+
+
+async def attempts_per_completed_run(
+    pool: Pool, *, window_seconds: float = 3600.0
+) -> dict[int, int]:
+    """attempt number -> completed runs that needed it: the flakiness of dependencies."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("attempts_per_completed_run"), {"window_seconds": float(window_seconds)}
+        )
+        return {int(row[0]): int(row[1]) for row in await cursor.fetchall()}
+
+
+async def lease_expiries(pool: Pool, *, window_seconds: float = 3600.0) -> int:
+    """Leases that ran out in the window: worker crashes or long pauses."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("lease_expiries"), {"window_seconds": float(window_seconds)}
+        )
+        row = await cursor.fetchone()
+    return 0 if row is None else int(row[0])

@@ -1,0 +1,1 @@
+SELECT id, state FROM finished_runs WHERE id = ANY(%(ids)s::bigint[])

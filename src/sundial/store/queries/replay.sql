@@ -1,0 +1,14 @@
+-- Give a dead-lettered (or failed / timed-out) run a fresh retry budget. It stays the same run,
+-- and its attempt keeps growing at the next claim, so fencing tokens are never reused.
+UPDATE job_runs
+SET state = 'pending',
+    run_at = now(),
+    dispatch_key = sundial_dispatch_key(now(), priority),
+    retries_used = 0,
+    infra_retries_used = 0,
+    cancel_requested = false,
+    lease_owner = NULL,
+    lease_until = NULL,
+    finished_at = NULL
+WHERE id = %(id)s AND state IN ('dead_lettered', 'failed', 'timed_out')
+RETURNING id, attempt

@@ -1,0 +1,443 @@
+"""Submitting runs, and what a person does to one afterwards: look, cancel, replay.
+
+A submission is validated before anything is written, and everything it writes (the
+idempotency key or fire key, the run, its dependency edges) commits in one transaction, so a
+refused or failed submission leaves no trace. A retried submission with the same idempotency
+key — or the same (schedule, fire time) — returns the run the first one created, even when the
+two race: the second waits on the key's unique index and then finds the first's row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from sundial.store import dependencies, errors, queries
+from sundial.store.pool import Connection, Pool
+
+__all__ = [
+    "ACTIVE_STATES",
+    "MAX_ARGS_BYTES",
+    "MAX_PRIORITY",
+    "MIN_PRIORITY",
+    "TERMINAL_STATES",
+    "CancelResult",
+    "GraphNode",
+    "RunInfo",
+    "Submitted",
+    "args_hash",
+    "cancel",
+    "get",
+    "replay",
+    "submit",
+    "submit_graph",
+]
+
+#: Arguments are bounded (DESIGN.md section 9): larger payloads belong in object storage.
+MAX_ARGS_BYTES = 64 * 1024
+MIN_PRIORITY = 0
+MAX_PRIORITY = 9
+
+#: Waiting for time (scheduled, retry_wait), for upstream runs (blocked), for a worker
+#: (pending), or executing (running).
+ACTIVE_STATES = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
+TERMINAL_STATES = frozenset({"completed", "failed", "timed_out", "cancelled", "dead_lettered"})
+_UPSTREAM_DOOMED = frozenset({"failed", "timed_out", "cancelled", "dead_lettered"})
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run_id: int
+    #: False when an earlier submission with the same key (or fire) already created the run.
+    created: bool
+    state: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    job_id: uuid.UUID
+    state: str
+    attempt: int
+    priority: int
+    run_at: datetime
+    retries_used: int
+    lease_owner: str | None
+    lease_until: datetime | None
+    cancel_requested: bool
+    failure_reason: str | None
+    last_error: str | None
+    pending_dependencies: int
+    fire_time: datetime | None
+    schedule_id: uuid.UUID | None
+    idempotency_key: str | None
+    args: Any
+    started_at: datetime | None
+    finished_at: datetime | None
+    archived: bool
+
+
+class CancelResult(enum.StrEnum):
+    CANCELLED = "cancelled"  # it had not started: it is cancelled now
+    REQUESTED = "requested"  # it is running: its worker sees the request on its next heartbeat
+    ALREADY_FINISHED = "already_finished"
+
+
+def _encode_args(args: Mapping[str, Any] | None) -> tuple[Any, str]:
+    value: Any = {} if args is None else dict(args)
+    try:
+        # jsonb's text form uses ", " and ": ", so measure with the same separators.
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        raise errors.InvalidSubmissionError(
+            f"args must be a JSON object of JSON values: {error}"
+        ) from error
+    size = len(text.encode())
+    if size > MAX_ARGS_BYTES:
+        raise errors.ArgsTooLargeError(size, MAX_ARGS_BYTES)
+    return value, hashlib.sha256(text.encode()).hexdigest()
+
+
+def args_hash(args: Mapping[str, Any] | None) -> str:
+    """The hash an idempotency key remembers its arguments by."""
+    return _encode_args(args)[1]
+
+
+def _check_priority(priority: object) -> None:
+    if (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not MIN_PRIORITY <= priority <= MAX_PRIORITY
+    ):
+        raise errors.InvalidPriorityError(priority, MIN_PRIORITY, MAX_PRIORITY)
+
+
+def _job_lookup(job: uuid.UUID | str) -> dict[str, Any]:
+    if isinstance(job, uuid.UUID):
+        return {"job_id": job, "namespace": None, "name": None}
+    try:
+        return {"job_id": uuid.UUID(job), "namespace": None, "name": None}
+    except ValueError:
+        pass
+    namespace, slash, name = job.partition("/")
+    if not slash:
+        namespace, name = "default", job
+    return {"job_id": None, "namespace": namespace, "name": name}
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A validated submission: everything checked that can be checked without the database."""
+
+    job: uuid.UUID | str
+    args: Any
+    args_hash: str
+    priority: int | None
+    run_at: datetime | None
+    delay_seconds: float
+    idempotency_key: str | None
+    depends_on: list[int]
+    schedule_id: uuid.UUID | None
+    fire_time: datetime | None
+
+
+def _validate(
+    job: uuid.UUID | str,
+    *,
+    args: Mapping[str, Any] | None,
+    priority: int | None,
+    run_at: datetime | None,
+    delay_seconds: float,
+    idempotency_key: str | None,
+    depends_on: Sequence[int],
+    schedule_id: uuid.UUID | None = None,
+    fire_time: datetime | None = None,
+) -> _Request:
+    if run_at is not None and run_at.tzinfo is None:
+        raise errors.InvalidSubmissionError(
+            "run_at must be timezone-aware: pass e.g. datetime.now(timezone.utc)"
+        )
+    if delay_seconds < 0:
+        raise errors.InvalidSubmissionError(f"delay_seconds must be >= 0, got {delay_seconds}")
+    if (schedule_id is None) != (fire_time is None):
+        raise errors.InvalidSubmissionError("pass schedule_id and fire_time together, or neither")
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 256:
+        raise errors.InvalidSubmissionError("idempotency_key must be 1 to 256 characters long")
+    if priority is not None:
+        _check_priority(priority)
+    args_value, digest = _encode_args(args)
+    return _Request(
+        job=job,
+        args=args_value,
+        args_hash=digest,
+        priority=priority,
+        run_at=run_at,
+        delay_seconds=float(delay_seconds),
+        idempotency_key=idempotency_key,
+        depends_on=sorted(set(depends_on)),
+        schedule_id=schedule_id,
+        fire_time=fire_time,
+    )
+
+
+async def submit(
+    pool: Pool,
+    job: uuid.UUID | str,
+    *,
+    args: Mapping[str, Any] | None = None,
+    priority: int | None = None,
+    run_at: datetime | None = None,
+    delay_seconds: float = 0.0,
+    idempotency_key: str | None = None,
+    depends_on: Sequence[int] = (),
+    schedule_id: uuid.UUID | None = None,
+    fire_time: datetime | None = None,
+) -> Submitted:
+    """Create a run of ``job`` (its uid, or ``"namespace/name"``); see the module docstring.
+
+    ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock.
+    ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated forever.
+    """
+    request = _validate(
+        job,
+        args=args,
+        priority=priority,
+        run_at=run_at,
+        delay_seconds=delay_seconds,
+        idempotency_key=idempotency_key,
+        depends_on=depends_on,
+        schedule_id=schedule_id,
+        fire_time=fire_time,
+    )
+    try:
+        async with pool.connection() as conn, conn.transaction():
+            return await _submit_in(conn, request)
+    except _FireExists as exists:
+        # Our transaction rolled back (including any key we reserved); the fire has its run.
+        state = await _state(pool, exists.run_id)
+        return Submitted(run_id=exists.run_id, created=False, state=state or "unknown")
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One run of a graph given to :func:`submit_graph`."""
+
+    job: uuid.UUID | str
+    args: Mapping[str, Any] | None = None
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay_seconds: float = 0.0
+    idempotency_key: str | None = None
+    depends_on: Sequence[str] = ()  # names of other nodes of the same graph
+    depends_on_runs: Sequence[int] = ()  # ids of runs that already exist
+
+
+async def submit_graph(pool: Pool, nodes: Mapping[str, GraphNode]) -> dict[str, Submitted]:
+    """Submit a DAG of runs atomically: all of them, or (on any error) none.
+
+    Cycles and edges to undefined nodes are refused before anything is written
+    (``CyclicDependencyError``, ``DependencyError``). Runs are created parents first.
+    """
+    order = dependencies.topological_order({n: list(node.depends_on) for n, node in nodes.items()})
+    requests = {
+        name: _validate(
+            node.job,
+            args=node.args,
+            priority=node.priority,
+            run_at=node.run_at,
+            delay_seconds=node.delay_seconds,
+            idempotency_key=node.idempotency_key,
+            depends_on=node.depends_on_runs,
+        )
+        for name, node in nodes.items()
+    }
+    submitted: dict[str, Submitted] = {}
+    async with pool.connection() as conn, conn.transaction():
+        for name in order:
+            inside = [submitted[parent].run_id for parent in nodes[name].depends_on]
+            request = dataclasses.replace(
+                requests[name], depends_on=sorted({*requests[name].depends_on, *inside})
+            )
+            submitted[name] = await _submit_in(conn, request)
+    return submitted
+
+
+async def _submit_in(conn: Connection, request: _Request) -> Submitted:
+    """Write one validated submission in the caller's transaction."""
+    cursor = await conn.execute(queries.get("job_for_submit"), _job_lookup(request.job))
+    found = await cursor.fetchone()
+    if found is None:
+        raise errors.UnknownJobError(str(request.job))
+    (job_id, queue, handler, model, job_priority, timeout, max_retries, base, cap) = found
+
+    run_id: int | None = None
+    if request.idempotency_key is not None:
+        cursor = await conn.execute(
+            queries.get("reserve_idempotency_key"),
+            {"key": request.idempotency_key, "args_hash": request.args_hash},
+        )
+        reserved = await cursor.fetchone()
+        if reserved is None:
+            return await _existing_for_key(conn, request.idempotency_key, request.args_hash)
+        run_id = reserved[0]
+    if request.schedule_id is not None:
+        fire = {
+            "schedule_id": request.schedule_id,
+            "fire_time": request.fire_time,
+            "run_id": run_id,
+        }
+        cursor = await conn.execute(queries.get("reserve_fire"), fire)
+        reserved = await cursor.fetchone()
+        if reserved is None:
+            cursor = await conn.execute(queries.get("existing_fire"), fire)
+            existing = await cursor.fetchone()
+            assert existing is not None  # the conflict we just hit is committed
+            raise _FireExists(existing[0])
+        run_id = reserved[0]
+
+    pending, doomed_state, doomed_reason, doomed_error = await _upstream(conn, request.depends_on)
+    cursor = await conn.execute(
+        queries.get("insert_run"),
+        {
+            "run_id": run_id,
+            "job_id": job_id,
+            "schedule_id": request.schedule_id,
+            "fire_time": request.fire_time,
+            "idempotency_key": request.idempotency_key,
+            "queue": queue,
+            "handler": handler,
+            "execution_model": model,
+            "timeout_seconds": timeout,
+            "max_retries": max_retries,
+            "backoff_base_seconds": base,
+            "backoff_cap_seconds": cap,
+            "doomed_state": doomed_state,
+            "pending_dependencies": pending,
+            "priority": job_priority if request.priority is None else request.priority,
+            "run_at": request.run_at,
+            "delay_seconds": request.delay_seconds,
+            "args": Jsonb(request.args),
+            "failure_reason": doomed_reason,
+            "last_error": doomed_error,
+        },
+    )
+    inserted = await cursor.fetchone()
+    assert inserted is not None
+    if request.depends_on:
+        await conn.execute(
+            queries.get("insert_dependency_edges"),
+            {"run_id": inserted[0], "depends_on": request.depends_on},
+        )
+    return Submitted(run_id=inserted[0], created=True, state=inserted[1])
+
+
+class _FireExists(Exception):
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+
+
+async def _existing_for_key(conn: Connection, key: str, digest: str) -> Submitted:
+    cursor = await conn.execute(queries.get("existing_idempotency_key"), {"key": key})
+    row = await cursor.fetchone()
+    assert row is not None  # the conflict we hit is a committed row
+    stored_hash, run_id = row
+    if stored_hash != digest:
+        raise errors.IdempotencyConflictError(key, run_id)
+    cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
+    state = await cursor.fetchone()
+    return Submitted(run_id=run_id, created=False, state=state[0] if state else "unknown")
+
+
+async def _upstream(
+    conn: Connection, upstream: list[int]
+) -> tuple[int, str | None, str | None, str | None]:
+    """Lock the upstream runs; return (pending count, doomed state, reason, error)."""
+    if not upstream:
+        return 0, None, None, None
+    cursor = await conn.execute(queries.get("lock_upstream_runs"), {"ids": upstream})
+    states = {row[0]: row[1] for row in await cursor.fetchall()}
+    absent = [run_id for run_id in upstream if run_id not in states]
+    if absent:
+        cursor = await conn.execute(queries.get("archived_upstream_runs"), {"ids": absent})
+        states.update({row[0]: row[1] for row in await cursor.fetchall()})
+    missing = [run_id for run_id in upstream if run_id not in states]
+    if missing:
+        raise errors.MissingDependencyError(missing)
+    for run_id in upstream:
+        if states[run_id] in _UPSTREAM_DOOMED:
+            if states[run_id] == "cancelled":
+                return 0, "cancelled", "cancelled", f"upstream run {run_id} was cancelled"
+            reason = f"upstream run {run_id} failed ({states[run_id]})"
+            return 0, "failed", "upstream_failed", reason
+    live = [run_id for run_id in upstream if states[run_id] != "completed"]
+    if live:
+        await conn.execute(queries.get("mark_has_dependents"), {"ids": live})
+    return len(live), None, None, None
+
+
+async def _state(pool: Pool, run_id: int) -> str | None:
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
+        row = await cursor.fetchone()
+        return None if row is None else str(row[0])
+
+
+async def get(pool: Pool, run_id: int) -> RunInfo | None:
+    """One run, live or archived; ``None`` if there is no such run."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("get_run"), {"id": run_id})
+        row = await cursor.fetchone()
+    return None if row is None else RunInfo(*row)
+
+
+async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:
+    """Cancel a run; a run that had not started ends now, with its dependents."""
+    async with pool.connection() as conn, conn.transaction():
+        cursor = await conn.execute(queries.get("cancel"), {"id": run_id, "reason": reason})
+        row = await cursor.fetchone()
+        if row is None:
+            cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
+            if await cursor.fetchone() is None:
+                raise errors.InvalidSubmissionError(
+                    f"there is no run {run_id}: check the id (`sundial runs` lists them)"
+                )
+            return CancelResult.ALREADY_FINISHED
+        state, has_dependents = row
+        if state == "running":
+            return CancelResult.REQUESTED
+        if has_dependents:
+            await dependencies.fail_dependents(conn, {run_id: "cancelled"})
+        return CancelResult.CANCELLED
+
+
+async def replay(pool: Pool, run_id: int) -> int:
+    """Put a dead-lettered, failed or timed-out run back in the queue with a fresh retry budget.
+
+    Returns the run's current attempt; its next claim makes it attempt + 1, so a fencing token
+    is never reused. Dependents already failed by this run stay failed: submit them again.
+    """
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("replay"), {"id": run_id})
+        row = await cursor.fetchone()
+        if row is None:
+            cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
+            state = await cursor.fetchone()
+            raise errors.InvalidSubmissionError(
+                f"run {run_id} cannot be replayed: "
+                + (
+                    "it does not exist"
+                    if state is None
+                    else f"it is {state[0]}; only dead_lettered, failed or timed_out runs "
+                    "still in the live table can be replayed (submit archived ones again)"
+                )
+            )
+        return int(row[1])

@@ -1,0 +1,39 @@
+"""The failure table: what retries, what spends maxRetries, where a run ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from sundial.scheduling import failures
+from sundial.scheduling.failures import FailureClass
+
+
+def test_every_failure_class_has_a_rule() -> None:
+    assert set(failures.RULES) == set(FailureClass)
+
+
+def test_infrastructure_failures_do_not_spend_max_retries_but_are_bounded() -> None:
+    rule = failures.rule_for("infrastructure")
+    assert rule.retryable and not rule.counts_against_max_retries
+    assert failures.INFRASTRUCTURE_RETRY_LIMIT > 0
+
+
+@pytest.mark.parametrize(
+    ("failure", "terminal_state"),
+    [("error", "failed"), ("timeout", "timed_out"), ("crash", "failed"), ("oom", "failed"),
+     ("lease_expired", "failed")],
+)  # fmt: skip
+def test_job_faults_are_retried_and_counted(failure: str, terminal_state: str) -> None:
+    rule = failures.rule_for(failure)
+    assert rule.retryable and rule.counts_against_max_retries
+    assert rule.terminal_state == terminal_state
+
+
+@pytest.mark.parametrize("failure", ["cancelled", "upstream_failed", "start_failure", "permanent"])
+def test_final_failures_are_never_retried(failure: str) -> None:
+    assert not failures.rule_for(failure).retryable
+
+
+def test_an_unknown_class_names_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="use one of error, timeout"):
+        failures.rule_for("gremlins")
