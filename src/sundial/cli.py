@@ -70,6 +70,8 @@ def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None)
     sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
 
 
+@main.command()
+@click.option(
     "--dsn",
     envvar="SUNDIAL_DSN",
     required=True,
