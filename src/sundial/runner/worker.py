@@ -255,7 +255,10 @@ class Worker:
                 delay = connection_errors.retry_delay(failures)
                 log.warning(
                     "cannot connect to PostgreSQL; retrying",
-                    extra={"error": connection_errors.describe(error), "retry_in_seconds": delay},
+                    extra={
+                        "error": connection_errors.describe(error),
+                        "retry_in_seconds": round(delay, 3),
+                    },
                 )
                 await _wait(stop.requested, delay)
         return False
@@ -312,7 +315,10 @@ class Worker:
                 delay = connection_errors.retry_delay(failures)
                 log.warning(
                     "claim failed; retrying",
-                    extra={"error": connection_errors.describe(error), "retry_in_seconds": delay},
+                    extra={
+                        "error": connection_errors.describe(error),
+                        "retry_in_seconds": round(delay, 3),
+                    },
                 )
                 await _wait(stop.requested, delay)
                 continue
