@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -52,9 +53,11 @@ def create_database(admin_dsn: str, name: str) -> str:
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    info = psycopg.conninfo.conninfo_to_dict(admin_dsn)
-    info["dbname"] = name
-    return psycopg.conninfo.make_conninfo(**info)  # type: ignore[arg-type]
+    # A URL, not key=value: asyncpg (pgqueuer's fast driver) only takes URLs.
+    parts = urllib.parse.urlsplit(admin_dsn)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise SystemExit("--dsn must be a postgresql:// URL")
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
 
 
 # -- sundial ----------------------------------------------------------------------------------
@@ -129,7 +132,7 @@ async def _pgqueuer_once(dsn: str, jobs: int, batch_size: int) -> float:
         for start in range(0, jobs, 5000):
             n = min(5000, jobs - start)
             await queries.enqueue(["noop"] * n, [None] * n, [0] * n)
-        manager = QueueManager(driver)
+        manager = QueueManager(queries)
         done = 0
 
         @manager.entrypoint("noop")

@@ -19,6 +19,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Callable
 from typing import Union
@@ -125,6 +126,7 @@ class Finisher:
         lost: frozenset[int],
         after_reconnect: bool,
     ) -> None:
+        counts: collections.Counter[tuple[str, str]] = collections.Counter()
         for attempt, label in batch:
             if attempt.run.id in lost:
                 fields = attempt.log_fields()
@@ -133,5 +135,7 @@ class Finisher:
                     fields["after_reconnect"] = True
                 log.warning("lease lost", extra=fields)
                 label = "lease_lost"
-            self._metrics.record_outcome(attempt.run.handler, label)
+            counts[attempt.run.handler, label] += 1
             self._settled(attempt)
+        for (handler, label), count in counts.items():
+            self._metrics.runs.labels(handler=handler, outcome=label).inc(count)

@@ -35,6 +35,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -124,7 +125,7 @@ class Worker:
         self.attempts: dict[int, in_flight.Attempt] = {}
         self.port: int | None = None
         self._busy: collections.Counter[Model] = collections.Counter()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[outcomes.Outcome]] = set()
         self._pool: store_pool.Pool | None = None
         self._db_error: str | None = "not connected yet"
         self._draining = False
@@ -344,46 +345,70 @@ class Worker:
         self._busy[model] += 1
         started_at = run.lease_until - timedelta(seconds=self.settings.lease_seconds)
         self.metrics.schedule_lag.observe(max((started_at - run.run_at).total_seconds(), 0.0))
-        task = asyncio.create_task(self._execute(attempt))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._execute(attempt)
 
     # -- executing ------------------------------------------------------------------------
 
-    async def _execute(self, attempt: in_flight.Attempt) -> None:
+    def _execute(self, attempt: in_flight.Attempt) -> None:
+        """Start the attempt in its executor; ``_ran`` settles it. No task of our own per
+        attempt: the executor's coroutine is the task (a task per job was measurable)."""
         run = attempt.run
+        if not isinstance(run.args, dict):
+            failed = outcomes.Failed(
+                f"the args of run {run.id} are not a JSON object", outcomes.FailureClass.BAD_ARGS
+            )
+            self._free_slot(attempt)
+            self._settle(attempt, failed)
+            return
         dependency: breaker.CircuitBreaker | None = None
-        try:
-            if not isinstance(run.args, dict):
-                outcome: outcomes.Outcome = outcomes.Failed(
-                    f"the args of run {run.id} are not a JSON object",
-                    outcomes.FailureClass.BAD_ARGS,
+        name = self._dependency_of(run.handler)
+        if name is not None:
+            dependency = self.breakers[name]
+            admission = dependency.admit()
+            self.metrics.set_circuit_state(name, dependency.state.value)
+            if not admission.allowed:
+                self._free_slot(attempt)
+                self._release(
+                    attempt,
+                    admission.retry_after_seconds,
+                    f"circuit breaker for dependency {name!r} is open",
+                    "circuit_open",
                 )
-            else:
-                name = self._dependency_of(run.handler)
-                if name is not None:
-                    dependency = self.breakers[name]
-                    admission = dependency.admit()
-                    self.metrics.set_circuit_state(name, dependency.state.value)
-                    if not admission.allowed:
-                        self._release(
-                            attempt,
-                            admission.retry_after_seconds,
-                            f"circuit breaker for dependency {name!r} is open",
-                            "circuit_open",
-                        )
-                        return
-                outcome = await self.router.run(attempt.invocation)
-        finally:
-            self._busy[attempt.model] -= 1
-            if self._slot_limited:
-                self._wake.set()
+                return
+        # Straight to the executor: the claim only returned handlers registered with this
+        # model, so the router's look-up would be repeated work per job.
+        task = asyncio.ensure_future(self.executors[attempt.model].run(attempt.invocation))
+        self._tasks.add(task)
+        task.add_done_callback(functools.partial(self._ran, attempt, dependency))
+
+    def _ran(
+        self,
+        attempt: in_flight.Attempt,
+        dependency: breaker.CircuitBreaker | None,
+        task: asyncio.Future[outcomes.Outcome],
+    ) -> None:
+        self._tasks.discard(task)
+        self._free_slot(attempt)
+        outcome: outcomes.Outcome
+        if task.cancelled():
+            outcome = outcomes.Cancelled("the runner stopped the attempt")
+        elif (error := task.exception()) is not None:
+            # Executors return outcomes for whatever a handler does; this is our own bug.
+            log.error("executor failed", extra=attempt.log_fields(), exc_info=error)
+            outcome = outcomes.Failed(base.format_exception(error))
+        else:
+            outcome = task.result()
         if dependency is not None:
             dependency.record(outcome)
-            name = self._dependency_of(run.handler)
+            name = self._dependency_of(attempt.run.handler)
             if name is not None:
                 self.metrics.set_circuit_state(name, dependency.state.value)
         self._settle(attempt, outcome)
+
+    def _free_slot(self, attempt: in_flight.Attempt) -> None:
+        self._busy[attempt.model] -= 1
+        if self._slot_limited:
+            self._wake.set()
 
     def _dependency_of(self, handler_name: str) -> str | None:
         if handler_name not in self.handlers:
