@@ -12,6 +12,8 @@ import os
 import time
 from typing import Any
 
+import pydantic
+
 import sundial
 
 
@@ -72,3 +74,22 @@ def process_exit(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 @sundial.job("loop.subprocess_sleep", execution_model="subprocess")
 def subprocess_sleep(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     time.sleep(float(args.get("seconds", 1.0)))
+
+
+class Count(pydantic.BaseModel):
+    count: int
+
+
+@sundial.job("loop.typed", args_model=Count)
+async def typed(args: Count, ctx: sundial.JobContext) -> None:
+    return None
+
+
+@sundial.job("loop.raise")
+async def explode(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    raise ValueError(f"attempt {ctx.attempt} exploded")
+
+
+@sundial.job("loop.flaky_downstream", dependency="flaky-api")
+async def flaky_downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    raise ConnectionError("flaky-api is down")
