@@ -165,3 +165,135 @@ def scheduler(
             await opened.close()
 
     asyncio.run(serve())
+
+
+def _parse_concurrency(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, int]:
+    parsed: dict[str, int] = {}
+    models = ("async", "thread", "process", "subprocess")
+    for value in values:
+        model, _, number = value.partition("=")
+        if model not in models or not number.isdigit() or int(number) < 1:
+            raise click.BadParameter(
+                f"{value!r}: use MODEL=N with MODEL one of {', '.join(models)} and N >= 1"
+            )
+        parsed[model] = int(number)
+    return parsed
+
+
+@main.command()
+@click.option("--dsn", envvar="SUNDIAL_DSN", required=True, help="PostgreSQL URL (or SUNDIAL_DSN).")
+@click.option(
+    "--handlers",
+    "handler_modules",
+    multiple=True,
+    required=True,
+    help="Module that registers handlers with @sundial.job (repeatable).",
+)
+@click.option(
+    "--queue", "queues", multiple=True, default=("default",), help="Queue to serve (repeatable)."
+)
+@click.option(
+    "--concurrency",
+    multiple=True,
+    callback=_parse_concurrency,
+    help="Slots per execution model, e.g. --concurrency async=500 --concurrency thread=16.",
+)
+@click.option("--lease-seconds", type=click.FloatRange(min=1), default=30.0, show_default=True)
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM, how long running jobs may finish before they are released.",
+)
+@click.option(
+    "--poll-seconds",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Claim at least this often even without a notification.",
+)
+@click.option(
+    "--quarantine-after",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Stop claiming a handler once this many of its attempts crashed their process.",
+)
+@click.option(
+    "--maintenance-seconds",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Reap expired leases and promote due runs this often (0: leave it to the operator).",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=8080,
+    show_default=True,
+    help="Port of /metrics, /healthz and /readyz (0: any free port; -1: off).",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
+@click.option("--log-level", default="INFO", show_default=True)
+def runner(
+    dsn: str,
+    handler_modules: tuple[str, ...],
+    queues: tuple[str, ...],
+    concurrency: dict[str, int],
+    lease_seconds: float,
+    grace_seconds: float,
+    poll_seconds: float,
+    quarantine_after: int,
+    maintenance_seconds: float,
+    metrics_port: int,
+    metrics_host: str,
+    worker_id: str | None,
+    log_level: str,
+) -> None:
+    """Claim and execute runs of the registered handlers until SIGTERM; then drain, exit 0."""
+    import asyncio
+    import logging
+    import os
+    import socket
+    import sys
+
+    from sundial.observability import logging as json_logging
+    from sundial.runner import registry, worker
+
+    json_logging.configure(log_level.upper())
+    try:
+        handlers = registry.load_handlers(handler_modules)
+    except registry.HandlersImportError as error:
+        click.echo(str(error), err=True)
+        sys.exit(2)
+    if len(handlers) == 0:
+        click.echo("no handlers registered by the --handlers modules", err=True)
+        sys.exit(2)
+    settings = worker.Settings(
+        dsn=dsn,
+        worker_id=worker_id or f"{socket.gethostname()}:{os.getpid()}",
+        handler_modules=handler_modules,
+        queues=queues,
+        concurrency={
+            **worker.DEFAULT_CONCURRENCY,
+            **{registry.ExecutionModel(k): v for k, v in concurrency.items()},
+        },
+        lease_seconds=lease_seconds,
+        poll_seconds=poll_seconds,
+        grace_seconds=grace_seconds,
+        quarantine_after_crashes=quarantine_after,
+        maintenance_seconds=maintenance_seconds,
+        metrics_host=metrics_host,
+        metrics_port=None if metrics_port < 0 else metrics_port,
+    )
+    runner_worker = worker.Worker(settings, handlers)
+    code = asyncio.run(runner_worker.run())
+    if runner_worker.leaked_threads:
+        # Threads cannot be killed and the interpreter would wait for them at exit.
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)

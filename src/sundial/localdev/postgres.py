@@ -83,6 +83,7 @@ class ThrowawayPostgres:
         self.log_file = self.base_dir / "postgres.log"
         self.user = "postgres"
         self._run_as: list[str] = []
+        self._options = ""
         if os.geteuid() == 0:
             entry = pwd.getpwnam(_UNPRIVILEGED_USER)
             for path in (self.base_dir,):
@@ -141,6 +142,7 @@ class ThrowawayPostgres:
             **self.extra_settings,
         }
         options = " ".join(f"-c {key}={value}" for key, value in settings.items())
+        self._options = options
         self._run(
             str(self.bin_dir / "pg_ctl"),
             "-D", str(self.data_dir),
@@ -155,7 +157,11 @@ class ThrowawayPostgres:
         """Stop and start the server in place (used by reconnect tests)."""
         pg_ctl = str(self.bin_dir / "pg_ctl")
         self._run(pg_ctl, "-D", str(self.data_dir), "-m", mode, "-w", "stop")
-        self._run(pg_ctl, "-D", str(self.data_dir), "-l", str(self.log_file), "-w", "start")
+        # The same -o options as at start: the port and socket directory live there.
+        self._run(
+            pg_ctl, "-D", str(self.data_dir), "-l", str(self.log_file), "-o", self._options,
+            "-w", "start",
+        )  # fmt: skip
 
     def stop(self) -> None:
         if self.data_dir.exists():

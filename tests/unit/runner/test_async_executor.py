@@ -77,3 +77,34 @@ async def test_close_cancels_whatever_still_runs() -> None:
     await asyncio.sleep(0)
     await executor.close()
     assert isinstance(await running, outcomes.Cancelled)
+
+
+async def test_a_timeout_does_not_leak_a_cancellation_into_the_caller() -> None:
+    handlers = registry.Registry()
+
+    @handlers.job("stubborn")
+    async def stubborn(args: dict[str, object], ctx: object) -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return None  # swallows its cancellation and returns normally
+
+    executor = async_executor.AsyncExecutor(handlers)
+    outcome = await executor.run(invoke("stubborn", timeout_seconds=0.05))
+    assert isinstance(outcome, outcomes.TimedOut)
+    await asyncio.sleep(0.01)  # would raise CancelledError if a cancel were still pending
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_cancelling_the_caller_still_cancels_the_caller() -> None:
+    executor = async_executor.AsyncExecutor(HANDLERS)
+    running = asyncio.ensure_future(executor.run(invoke("sample.async_sleep", {"seconds": 60})))
+    await asyncio.sleep(0)
+    running.cancel()
+    try:
+        await running
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("the caller's cancellation was swallowed")
+    assert executor.busy == 0

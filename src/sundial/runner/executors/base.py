@@ -97,6 +97,8 @@ async def wait_for(awaitable: asyncio.Future[T], *, seconds: float, cancel: asyn
     """Wait until ``awaitable`` is done, ``seconds`` pass or ``cancel`` is set."""
     if cancel.is_set():
         return Stop.CANCELLED
+    if isinstance(cancel, invocation_module.CancelEvent):
+        return await _wait_with_callbacks(awaitable, seconds=seconds, cancel=cancel)
     cancel_waiter: asyncio.Future[Any] = asyncio.ensure_future(cancel.wait())
     watched: set[asyncio.Future[Any]] = {awaitable, cancel_waiter}
     try:
@@ -108,6 +110,33 @@ async def wait_for(awaitable: asyncio.Future[T], *, seconds: float, cancel: asyn
     if cancel_waiter in done:
         return Stop.CANCELLED
     return Stop.TIMED_OUT
+
+
+async def _wait_with_callbacks(
+    awaitable: asyncio.Future[T], *, seconds: float, cancel: invocation_module.CancelEvent
+) -> Stop:
+    """The same race as ``wait_for`` with no extra task: three callbacks and one future."""
+    loop = asyncio.get_running_loop()
+    stopped: asyncio.Future[Stop] = loop.create_future()
+
+    def stop(reason: Stop) -> None:
+        if not stopped.done():
+            stopped.set_result(reason)
+
+    def on_done(_: asyncio.Future[T]) -> None:
+        stop(Stop.DONE)
+
+    if awaitable.done():
+        return Stop.DONE
+    awaitable.add_done_callback(on_done)
+    timer = loop.call_later(seconds, stop, Stop.TIMED_OUT)
+    remove = cancel.on_set(lambda: stop(Stop.CANCELLED))
+    try:
+        return await stopped
+    finally:
+        timer.cancel()
+        remove()
+        awaitable.remove_done_callback(on_done)
 
 
 def bridge(future: concurrent.futures.Future[T]) -> asyncio.Future[T]:

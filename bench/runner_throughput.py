@@ -1,0 +1,313 @@
+"""No-op async jobs through ONE `sundial runner` process, beside pgqueuer and procrastinate.
+
+Not a test: it prints figures. Everything runs on the same PostgreSQL (a throwaway server by
+default), each system in its own database, over the same number of jobs, one after another:
+
+* sundial: a real `sundial runner` child process (full protocol: batched claim with a lease,
+  batched heartbeats, batched fenced finish, LISTEN/NOTIFY, maintenance tick), handler
+  ``bench.noop`` (async). Runs are inserted first; the figure is runs / (last finished_at -
+  first started_at), both stamped by the database, so process start-up is not counted.
+* pgqueuer (if installed): ``QueueManager.run(mode=drain)`` on an ``AsyncpgPoolDriver`` (its
+  fast path), jobs enqueued with one batched ``Queries.enqueue`` per 5,000; the best of a few
+  ``batch_size`` settings is reported. Timed in-process around ``run`` (includes its start-up:
+  a few ms).
+* procrastinate (if installed): ``run_worker_async(wait=False)`` with ``PsycopgConnector``,
+  jobs deferred with ``batch_defer_async``; best of a few ``concurrency`` settings.
+* raw: the seed's claim statement + a batched ``(id, attempt)``-fenced finish on one
+  connection, no job execution (bench/store_throughput.py's ``raw_loop``): the ceiling.
+
+A peer that is not installed is skipped with a message. Install them only for the bench:
+``.venv/bin/pip install pgqueuer procrastinate asyncpg``.
+
+    .venv/bin/python bench/runner_throughput.py [--jobs 20000] [--dsn URL-of-a-superuser]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import store_throughput
+from psycopg import sql
+
+from sundial.localdev import postgres
+from sundial.store import migrate
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def create_database(admin_dsn: str, name: str) -> str:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    # A URL, not key=value: asyncpg (pgqueuer's fast driver) only takes URLs.
+    parts = urllib.parse.urlsplit(admin_dsn)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise SystemExit("--dsn must be a postgresql:// URL")
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+
+
+# -- sundial ----------------------------------------------------------------------------------
+
+
+def sundial_leg(admin_dsn: str, jobs: int, concurrency: int) -> float:
+    dsn = create_database(admin_dsn, "bench_sundial")
+    migrate.migrate(dsn)
+    job = uuid.uuid4()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO job_definitions (id, namespace, name, handler) "
+            "VALUES (%s, 'bench', 'noop', 'bench.noop')",
+            (job,),
+        )
+        conn.execute(
+            """
+            INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
+                                  max_retries, backoff_base_seconds, backoff_cap_seconds,
+                                  state, priority, run_at, dispatch_key, args)
+            SELECT %s, 'default', 'bench.noop', 'async', 60, 3, 1, 60, 'pending', 1, now(),
+                   sundial_dispatch_key(now(), 1::smallint), '{}'
+            FROM generate_series(1, %s)
+            """,
+            (job, jobs),
+        )
+        conn.execute("VACUUM ANALYZE job_runs")
+    env = dict(os.environ, PYTHONPATH=str(BENCH_DIR))
+    command = [
+        sys.executable, "-m", "sundial", "runner",
+        "--dsn", dsn, "--handlers", "bench_handlers",
+        "--concurrency", f"async={concurrency}",
+        "--metrics-port", "-1", "--log-level", "WARNING",
+    ]  # fmt: skip
+    runner = subprocess.Popen(command, env=env)
+    try:
+        deadline = time.monotonic() + 600
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while True:
+                row = conn.execute(
+                    "SELECT count(*) FILTER (WHERE state = 'completed'),"
+                    " extract(epoch FROM max(finished_at) - min(started_at))"
+                    " FROM job_runs"
+                ).fetchone()
+                assert row is not None
+                if row[0] == jobs:
+                    seconds = float(row[1])
+                    break
+                if runner.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"sundial runner stopped early or stalled: {row[0]} done")
+                time.sleep(0.25)
+            attempts = conn.execute("SELECT max(attempt) FROM job_runs").fetchone()
+            assert attempts is not None and attempts[0] == 1, "a run was executed twice"
+    finally:
+        runner.terminate()
+        assert runner.wait(60) == 0, "the runner did not drain and exit 0"
+    return jobs / seconds
+
+
+# -- pgqueuer ---------------------------------------------------------------------------------
+
+
+async def _pgqueuer_once(dsn: str, jobs: int, batch_size: int) -> float:
+    import asyncpg
+    from pgqueuer import AsyncpgPoolDriver, Queries, QueueManager
+    from pgqueuer.types import QueueExecutionMode
+
+    pool = await asyncpg.create_pool(dsn, min_size=2, max_size=4)
+    try:
+        driver = AsyncpgPoolDriver(pool)
+        queries = Queries(driver)
+        for start in range(0, jobs, 5000):
+            n = min(5000, jobs - start)
+            await queries.enqueue(["noop"] * n, [None] * n, [0] * n)
+        manager = QueueManager(queries)
+        done = 0
+
+        @manager.entrypoint("noop")
+        async def noop(job: Any) -> None:
+            nonlocal done
+            done += 1
+
+        started = time.perf_counter()
+        await manager.run(
+            batch_size=batch_size,
+            mode=QueueExecutionMode.drain,
+            dequeue_timeout=timedelta(seconds=0.1),
+        )
+        seconds = time.perf_counter() - started
+        assert done == jobs, f"pgqueuer ran {done} of {jobs}"
+        return jobs / seconds
+    finally:
+        await pool.close()
+
+
+PGQUEUER_DEFAULT_BATCH_SIZE = 10  # QueueManager.run's default
+PGQUEUER_AT_DEFAULT: list[float] = []
+
+
+def pgqueuer_leg(admin_dsn: str, jobs: int) -> tuple[float, str] | str:
+    try:
+        import asyncpg  # noqa: F401
+        import pgqueuer  # noqa: F401
+    except ImportError as error:
+        return f"skipped: {error.name} is not installed (pip install pgqueuer asyncpg)"
+    best: tuple[float, str] | None = None
+    for batch_size in (10, 100, 500):
+        dsn = create_database(admin_dsn, "bench_pgqueuer")
+        asyncio.run(_pgqueuer_install(dsn))
+        rate = asyncio.run(_pgqueuer_once(dsn, jobs, batch_size))
+        print(f"  pgqueuer batch_size={batch_size}: {rate:,.0f} jobs/s", flush=True)
+        if batch_size == PGQUEUER_DEFAULT_BATCH_SIZE:
+            PGQUEUER_AT_DEFAULT.append(rate)
+        if best is None or rate > best[0]:
+            best = (rate, f"batch_size={batch_size}")
+    assert best is not None
+    return best
+
+
+async def _pgqueuer_install(dsn: str) -> None:
+    import asyncpg
+    from pgqueuer import AsyncpgDriver, Queries
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await Queries(AsyncpgDriver(conn)).install()
+    finally:
+        await conn.close()
+
+
+# -- procrastinate ----------------------------------------------------------------------------
+
+
+async def _procrastinate_once(dsn: str, jobs: int, concurrency: int) -> float:
+    import procrastinate
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=dsn))
+    done = 0
+
+    @app.task(name="noop")
+    async def noop() -> None:
+        nonlocal done
+        done += 1
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        for start in range(0, jobs, 5000):
+            n = min(5000, jobs - start)
+            await noop.batch_defer_async(*({} for _ in range(n)))
+        started = time.perf_counter()
+        await app.run_worker_async(
+            concurrency=concurrency,
+            wait=False,
+            install_signal_handlers=False,
+            fetch_job_polling_interval=0.1,
+        )
+        seconds = time.perf_counter() - started
+    assert done == jobs, f"procrastinate ran {done} of {jobs}"
+    return jobs / seconds
+
+
+def procrastinate_leg(admin_dsn: str, jobs: int) -> tuple[float, str] | str:
+    try:
+        import procrastinate  # noqa: F401
+    except ImportError:
+        return "skipped: procrastinate is not installed (pip install procrastinate)"
+    best: tuple[float, str] | None = None
+    for concurrency in (10, 50):
+        dsn = create_database(admin_dsn, "bench_procrastinate")
+        rate = asyncio.run(_procrastinate_once(dsn, jobs, concurrency))
+        print(f"  procrastinate concurrency={concurrency}: {rate:,.0f} jobs/s", flush=True)
+        if best is None or rate > best[0]:
+            best = (rate, f"concurrency={concurrency}")
+    assert best is not None
+    return best
+
+
+# -- raw ceiling ------------------------------------------------------------------------------
+
+
+def raw_leg(admin_dsn: str, jobs: int, batch: int) -> float:
+    dsn = create_database(admin_dsn, "bench_raw")
+    job = store_throughput.prepare(dsn)
+    store_throughput.fill(dsn, job, jobs)
+    measured = asyncio.run(store_throughput.raw_loop(dsn, batch))
+    assert measured.done == jobs
+    return measured.jobs_per_second
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=1000, help="sundial async slots")
+    parser.add_argument("--raw-batch", type=int, default=500)
+    parser.add_argument("--dsn", help="a superuser URL (default: a throwaway server)")
+    options = parser.parse_args()
+
+    def run(admin_dsn: str) -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        results["sundial"] = sundial_leg(admin_dsn, options.jobs, options.concurrency)
+        print(f"  sundial: {results['sundial']:,.0f} jobs/s", flush=True)
+        results["pgqueuer"] = pgqueuer_leg(admin_dsn, options.jobs)
+        results["procrastinate"] = procrastinate_leg(admin_dsn, options.jobs)
+        results["raw"] = raw_leg(admin_dsn, options.jobs, options.raw_batch)
+        return results
+
+    if options.dsn:
+        results = run(options.dsn)
+    else:
+        with postgres.throwaway_postgres() as server:
+            results = run(server.dsn)
+
+    sundial_rate = results["sundial"]
+    print(f"\njobs={options.jobs}, one worker process each, same PostgreSQL, no-op async jobs")
+    print(
+        f"sundial runner (claim+lease+heartbeat+fenced finish): {sundial_rate:10,.0f} jobs/s"
+        f"  (--concurrency async={options.concurrency})"
+    )
+    for peer in ("pgqueuer", "procrastinate"):
+        value = results[peer]
+        if isinstance(value, str):
+            print(f"{peer:<53}: {value}")
+        else:
+            print(f"{peer:<53}: {value[0]:10,.0f} jobs/s  (best of {value[1]})")
+    print(
+        f"{'raw claim + batched fenced finish SQL (ceiling)':<53}: {results['raw']:10,.0f} jobs/s"
+    )
+    if not isinstance(results["pgqueuer"], str):
+        ratio = sundial_rate / results["pgqueuer"][0]
+        print(f"ratio sundial / pgqueuer (its best batch_size): {ratio:.1f}x  (target >= 4x)")
+        if PGQUEUER_AT_DEFAULT:
+            default_ratio = sundial_rate / PGQUEUER_AT_DEFAULT[0]
+            print(
+                f"ratio sundial / pgqueuer at its default batch_size="
+                f"{PGQUEUER_DEFAULT_BATCH_SIZE}: {default_ratio:.1f}x"
+            )
+    if not isinstance(results["procrastinate"], str):
+        print(f"ratio sundial / procrastinate: {sundial_rate / results['procrastinate'][0]:.1f}x")
+    print(f"sundial / raw ceiling: {sundial_rate / results['raw']:.0%}")
+    print(json.dumps({k: (v if not isinstance(v, tuple) else v[0]) for k, v in results.items()}))
+    print(
+        f"reproduce: .venv/bin/pip install pgqueuer procrastinate asyncpg && "
+        f".venv/bin/python bench/runner_throughput.py --jobs {options.jobs} "
+        f"--concurrency {options.concurrency} --raw-batch {options.raw_batch}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

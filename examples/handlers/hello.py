@@ -1,0 +1,36 @@
+"""The handlers the demo runs: one async, one in a thread.
+
+    sundial runner --dsn "$SUNDIAL_DSN" --handlers hello   # with examples/handlers on PYTHONPATH
+
+``examples.hello`` is the handler ``examples/scheduledjob-hello.yaml`` names. Handlers
+receive their args (a pydantic model when one is declared) and a ``JobContext``: run id,
+attempt (the fencing token), the per-run idempotency key, the fire time, a cancellation
+signal and a logger.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pydantic
+
+import sundial
+
+
+class Greeting(pydantic.BaseModel):
+    greeting: str = "Hello"
+    name: str = "world"
+
+
+@sundial.job("examples.hello", args_model=Greeting)
+async def hello(args: Greeting, ctx: sundial.JobContext) -> None:
+    ctx.logger.info(
+        "%s, %s (run %s, attempt %s)", args.greeting, args.name, ctx.run_id, ctx.attempt
+    )
+
+
+@sundial.job("examples.hello_thread", execution_model="thread", args_model=Greeting)
+def hello_thread(args: Greeting, ctx: sundial.JobContext) -> None:
+    # Blocking calls are fine in a thread handler; check ctx.cancelled() in long loops.
+    time.sleep(0.1)
+    ctx.logger.info("%s from a thread, %s (run %s)", args.greeting, args.name, ctx.run_id)

@@ -1,0 +1,36 @@
+"""The runner's record of one claimed attempt, from claim until its result is written.
+
+An attempt stays here — and keeps being heartbeated — until the store acknowledged its
+finish or release, so its lease cannot lapse while the outcome waits in a batch. Two flags
+say its result must be thrown away: ``lost`` (a heartbeat found another attempt owns the run)
+and ``released`` (the runner gave it back while draining).
+"""
+
+from __future__ import annotations
+
+from sundial.runner import invocation, registry
+from sundial.store import claims
+
+
+class Attempt:
+    __slots__ = ("finishing", "invocation", "lost", "model", "released", "run")
+
+    def __init__(
+        self,
+        run: claims.ClaimedRun,
+        job: invocation.Invocation,
+        model: registry.ExecutionModel,
+    ) -> None:
+        self.run = run
+        self.invocation = job
+        self.model = model
+        self.lost = False
+        self.released = False
+        self.finishing = False  # the outcome is queued or being written
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.run.id, self.run.attempt
+
+    def log_fields(self) -> dict[str, object]:
+        return {"run_id": self.run.id, "attempt": self.run.attempt, "handler": self.run.handler}

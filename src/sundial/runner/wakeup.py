@@ -1,0 +1,72 @@
+"""Wake an idle claim loop when runs become claimable: LISTEN/NOTIFY, with polling behind it.
+
+Migration 0020 notifies channel ``sundial_runs`` (payload: the queue) once per inserting
+statement; the runner's maintenance tick notifies with an empty payload (every queue) when it
+promotes or requeues runs. A notification only sets an ``asyncio.Event``: any number of them
+between two claims cost one claim, so a burst of inserts cannot turn into a burst of claims.
+
+The listener holds its own connection (LISTEN does not survive going back to a pool). When
+that connection breaks it reconnects with capped, jittered backoff and wakes the loop once on
+reconnect, since notifications sent while it was away are gone. Missing a notification is
+never a correctness problem: the claim loop also polls (``--poll-seconds``, 1 s by default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection
+
+import psycopg
+
+from sundial.runner import connection_errors
+
+CHANNEL = "sundial_runs"
+
+log = logging.getLogger("sundial.runner.wakeup")
+
+
+class Listener:
+    def __init__(self, dsn: str, queues: Collection[str], wake: asyncio.Event) -> None:
+        self._dsn = dsn
+        self._queues = frozenset(queues)
+        self._wake = wake
+        self.connected = False
+
+    async def run(self) -> None:
+        """Listen until cancelled, reconnecting as often as it takes."""
+        failures = 0
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+            except connection_errors.ERRORS as error:
+                failures += 1
+                await self._pause(failures, error)
+                continue
+            try:
+                async with conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    self.connected = True
+                    failures = 0
+                    self._wake.set()  # whatever was announced while we were away
+                    async for notify in conn.notifies():
+                        if not notify.payload or notify.payload in self._queues:
+                            self._wake.set()
+            except connection_errors.ERRORS as error:
+                failures += 1
+                await self._pause(failures, error)
+            finally:
+                self.connected = False
+
+    async def _pause(self, failures: int, error: Exception) -> None:
+        delay = connection_errors.retry_delay(failures)
+        log.warning(
+            "listen connection lost; reconnecting",
+            extra={"error": connection_errors.describe(error), "retry_in_seconds": round(delay, 3)},
+        )
+        await asyncio.sleep(delay)
+
+
+async def announce(conn: psycopg.AsyncConnection[object], queue: str = "") -> None:
+    """Tell listening runners that runs became claimable (empty queue: every queue)."""
+    await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, queue))

@@ -1,0 +1,580 @@
+"""The claim loop of ``sundial runner``: claim due runs, execute them, write what happened.
+
+One asyncio loop per process does everything: claims, heartbeats (``heartbeats``), batched
+fenced finishes (``finisher``), LISTEN/NOTIFY (``wakeup``), maintenance, the health server,
+and async handlers; thread, process and subprocess handlers run in their executors.
+
+Guarantees:
+
+* **Claims fit free slots.** Each claim asks for at most ``size - busy`` runs of one execution
+  model, only for the queues served and the handlers registered (and not quarantined) here;
+  a run for a handler this runner lacks is never claimed by it.
+* **No result without a lease.** An attempt's outcome is written with ``(id, attempt)`` as the
+  fence; a result the store rejects, or one whose lease a heartbeat found lost, is discarded
+  and logged as ``lease lost`` — never counted as success.
+* **Not the job's fault, not the job's retry.** An open circuit breaker (``breaker``) and a
+  process pool restarted under a run release it (``releases.release``) instead of failing it:
+  the attempt number grows, ``retries_used`` does not.
+* **Crash quarantine, per runner.** After ``quarantine_after_crashes`` attempts of one handler
+  killed their worker process in this runner, the runner stops claiming that handler until it
+  restarts: it logs ``handler quarantined`` and sets ``sundial_quarantined_handlers``. The
+  crashed attempts are finished as crashes (retried with backoff, dead-lettered when retries
+  are spent), so the runs themselves are never lost and another runner may take them.
+* **Nothing lost on a database outage.** Every loop catches connection errors, marks the runner
+  not ready (``/readyz`` 503) and retries with backoff; leases are time-based.
+
+Maintenance: with ``maintenance_seconds > 0`` (the default) the runner also reaps expired
+leases and promotes due runs every tick (both SKIP LOCKED, safe from any number of runners),
+so a deployment without the operator still recovers crashed runners' runs; see
+docs/adr/0005-runner-claim-loop.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import functools
+import logging
+import os
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+
+from prometheus_client import Gauge
+
+from sundial.observability import metrics
+from sundial.runner import (
+    breaker,
+    connection_errors,
+    finisher,
+    health,
+    heartbeats,
+    in_flight,
+    invocation,
+    loop_lag,
+    outcomes,
+    registry,
+    shutdown,
+    wakeup,
+)
+from sundial.runner.executors import (
+    async_executor,
+    base,
+    process_executor,
+    router,
+    subprocess_executor,
+    thread_executor,
+)
+from sundial.scheduling import failures
+from sundial.store import claims, reaper, releases
+from sundial.store import pool as store_pool
+
+log = logging.getLogger("sundial.runner")
+
+Model = registry.ExecutionModel
+
+DEFAULT_CONCURRENCY: Mapping[Model, int] = {
+    Model.ASYNC: 500,
+    Model.THREAD: 16,
+    Model.PROCESS: max(os.cpu_count() or 1, 1),
+    Model.SUBPROCESS: 8,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    dsn: str
+    worker_id: str
+    handler_modules: tuple[str, ...] = ()
+    queues: tuple[str, ...] = ("default",)
+    concurrency: Mapping[Model, int] = dataclasses.field(
+        default_factory=lambda: dict(DEFAULT_CONCURRENCY)
+    )
+    lease_seconds: float = claims.DEFAULT_LEASE_SECONDS
+    poll_seconds: float = 1.0
+    grace_seconds: float = 30.0
+    quarantine_after_crashes: int = 3
+    maintenance_seconds: float = 1.0
+    max_claim_batch: int = 500
+    finish_linger_seconds: float = 0.002
+    finish_max_batch: int = 1000
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = 8080
+    pool_size: int = 6
+
+
+class Worker:
+    def __init__(self, settings: Settings, handlers: registry.Registry) -> None:
+        self.settings = settings
+        self.handlers = handlers
+        self.metrics = metrics.RunnerMetrics()
+        self.quarantined_gauge = Gauge(
+            "sundial_quarantined_handlers",
+            "1 for each handler this runner stopped claiming after repeated process crashes.",
+            ["handler"],
+            registry=self.metrics.registry,
+        )
+        self.models = sorted({h.execution_model for h in handlers}, key=lambda m: m.value)
+        self.executors = {model: self._make_executor(model) for model in self.models}
+        self.router = router.ExecutorRouter(handlers, self.executors)
+        self.router.track(self.metrics)
+        self.breakers = breaker.Breakers()
+        self.quarantined: set[str] = set()
+        self.attempts: dict[int, in_flight.Attempt] = {}
+        self.port: int | None = None
+        self._busy: collections.Counter[Model] = collections.Counter()
+        self._tasks: set[asyncio.Future[outcomes.Outcome]] = set()
+        self._pool: store_pool.Pool | None = None
+        self._db_error: str | None = "not connected yet"
+        self._draining = False
+        self._slot_limited = False
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def _make_executor(self, model: Model) -> base.Executor:
+        size = self.settings.concurrency.get(model, DEFAULT_CONCURRENCY[model])
+        if model is Model.ASYNC:
+            return async_executor.AsyncExecutor(self.handlers, max_concurrency=size)
+        if model is Model.THREAD:
+            return thread_executor.ThreadExecutor(self.handlers, max_workers=size)
+        if model is Model.PROCESS:
+            return process_executor.ProcessExecutor(self.handlers, max_workers=size)
+        return subprocess_executor.SubprocessExecutor(
+            self.handlers,
+            max_concurrency=size,
+            handler_modules=self.settings.handler_modules or None,
+            grace_seconds=min(10.0, self.settings.grace_seconds),
+        )
+
+    def pool(self) -> store_pool.Pool:
+        if self._pool is None:
+            raise RuntimeError("the runner is not connected")
+        return self._pool
+
+    def connection(self, error: BaseException | None) -> None:
+        """Every loop reports here whether its last database call worked."""
+        if error is None:
+            if self._db_error is not None:
+                log.info("connected to PostgreSQL", extra={"worker": self.settings.worker_id})
+            self._db_error = None
+        else:
+            self._db_error = connection_errors.describe(error)
+
+    def ready(self) -> tuple[bool, str]:
+        if self._draining:
+            return False, "draining"
+        if self._db_error is not None:
+            return False, f"PostgreSQL unreachable: {self._db_error}"
+        return True, "ok"
+
+    # -- main ---------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Serve until SIGTERM/SIGINT, drain, and return the exit code (0)."""
+        stop = shutdown.Shutdown()
+        stop.install()
+        self._wake = asyncio.Event()
+        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
+        lag.start()
+        server: health.HealthServer | None = None
+        if self.settings.metrics_port is not None:
+            server = health.HealthServer(
+                self.metrics,
+                host=self.settings.metrics_host,
+                port=self.settings.metrics_port,
+                ready=self.ready,
+            )
+            self.port = await server.start()
+        log.info(
+            "runner starting",
+            extra={
+                "worker": self.settings.worker_id,
+                "queues": list(self.settings.queues),
+                "handlers": sorted(h.name for h in self.handlers),
+                "metrics_port": self.port,
+                "pid": os.getpid(),
+            },
+        )
+        background: list[asyncio.Task[None]] = []
+        try:
+            if await self._connect(stop):
+                self.finisher = finisher.Finisher(
+                    self.pool,
+                    self.settings.worker_id,
+                    self.metrics,
+                    settled=self._settled,
+                    on_connection=self.connection,
+                    linger_seconds=self.settings.finish_linger_seconds,
+                    max_batch=self.settings.finish_max_batch,
+                )
+                beats = heartbeats.Heartbeats(
+                    self.pool,
+                    self.settings.worker_id,
+                    self.attempts,
+                    lease_seconds=self.settings.lease_seconds,
+                    on_lost=self._lost,
+                    on_connection=self.connection,
+                )
+                listener = wakeup.Listener(self.settings.dsn, self.settings.queues, self._wake)
+                background = [
+                    asyncio.create_task(self.finisher.run(), name="finisher"),
+                    asyncio.create_task(beats.run(), name="heartbeats"),
+                    asyncio.create_task(listener.run(), name="listener"),
+                ]
+                if self.settings.maintenance_seconds > 0:
+                    background.append(asyncio.create_task(self._maintain(), name="maintenance"))
+                await self._claim_loop(stop)
+                await self._drain(stop)
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.router.close()
+            if self._pool is not None:
+                await self._pool.close()
+            lag.stop()
+            if server is not None:
+                await server.stop()
+            stop.uninstall()
+        log.info("runner stopped", extra={"worker": self.settings.worker_id})
+        return 0
+
+    async def _connect(self, stop: shutdown.Shutdown) -> bool:
+        failures = 0
+        while not stop.requested.is_set():
+            try:
+                self._pool = await store_pool.open_pool(
+                    self.settings.dsn, min_size=2, max_size=self.settings.pool_size
+                )
+                self.connection(None)
+                return True
+            except connection_errors.ERRORS as error:
+                failures += 1
+                self.connection(error)
+                delay = connection_errors.retry_delay(failures)
+                log.warning(
+                    "cannot connect to PostgreSQL; retrying",
+                    extra={
+                        "error": connection_errors.describe(error),
+                        "retry_in_seconds": round(delay, 3),
+                    },
+                )
+                await _wait(stop.requested, delay)
+        return False
+
+    # -- claiming -------------------------------------------------------------------------
+
+    def _free_slots(self, model: Model) -> int:
+        executor = self.executors[model]
+        return executor.size - max(self._busy[model], executor.busy)
+
+    def _claimable_handlers(self, model: Model) -> list[str]:
+        return sorted(
+            h.name
+            for h in self.handlers
+            if h.execution_model is model and h.name not in self.quarantined
+        )
+
+    async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
+        failures = 0
+        while not stop.requested.is_set():
+            self._wake.clear()
+            full = False
+            self._slot_limited = False
+            try:
+                for model in self.models:
+                    names = self._claimable_handlers(model)
+                    free = self._free_slots(model)
+                    if free <= 0:
+                        self._slot_limited = True
+                    if free <= 0 or not names:
+                        continue
+                    limit = min(free, self.settings.max_claim_batch)
+                    started = time.perf_counter()
+                    runs = await claims.claim(
+                        self.pool(),
+                        self.settings.worker_id,
+                        queues=self.settings.queues,
+                        handlers=names,
+                        execution_models=[model.value],
+                        limit=limit,
+                        lease_seconds=self.settings.lease_seconds,
+                    )
+                    self.metrics.claim_latency.observe(time.perf_counter() - started)
+                    for run in runs:
+                        self._start(run, model)
+                    if len(runs) == limit:
+                        full = True
+                        self._slot_limited = True
+                failures = 0
+                self.connection(None)
+            except connection_errors.ERRORS as error:
+                failures += 1
+                self.connection(error)
+                delay = connection_errors.retry_delay(failures)
+                log.warning(
+                    "claim failed; retrying",
+                    extra={
+                        "error": connection_errors.describe(error),
+                        "retry_in_seconds": round(delay, 3),
+                    },
+                )
+                await _wait(stop.requested, delay)
+                continue
+            if full:
+                await asyncio.sleep(0)  # let the runs just started take their first step
+                continue
+            await _wait_any((self._wake, stop.requested), self.settings.poll_seconds)
+
+    def _start(self, run: claims.ClaimedRun, model: Model) -> None:
+        job = invocation.Invocation(
+            handler=run.handler,
+            run_id=str(run.id),
+            attempt=run.attempt,
+            idempotency_key=run.idempotency_key,
+            args=run.args if isinstance(run.args, dict) else {},
+            fire_time=run.fire_time,
+            timeout_seconds=float(run.timeout_seconds),
+        )
+        if run.cancel_requested:
+            job.cancel.set()
+        attempt = in_flight.Attempt(run, job, model)
+        self.attempts[run.id] = attempt
+        self._busy[model] += 1
+        started_at = run.lease_until - timedelta(seconds=self.settings.lease_seconds)
+        self.metrics.schedule_lag.observe(max((started_at - run.run_at).total_seconds(), 0.0))
+        self._execute(attempt)
+
+    # -- executing ------------------------------------------------------------------------
+
+    def _execute(self, attempt: in_flight.Attempt) -> None:
+        """Start the attempt in its executor; ``_ran`` settles it. No task of our own per
+        attempt: the executor's coroutine is the task (a task per job was measurable)."""
+        run = attempt.run
+        if not isinstance(run.args, dict):
+            failed = outcomes.Failed(
+                f"the args of run {run.id} are not a JSON object", outcomes.FailureClass.BAD_ARGS
+            )
+            self._free_slot(attempt)
+            self._settle(attempt, failed)
+            return
+        dependency: breaker.CircuitBreaker | None = None
+        name = self._dependency_of(run.handler)
+        if name is not None:
+            dependency = self.breakers[name]
+            admission = dependency.admit()
+            self.metrics.set_circuit_state(name, dependency.state.value)
+            if not admission.allowed:
+                self._free_slot(attempt)
+                self._release(
+                    attempt,
+                    admission.retry_after_seconds,
+                    f"circuit breaker for dependency {name!r} is open",
+                    "circuit_open",
+                )
+                return
+        # Straight to the executor: the claim only returned handlers registered with this
+        # model, so the router's look-up would be repeated work per job.
+        task = asyncio.ensure_future(self.executors[attempt.model].run(attempt.invocation))
+        self._tasks.add(task)
+        task.add_done_callback(functools.partial(self._ran, attempt, dependency))
+
+    def _ran(
+        self,
+        attempt: in_flight.Attempt,
+        dependency: breaker.CircuitBreaker | None,
+        task: asyncio.Future[outcomes.Outcome],
+    ) -> None:
+        self._tasks.discard(task)
+        self._free_slot(attempt)
+        outcome: outcomes.Outcome
+        if task.cancelled():
+            outcome = outcomes.Cancelled("the runner stopped the attempt")
+        elif (error := task.exception()) is not None:
+            # Executors return outcomes for whatever a handler does; this is our own bug.
+            log.error("executor failed", extra=attempt.log_fields(), exc_info=error)
+            outcome = outcomes.Failed(base.format_exception(error))
+        else:
+            outcome = task.result()
+        if dependency is not None:
+            dependency.record(outcome)
+            name = self._dependency_of(attempt.run.handler)
+            if name is not None:
+                self.metrics.set_circuit_state(name, dependency.state.value)
+        self._settle(attempt, outcome)
+
+    def _free_slot(self, attempt: in_flight.Attempt) -> None:
+        self._busy[attempt.model] -= 1
+        if self._slot_limited:
+            self._wake.set()
+
+    def _dependency_of(self, handler_name: str) -> str | None:
+        if handler_name not in self.handlers:
+            return None
+        return self.handlers.get(handler_name).dependency
+
+    def _settle(self, attempt: in_flight.Attempt, outcome: outcomes.Outcome) -> None:
+        run = attempt.run
+        if attempt.lost or attempt.released:
+            self.attempts.pop(run.id, None)
+            return
+        result: claims.Outcome
+        match outcome:
+            case outcomes.Succeeded():
+                result = claims.Outcome.succeeded(run)
+            case outcomes.Failed():
+                failure = failures.FailureClass.ERROR
+                if not outcome.retryable:
+                    failure = failures.FailureClass.PERMANENT
+                result = claims.Outcome.failed(run, outcome.error, failure)
+                log.info(
+                    "attempt failed",
+                    extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
+                )
+            case outcomes.TimedOut():
+                result = claims.Outcome.failed(run, outcome.error, failures.FailureClass.TIMEOUT)
+            case outcomes.Crashed():
+                if not outcome.counts_as_crash:
+                    self._release(attempt, 0.0, outcome.error, "released")
+                    return
+                result = claims.Outcome.crashed(run, outcome.error)
+                self.metrics.process_crashes.labels(handler=run.handler).inc()
+                self._check_quarantine(run.handler)
+            case outcomes.Cancelled():
+                result = claims.Outcome.cancelled(run, outcome.error)
+        self.finisher.submit(attempt, result, outcome.status.value)
+
+    def _release(self, attempt: in_flight.Attempt, delay: float, reason: str, label: str) -> None:
+        run = attempt.run
+        log.info(
+            "releasing run without spending a retry",
+            extra={**attempt.log_fields(), "reason": reason, "delay_seconds": delay},
+        )
+        self.finisher.submit(attempt, releases.Release(run.id, run.attempt, delay, reason), label)
+
+    def _check_quarantine(self, handler_name: str) -> None:
+        executor = self.executors.get(Model.PROCESS)
+        if not isinstance(executor, process_executor.ProcessExecutor):
+            return
+        crashes = executor.crash_counts[handler_name]
+        limit = self.settings.quarantine_after_crashes
+        if crashes >= limit and handler_name not in self.quarantined:
+            self.quarantined.add(handler_name)
+            self.quarantined_gauge.labels(handler=handler_name).set(1)
+            log.error(
+                "handler quarantined",
+                extra={
+                    "handler": handler_name,
+                    "crashes": crashes,
+                    "worker": self.settings.worker_id,
+                    "reason": f"{crashes} attempts killed their worker process; this runner "
+                    "no longer claims this handler until it restarts",
+                },
+            )
+
+    def _settled(self, attempt: in_flight.Attempt) -> None:
+        self.attempts.pop(attempt.run.id, None)
+
+    def _lost(self, attempt: in_flight.Attempt) -> None:
+        attempt.lost = True
+        attempt.invocation.cancel.set()
+        self.attempts.pop(attempt.run.id, None)
+        self.metrics.record_outcome(attempt.run.handler, "lease_lost")
+        log.warning(
+            "lease lost",
+            extra={
+                **attempt.log_fields(),
+                "reason": "a heartbeat found another attempt owns the run; "
+                "the local attempt is cancelled and its result discarded",
+            },
+        )
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def _maintain(self) -> None:
+        failures_in_a_row = 0
+        while True:
+            try:
+                reaped = await reaper.reap(self.pool())
+                promoted = await reaper.promote_due(self.pool())
+                if reaped.requeued or promoted:
+                    async with self.pool().connection() as conn:
+                        await wakeup.announce(conn)
+                if reaped.lease_expiries:
+                    log.info(
+                        "reaped expired leases",
+                        extra={
+                            "requeued": sorted(reaped.requeued),
+                            "ended": reaped.ended,
+                            "worker": self.settings.worker_id,
+                        },
+                    )
+                failures_in_a_row = 0
+            except connection_errors.ERRORS as error:
+                failures_in_a_row += 1
+                self.connection(error)
+            await asyncio.sleep(self.settings.maintenance_seconds)
+
+    # -- draining -------------------------------------------------------------------------
+
+    async def _drain(self, stop: shutdown.Shutdown) -> None:
+        self._draining = True
+        deadline = time.monotonic() + self.settings.grace_seconds
+        while self._running() and time.monotonic() < deadline and not stop.hurry.is_set():
+            await _wait(stop.hurry, 0.05)
+        remaining = self._running()
+        for attempt in remaining:
+            attempt.released = True  # from here on its own outcome is discarded
+            self._release(
+                attempt,
+                0.0,
+                f"released by runner {self.settings.worker_id} shutting down "
+                f"(grace period of {self.settings.grace_seconds:g}s over)",
+                "released",
+            )
+        try:
+            await asyncio.wait_for(
+                self.finisher.flush(), timeout=max(self.settings.lease_seconds, 5)
+            )
+        except TimeoutError:
+            log.error(
+                "could not write every result before exiting; their leases will expire",
+                extra={"in_flight": len(self.attempts)},
+            )
+        for attempt in remaining:
+            attempt.invocation.cancel.set()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=5)
+        log.info(
+            "drained",
+            extra={
+                "released": [a.run.id for a in remaining],
+                "worker": self.settings.worker_id,
+            },
+        )
+
+    def _running(self) -> list[in_flight.Attempt]:
+        return [a for a in self.attempts.values() if not a.finishing and not a.lost]
+
+    @property
+    def leaked_threads(self) -> int:
+        executor = self.executors.get(Model.THREAD)
+        if isinstance(executor, thread_executor.ThreadExecutor):
+            return executor.leaked
+        return 0
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout=seconds)
+
+
+async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
