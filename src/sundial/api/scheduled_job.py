@@ -22,8 +22,14 @@ MAX_NAME_LENGTH = 52
 ConcurrencyPolicy = Literal["Forbid", "Allow", "Replace"]
 MissedFirePolicy = Literal["Coalesce", "Backfill", "Skip"]
 
-SCHEDULE_PATTERN = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"
-"""Five space-separated fields or a macro; the operator parses the cron (Stalled on error)."""
+SCHEDULE_PATTERN = (
+    r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
+    r"|@every ([0-9]+[hms])+"
+    r"|\S+( +\S+){4})$"
+)
+"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval, e.g. ``@every
+90s``, as robfig/cron spells it); the operator parses the schedule and reports errors as
+Stalled, since a pattern cannot check field ranges."""
 TIME_ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,3}$"
 """The shape of an IANA zone name; whether the zone exists is checked by the operator."""
 

@@ -258,3 +258,26 @@ def test_long_errors_keep_their_start_and_end_within_the_bound() -> None:
     assert len(cut) == job_run.MAX_LAST_ERROR_LENGTH
     assert cut.startswith("start ") and cut.endswith(" end")
     assert job_run.truncate_error("short") == "short"
+
+
+@pytest.mark.parametrize("schedule", ["*/5 * * * *", "@hourly", "@every 10s", "@every 1h30m"])
+def test_schedule_accepts_cron_macros_and_intervals(schedule: str) -> None:
+    manifest = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": "tick"},
+        "spec": {"schedule": schedule, "handler": {"name": "examples.hello"}},
+    }
+    assert scheduled_job.ScheduledJob.model_validate(manifest).spec.schedule == schedule
+
+
+@pytest.mark.parametrize("schedule", ["@every", "@every 10x", "@reboot", "* * * *"])
+def test_schedule_shape_errors_are_rejected_by_the_schema(schedule: str) -> None:
+    manifest = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": "tick"},
+        "spec": {"schedule": schedule, "handler": {"name": "examples.hello"}},
+    }
+    with pytest.raises(pydantic.ValidationError, match="schedule"):
+        scheduled_job.ScheduledJob.model_validate(manifest)
