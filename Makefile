@@ -13,6 +13,11 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+## Run Sundial: a throwaway PostgreSQL, the scheduler, a runner and the jobs of examples/demo.
+demo: $(VENV)/.installed
+	hack/ensure-postgres
+	$(PY) -m sundial.localdev.demo $(DEMO_ARGS)
+
 ## The whole suite, as CI runs it: lint, types, layers, then every test tier.
 test: $(VENV)/.installed
 	hack/ensure-postgres

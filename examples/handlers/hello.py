@@ -34,3 +34,12 @@ def hello_thread(args: Greeting, ctx: sundial.JobContext) -> None:
     # Blocking calls are fine in a thread handler; check ctx.cancelled() in long loops.
     time.sleep(0.1)
     ctx.logger.info("%s from a thread, %s (run %s)", args.greeting, args.name, ctx.run_id)
+
+
+@sundial.job("examples.flaky")
+async def flaky(args: dict[str, object], ctx: sundial.JobContext) -> None:
+    # Fails its first attempt on purpose, so the demo shows a retry: attempt 2 succeeds.
+    # ctx.attempt is the fencing token; pass it with ctx.idempotency_key to side effects.
+    if ctx.attempt == 1:
+        raise RuntimeError("the first attempt fails on purpose; the retry will succeed")
+    ctx.logger.info("succeeded on attempt %s (run %s)", ctx.attempt, ctx.run_id)
