@@ -84,6 +84,10 @@ class _Attempt:
     claimed_at: datetime
     created_at: datetime | None = None  # None until the Pod exists
     last_outcome: PodOutcome | None = None
+    #: Look for existing Pods of the run before creating one: any retry (an older attempt's
+    #: Pod may live), an adopted run, or a create that met a 409. A first attempt just claimed
+    #: cannot have a Pod yet, which saves a LIST per launch.
+    look_first: bool = True
 
     @property
     def key(self) -> tuple[int, int]:
@@ -140,7 +144,7 @@ class PodLauncher:
         held = await pod_runs.held_runs(self._pool, self._settings.worker)
         if held:
             log.info("adopting %d runs held by %s", len(held), self._settings.worker)
-            await self._track(held)
+            await self._track(held, adopted=True)
 
     async def _heartbeat(self) -> None:
         now = self._clock.now()
@@ -183,7 +187,7 @@ class PodLauncher:
         if claimed:
             await self._track(claimed)
 
-    async def _track(self, runs: Sequence[claims.ClaimedRun]) -> None:
+    async def _track(self, runs: Sequence[claims.ClaimedRun], *, adopted: bool = False) -> None:
         contexts = await pod_runs.launch_context(self._pool, [run.id for run in runs])
         now = self._clock.now()
         instance = self._settings.manifest.instance
@@ -192,6 +196,7 @@ class PodLauncher:
             context = contexts[run.id]
             name = pod_manifest.pod_name(instance, context.job_name, run.id, run.attempt)
             attempt = _Attempt(run, context, name, context.namespace, now)
+            attempt.look_first = adopted or run.attempt > 1
             if run.cancel_requested:
                 cancelled.append((attempt, claims.Outcome.cancelled(run), None))
                 continue
@@ -205,9 +210,11 @@ class PodLauncher:
 
     async def _start(self, attempt: _Attempt) -> None:
         """Create the attempt's Pod once no older attempt's Pod of the run is alive."""
-        run_pods = await self._list(
-            [attempt.namespace], f"{pod_manifest.LABEL_RUN_ID}={attempt.run.id}"
-        )
+        run_pods = []
+        if attempt.look_first:
+            run_pods = await self._list(
+                [attempt.namespace], f"{pod_manifest.LABEL_RUN_ID}={attempt.run.id}"
+            )
         older_alive = False
         for pod in run_pods:
             pod_attempt = _attempt_of(pod)
@@ -246,7 +253,8 @@ class PodLauncher:
             )
         except ApiException as error:
             if error.status == 409:
-                return  # it exists: adopted on the next step's listing
+                attempt.look_first = True  # it exists: adopted on the next step
+                return
             if error.status in _PERMANENT_CREATE_STATUSES or (
                 error.status == 403 and "PodSecurity" in str(error.body)
             ):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from sundial.api import scheduled_job
 from sundial.operator import pod_launcher, pod_manifest
@@ -179,3 +180,59 @@ async def maintenance(pool: store_pool.Pool) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class PodEvents:
+    """Every watch event on a run's Pods, in the apiserver's order, recorded by a thread:
+    ``(event type, attempt, phase)``. Proves orderings a final listing cannot show."""
+
+    def __init__(self, core_api: client.CoreV1Api, namespace: str, run_id: int) -> None:
+        self.events: list[tuple[str, int, str | None]] = []
+        self.error: Exception | None = None
+        self._stopping = False
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(
+            target=self._record, args=(core_api, namespace, run_id), daemon=True
+        )
+
+    def _record(self, core_api: client.CoreV1Api, namespace: str, run_id: int) -> None:
+        try:
+            self._stream(core_api, namespace, run_id)
+        except Exception as error:  # reported by __exit__ unless the watch was being stopped
+            if not self._stopping:
+                self.error = error
+
+    def _stream(self, core_api: client.CoreV1Api, namespace: str, run_id: int) -> None:
+        for event in self._watch.stream(
+            core_api.list_namespaced_pod,
+            namespace,
+            label_selector=f"{pod_manifest.LABEL_RUN_ID}={run_id}",
+            timeout_seconds=120,
+        ):
+            pod = event["object"]
+            attempt = int(pod.metadata.labels[pod_manifest.LABEL_ATTEMPT])
+            self.events.append((event["type"], attempt, pod.status.phase))
+
+    def __enter__(self) -> PodEvents:
+        """Start watching; returns once the watch has seen the run's existing Pods (at least
+        one must exist), so no later change can be missed."""
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self.events:
+            if time.monotonic() > deadline:
+                raise AssertionError("the watch saw no Pod of the run within 10s")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stopping = True
+        self._watch.stop()
+        if self.error is not None:
+            raise AssertionError(f"the Pod watch failed: {self.error!r}")
+
+    def first(self, kind: str, attempt: int) -> int:
+        """Index of the first event of ``kind`` for ``attempt``."""
+        for index, (event_type, event_attempt, _phase) in enumerate(self.events):
+            if (event_type, event_attempt) == (kind, attempt):
+                return index
+        raise AssertionError(f"no {kind} event for attempt {attempt}: {self.events}")

@@ -19,6 +19,7 @@ from pod_testing import (
     OUTCOME,
     RUNNING_SECONDS,
     Job,
+    PodEvents,
     maintenance,
     run_pods,
     run_row,
@@ -252,8 +253,12 @@ async def test_a_stale_pod_is_deleted_and_its_outcome_ignored(
             )
         await wait_state(pool, run_id, "pending", "running")
         await job.define(template())
-        async with running_launcher(pool, api_client, settings(namespace, worker())):
-            row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+        with PodEvents(core_api, namespace, run_id) as pod_events:
+            async with running_launcher(pool, api_client, settings(namespace, worker())):
+                row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+
+    # One attempt's Pod at a time: attempt 2's Pod was created after attempt 1's was gone.
+    assert pod_events.first("DELETED", 1) < pod_events.first("ADDED", 2)
 
     assert (row["state"], row["attempt"]) == ("completed", 2)
     [new_pod] = run_pods(core_api, namespace, run_id)  # attempt 1's Pod is gone
