@@ -46,12 +46,17 @@ class Job:
         self.generation = 0
 
     async def define(self, pod_template: dict[str, Any], **spec: Any) -> None:
+        await self._upsert({"template": pod_template, **spec})
+
+    async def define_handler(self, handler: str, **handler_spec: Any) -> None:
+        await self._upsert({"handler": {"name": handler, "executionModel": "pod", **handler_spec}})
+
+    async def _upsert(self, spec: dict[str, Any]) -> None:
         self.generation += 1
         model = scheduled_job.ScheduledJobSpec.model_validate(
             {
                 "schedule": "0 0 1 1 *",
                 "suspend": True,
-                "template": pod_template,
                 "retry": {"maxRetries": 2, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
                 **spec,
             }
@@ -66,8 +71,8 @@ class Job:
             now=datetime.now(UTC),
         )
 
-    async def submit(self) -> int:
-        submitted = await runs.submit(self.pool, self.uid)
+    async def submit(self, args: dict[str, Any] | None = None) -> int:
+        submitted = await runs.submit(self.pool, self.uid, args=args)
         return submitted.run_id
 
 

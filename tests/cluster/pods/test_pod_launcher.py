@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ from pod_testing import (
 )
 
 from sundial.operator import pod_manifest
-from sundial.store import runs
+from sundial.store import runs, schedules
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 
@@ -293,3 +294,54 @@ async def test_a_launcher_that_loses_its_lease_deletes_its_pod_and_never_finishe
 
     row = await run_row(pool, run_id)
     assert (row["state"], row["attempt"], row["lease_owner"]) == ("running", 2, "someone-else")
+
+
+async def test_a_quarantine_rule_fails_the_run_and_quarantines_its_schedule(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(
+        template({OUTCOME: "fail", EXIT_CODE: "3"}),
+        failurePolicy={
+            "rules": [
+                {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [75]}},
+                {"action": "Quarantine", "onExitCodes": {"operator": "In", "values": [3]}},
+            ]
+        },
+    )
+    fired = await runs.submit(pool, job.uid, schedule_id=job.uid, fire_time=datetime.now(UTC))
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, fired.run_id, "failed", "dead_lettered", "completed")
+
+    assert (row["state"], row["attempt"], row["failure_reason"]) == ("failed", 1, "permanent")
+    assert (row["pod_exit_code"], row["pod_reason"]) == (3, "Error")
+    assert "failurePolicy: Quarantine" in row["last_error"]
+    info = await schedules.get(pool, job.uid)
+    assert info is not None and info.quarantined
+    assert "exit code 3" in (info.quarantine_message or "")
+
+
+async def test_a_handler_job_in_pod_mode_runs_sundial_exec_in_the_runner_image(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define_handler("reports.nightly")
+    run_id = await job.submit(args={"day": "monday"})
+    launcher_settings = settings(
+        namespace,
+        worker(),
+        manifest=pod_manifest.ManifestSettings(instance=namespace, runner_image="runner:test"),
+    )
+
+    async with maintenance(pool), running_launcher(pool, api_client, launcher_settings):
+        row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+
+    assert row["state"] == "completed"
+    [pod] = run_pods(core_api, namespace, run_id)
+    [container] = pod.spec.containers
+    assert (container.image, container.command) == (
+        "runner:test",
+        ["sundial", "exec", "reports.nightly"],
+    )
+    assert env_of(pod)["SUNDIAL_ARGS"] == '{"day": "monday"}'
