@@ -83,7 +83,9 @@ class _Attempt:
     namespace: str
     claimed_at: datetime
     created_at: datetime | None = None  # None until the Pod exists
-    last_outcome: PodOutcome | None = None
+    #: How the attempt ended, kept until its finish commits: a failed write is retried on the
+    #: next step with the same outcome, even once the Pod has been deleted.
+    ended: PodOutcome | None = None
     #: Look for existing Pods of the run before creating one: any retry (an older attempt's
     #: Pod may live), an adopted run, or a create that met a 409. A first attempt just claimed
     #: cannot have a Pod yet, which saves a LIST per launch.
@@ -324,13 +326,15 @@ class PodLauncher:
         for attempt in list(self._attempts.values()):
             if attempt.created_at is None:
                 continue
+            if attempt.ended is not None:
+                ended.append((attempt, attempt.ended))
+                continue
             pod = by_attempt.get(attempt.key)
             if pod is None:
                 pod = await self._get(attempt.namespace, attempt.pod_name)
             outcome = pod_outcomes.classify(
                 pod, now=now, start_timeout=self._start_timeout(attempt)
             )
-            attempt.last_outcome = outcome
             deadline = attempt.created_at + timedelta(
                 seconds=attempt.run.timeout_seconds + self._settings.timeout_slack_seconds
             )
@@ -341,7 +345,7 @@ class PodLauncher:
                     message=f"running past timeoutSeconds ({attempt.run.timeout_seconds} s)",
                 )
             if outcome.state.terminal:
-                self._attempts.pop(attempt.run.id, None)
+                attempt.ended = outcome
                 ended.append((attempt, outcome))
         await self._end(ended)
         await self._delete_stale(pods)
@@ -388,6 +392,8 @@ class PodLauncher:
             self._pool, self._settings.worker, [outcome for _, outcome, _ in finishes]
         )
         for attempt, outcome, verdict in finishes:
+            if self._attempts.get(attempt.run.id) is attempt:
+                del self._attempts[attempt.run.id]
             if outcome.run_id in result.lost:
                 log.warning("run %s attempt %s: finish discarded (lease lost)", *attempt.key)
             elif verdict is not None and verdict.quarantine:
