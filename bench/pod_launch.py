@@ -26,9 +26,10 @@ Measured 2026-11-29 on this machine (2 shared cores, load ~3), `--jobs 100 --min
     cronjob  23:46  pods 100  skew p50 9.02 s  p99 20.32 s  max 20.42 s  launch rate  4.9 pods/s
     cronjob  23:47  pods 100  skew p50 9.13 s  p99 19.58 s  max 20.08 s  launch rate  5.0 pods/s
 
-The CronJob path is two controllers (CronJob creates Jobs, Job creates Pods), each behind
-kube-controller-manager's client rate limit (--kube-api-qps 20 by default); Sundial's launcher
-creates Pods directly. Sundial's first minute includes the trigger's and launcher's warm-up.
+Not profiled. The CronJob path is two controllers (CronJob creates Jobs, Job creates Pods),
+run by kube-controller-manager with its default client rate limit and worker counts (hack/cluster
+sets none), which plausibly explains ~5 Pods/s; Sundial's launcher creates Pods directly. Sundial's
+first minute is slower than its second (warm-up, one sample: repeat before quoting it).
 """
 
 from __future__ import annotations
