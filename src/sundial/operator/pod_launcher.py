@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sundial.operator import failure_policy, pod_manifest, pod_outcomes
+from sundial.operator import failure_policy, pod_manifest, pod_outcomes, pod_watch
 from sundial.operator.pod_outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
 from sundial.scheduling import failures
@@ -108,8 +107,9 @@ class PodLauncher:
         clock: clocks.Clock | None = None,
     ) -> None:
         self._pool = pool
-        # Typed Any: responses are read raw (_preload_content=False), which the stubs do not know.
-        self._core: Any = client.CoreV1Api(api_client)
+        self._pods = pod_watch.PodApi(
+            api_client, delete_grace_seconds=settings.delete_grace_seconds
+        )
         self._settings = settings
         self._clock = clock or clocks.SystemClock()
         self._attempts: dict[int, _Attempt] = {}  # run id -> the attempt we hold
@@ -165,10 +165,10 @@ class PodLauncher:
         for run_id in result.lost:
             attempt = self._attempts.pop(run_id)
             log.warning("run %s attempt %s: lease lost; deleting its Pod", *attempt.key)
-            await self._delete(attempt.namespace, attempt.pod_name)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
         cancelled = [self._attempts.pop(r) for r in result.cancel_requested if r in self._attempts]
         for attempt in cancelled:
-            await self._delete(attempt.namespace, attempt.pod_name)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
         if cancelled:
             await self._finish([(a, claims.Outcome.cancelled(a.run), None) for a in cancelled])
 
@@ -214,21 +214,21 @@ class PodLauncher:
         """Create the attempt's Pod once no older attempt's Pod of the run is alive."""
         run_pods = []
         if attempt.look_first:
-            run_pods = await self._list(
+            run_pods = await self._pods.list(
                 [attempt.namespace], f"{pod_manifest.LABEL_RUN_ID}={attempt.run.id}"
             )
         older_alive = False
         for pod in run_pods:
-            pod_attempt = _attempt_of(pod)
+            pod_attempt = pod_watch.attempt_of(pod)
             if pod_attempt == attempt.run.attempt:
                 self._adopt_pod(attempt, pod)
                 return
-            if pod_attempt < attempt.run.attempt and not _ended(pod):
+            if pod_attempt < attempt.run.attempt and not pod_watch.ended(pod):
                 older_alive = True
                 log.info(
                     "run %s: deleting the Pod of stale attempt %s", attempt.run.id, pod_attempt
                 )
-                await self._delete(attempt.namespace, pod["metadata"]["name"])
+                await self._pods.delete(attempt.namespace, pod["metadata"]["name"])
         if older_alive:
             return  # created on a later step, once the old Pod is terminal or gone
         spec = pod_manifest.LaunchSpec(
@@ -247,12 +247,7 @@ class PodLauncher:
         )
         manifest = pod_manifest.pod_manifest(spec, self._settings.manifest)
         try:
-            await asyncio.to_thread(
-                self._core.create_namespaced_pod,
-                attempt.namespace,
-                manifest,
-                _preload_content=False,
-            )
+            await self._pods.create(attempt.namespace, manifest)
         except ApiException as error:
             if error.status == 409:
                 attempt.look_first = True  # it exists: adopted on the next step
@@ -275,7 +270,7 @@ class PodLauncher:
         )
         if not recorded:
             self._attempts.pop(attempt.run.id, None)
-            await self._delete(attempt.namespace, attempt.pod_name)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
 
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
         created = pod.get("metadata", {}).get("creationTimestamp")
@@ -286,7 +281,7 @@ class PodLauncher:
         )
 
     async def _reject(self, attempt: _Attempt, error: ApiException) -> None:
-        message = _api_message(error)
+        message = pod_watch.api_message(error)
         log.warning("run %s: the apiserver refused its Pod: %s", attempt.run.id, message)
         self._attempts.pop(attempt.run.id, None)
         await pod_runs.record_pod(
@@ -319,8 +314,8 @@ class PodLauncher:
 
     async def _observe(self) -> None:
         selector = f"{pod_manifest.LABEL_INSTANCE}={self._settings.manifest.instance}"
-        pods = await self._list(self._settings.namespaces, selector)
-        by_attempt = {(_run_of(pod), _attempt_of(pod)): pod for pod in pods}
+        pods = await self._pods.list(self._settings.namespaces, selector)
+        by_attempt = {(pod_watch.run_of(pod), pod_watch.attempt_of(pod)): pod for pod in pods}
         now = self._clock.now()
         ended: list[tuple[_Attempt, PodOutcome]] = []
         for attempt in list(self._attempts.values()):
@@ -331,7 +326,7 @@ class PodLauncher:
                 continue
             pod = by_attempt.get(attempt.key)
             if pod is None:
-                pod = await self._get(attempt.namespace, attempt.pod_name)
+                pod = await self._pods.get(attempt.namespace, attempt.pod_name)
             outcome = pod_outcomes.classify(
                 pod, now=now, start_timeout=self._start_timeout(attempt)
             )
@@ -354,7 +349,7 @@ class PodLauncher:
         finishes = []
         for attempt, outcome in ended:
             if outcome.state in (PodState.NEVER_STARTED, PodState.DEADLINE_EXCEEDED):
-                await self._delete(attempt.namespace, attempt.pod_name)
+                await self._pods.delete(attempt.namespace, attempt.pod_name)
             verdict = failure_policy.decide(attempt.context.failure_policy, outcome)
             await pod_runs.record_pod(
                 self._pool,
@@ -406,104 +401,28 @@ class PodLauncher:
         candidates = [
             pod
             for pod in pods
-            if not _ended(pod)
-            and self._attempts.get(_run_of(pod)) is None
+            if not pod_watch.ended(pod)
+            and self._attempts.get(pod_watch.run_of(pod)) is None
             and not pod.get("metadata", {}).get("deletionTimestamp")
         ]
         if not candidates:
             return
-        current = await pod_runs.current_attempts(self._pool, [_run_of(p) for p in candidates])
+        current = await pod_runs.current_attempts(
+            self._pool, [pod_watch.run_of(p) for p in candidates]
+        )
         for pod in candidates:
-            run = current.get(_run_of(pod))
-            pod_attempt = _attempt_of(pod)
+            run = current.get(pod_watch.run_of(pod))
+            pod_attempt = pod_watch.attempt_of(pod)
             if run is not None and run.attempt == pod_attempt and run.state == "running":
                 continue  # current: held by this launcher (being adopted) or another one
             if run is not None and run.attempt < pod_attempt:
                 continue  # a claim newer than our read: not stale
             metadata = pod["metadata"]
             log.info("deleting stale Pod %s/%s", metadata["namespace"], metadata["name"])
-            await self._delete(metadata["namespace"], metadata["name"])
-
-    # -- Kubernetes calls ------------------------------------------------------------------
+            await self._pods.delete(metadata["namespace"], metadata["name"])
 
     def _start_timeout(self, attempt: _Attempt) -> timedelta:
         seconds = attempt.context.start_timeout_seconds
         if seconds is None:
             return timedelta(seconds=self._settings.default_start_timeout_seconds)
         return timedelta(seconds=seconds)
-
-    async def _list(self, namespaces: Sequence[str] | None, selector: str) -> list[dict[str, Any]]:
-        def list_in(namespace: str | None) -> list[dict[str, Any]]:
-            if namespace is None:
-                response = self._core.list_pod_for_all_namespaces(
-                    label_selector=selector, _preload_content=False
-                )
-            else:
-                response = self._core.list_namespaced_pod(
-                    namespace, label_selector=selector, _preload_content=False
-                )
-            items: list[dict[str, Any]] = json.loads(response.data)["items"]
-            return items
-
-        targets: Sequence[str | None] = [None] if namespaces is None else list(namespaces)
-        listings = await asyncio.gather(*(asyncio.to_thread(list_in, ns) for ns in targets))
-        return [pod for listing in listings for pod in listing]
-
-    async def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
-        def get() -> dict[str, Any] | None:
-            try:
-                response = self._core.read_namespaced_pod(name, namespace, _preload_content=False)
-            except ApiException as error:
-                if error.status == 404:
-                    return None
-                raise
-            pod: dict[str, Any] = json.loads(response.data)
-            return pod
-
-        return await asyncio.to_thread(get)
-
-    async def _delete(self, namespace: str, name: str) -> None:
-        def delete() -> None:
-            try:
-                self._core.delete_namespaced_pod(
-                    name,
-                    namespace,
-                    grace_period_seconds=self._settings.delete_grace_seconds,
-                    _preload_content=False,
-                )
-            except ApiException as error:
-                if error.status != 404:
-                    raise
-
-        await asyncio.to_thread(delete)
-
-
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    labels: Mapping[str, str] = pod.get("metadata", {}).get("labels") or {}
-    return labels
-
-
-def _run_of(pod: Mapping[str, Any]) -> int:
-    try:
-        return int(_labels(pod).get(pod_manifest.LABEL_RUN_ID, "-1"))
-    except ValueError:
-        return -1
-
-
-def _attempt_of(pod: Mapping[str, Any]) -> int:
-    try:
-        return int(_labels(pod).get(pod_manifest.LABEL_ATTEMPT, "-1"))
-    except ValueError:
-        return -1
-
-
-def _ended(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def _api_message(error: ApiException) -> str:
-    try:
-        body = json.loads(error.body or "{}")
-    except (TypeError, ValueError):
-        return str(error.reason or error.status)
-    return str(body.get("message") or error.reason or error.status)
