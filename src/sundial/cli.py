@@ -297,3 +297,92 @@ def runner(
         logging.shutdown()
         os._exit(code)
     sys.exit(code)
+
+
+@main.command("pod-launcher")
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Namespace whose Pods it watches (repeatable; default: every namespace).",
+)
+@click.option("--kubeconfig", default=None, help="Default: in-cluster config, else ~/.kube/config.")
+@click.option(
+    "--worker", default=None, help="Lease owner id; keep it across restarts to adopt Pods."
+)
+@click.option("--instance", default="sundial", show_default=True, help="Label of Sundial's Pods.")
+@click.option("--queue", "queues", multiple=True, default=("default",), show_default=True)
+@click.option("--lease-seconds", type=click.FloatRange(3, 3600), default=30.0, show_default=True)
+@click.option("--poll-seconds", type=click.FloatRange(0.05, 60), default=1.0, show_default=True)
+@click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
+@click.option("--runner-image", default="sundial-runner:latest", show_default=True)
+def pod_launcher(
+    dsn: str,
+    namespaces: tuple[str, ...],
+    kubeconfig: str | None,
+    worker: str | None,
+    instance: str,
+    queues: tuple[str, ...],
+    lease_seconds: float,
+    poll_seconds: float,
+    max_pods: int,
+    service_account: str | None,
+    runner_image: str,
+) -> None:
+    """Launch pod-mode runs as Pods, one per attempt, outside the operator.
+
+    The same component the operator hosts: claims pod runs, creates their Pods, keeps their
+    leases, and maps each Pod's end onto the run (docs/adr/0009-pod-launcher.md).
+    """
+    import asyncio
+    import logging
+    import os
+    import signal
+    import socket
+
+    from kubernetes import client as kube_client
+    from kubernetes import config as kube_config
+
+    from sundial.operator import pod_launcher as launcher_module
+    from sundial.operator import pod_manifest
+    from sundial.store import pool as store_pool
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+        api_client = kube_client.ApiClient()
+    else:
+        api_client = kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    settings = launcher_module.LauncherSettings(
+        worker=worker or f"pod-launcher-{socket.gethostname()}-{os.getpid()}",
+        queues=queues,
+        namespaces=namespaces or None,
+        lease_seconds=lease_seconds,
+        poll_interval_seconds=poll_seconds,
+        max_pods=max_pods,
+        manifest=pod_manifest.ManifestSettings(
+            instance=instance, service_account_name=service_account, runner_image=runner_image
+        ),
+    )
+
+    async def serve() -> None:
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-pods")
+        try:
+            launcher = launcher_module.PodLauncher(opened, api_client, settings)
+            stop = asyncio.Event()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+            click.echo(f"pod launcher {settings.worker} running; Ctrl-C stops it", err=True)
+            await launcher.run(stop)
+        finally:
+            await opened.close()
+            api_client.close()  # type: ignore[no-untyped-call]
+
+    asyncio.run(serve())

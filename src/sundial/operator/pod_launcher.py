@@ -1,0 +1,428 @@
+"""The pod launcher: pod-mode runs claimed from the store, one Pod per attempt, ends mapped back.
+
+A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts it, and
+``sundial pod-launcher`` runs it alone. Each ``step``:
+
+1. **Heartbeat** every held run in one statement (about three times per lease). A run whose
+   lease was lost is no longer ours: its Pod is deleted and its outcome ignored. A run with a
+   cancel request has its Pod deleted (with a grace period) and is finished cancelled.
+2. **Claim** pod-mode runs (``execution_models=('pod',)``) up to free slots, and **start**
+   each attempt: first every Pod of an *older* attempt of the same run that has not ended is
+   deleted, and the new Pod is created only once they are terminal or gone (one attempt's Pod
+   at a time, checked at every start, so it also holds after a reap and a new claim). The Pod
+   name is deterministic per attempt: a second create is a 409, adopted, never a second Pod.
+   A template the apiserver rejects (400/422, or 403 from Pod Security) fails the run at once
+   with the apiserver's message (class ``permanent``: no retry storm).
+3. **Observe** the Pods (one LIST per namespace by label ``sundial.dev/instance``: level
+   triggered, see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
+   (``pod_outcomes``), and finish the ended ones in one batch through the job's failure
+   policy (``failure_policy``), after recording the Pod's name, exit code and reason on the
+   run. The timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop),
+   and a Pod that never starts, delete the Pod. A Pod of ours whose attempt is not current
+   (its run moved on, or is not running) is deleted; its outcome is never recorded.
+
+Restart-safe: state lives in PostgreSQL and on the Pods. A launcher restarted with the same
+worker id adopts the runs it still holds and their Pods (creating the Pod if the crash fell
+between claim and create). A launcher that does not come back loses its leases; the reaper
+returns the runs to pending and the next claim's start deletes the old attempt's Pod first.
+Stopping the launcher leaves Pods running, on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sundial.operator import failure_policy, pod_manifest, pod_outcomes, pod_watch
+from sundial.operator.pod_outcomes import PodOutcome, PodState
+from sundial.scheduling import clock as clocks
+from sundial.scheduling import failures
+from sundial.store import claims, pod_runs
+from sundial.store.pool import Pool
+
+__all__ = ["LauncherSettings", "PodLauncher"]
+
+log = logging.getLogger("sundial.pod_launcher")
+
+_PERMANENT_CREATE_STATUSES = frozenset({400, 422})
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    worker: str
+    queues: Sequence[str] = ("default",)
+    #: Where the launcher looks for its Pods; None: every namespace (a cluster-wide LIST).
+    namespaces: Sequence[str] | None = None
+    lease_seconds: float = claims.DEFAULT_LEASE_SECONDS
+    poll_interval_seconds: float = 1.0
+    #: Attempts held at once (Pods live or starting).
+    max_pods: int = 200
+    claim_batch: int = 50
+    #: Used when the job sets no startTimeoutSeconds.
+    default_start_timeout_seconds: float = 300.0
+    delete_grace_seconds: int = 5
+    #: Our clock's timeout fires this long after activeDeadlineSeconds should have.
+    timeout_slack_seconds: float = 5.0
+    manifest: pod_manifest.ManifestSettings = field(default_factory=pod_manifest.ManifestSettings)
+
+
+@dataclass
+class _Attempt:
+    run: claims.ClaimedRun
+    context: pod_runs.LaunchContext
+    pod_name: str
+    namespace: str
+    claimed_at: datetime
+    created_at: datetime | None = None  # None until the Pod exists
+    #: How the attempt ended, kept until its finish commits: a failed write is retried on the
+    #: next step with the same outcome, even once the Pod has been deleted.
+    ended: PodOutcome | None = None
+    #: Look for existing Pods of the run before creating one: any retry (an older attempt's
+    #: Pod may live), an adopted run, or a create that met a 409. A first attempt just claimed
+    #: cannot have a Pod yet, which saves a LIST per launch.
+    look_first: bool = True
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.run.id, self.run.attempt)
+
+
+class PodLauncher:
+    """Claims pod-mode runs and drives one Pod per attempt; see the module docstring."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        api_client: client.ApiClient,
+        settings: LauncherSettings,
+        *,
+        clock: clocks.Clock | None = None,
+    ) -> None:
+        self._pool = pool
+        self._pods = pod_watch.PodApi(
+            api_client, delete_grace_seconds=settings.delete_grace_seconds
+        )
+        self._settings = settings
+        self._clock = clock or clocks.SystemClock()
+        self._attempts: dict[int, _Attempt] = {}  # run id -> the attempt we hold
+        self._last_heartbeat: datetime | None = None
+        self._adopted = False
+
+    @property
+    def held(self) -> dict[int, int]:
+        """Run id -> attempt of every run this launcher holds now."""
+        return {run_id: a.run.attempt for run_id, a in self._attempts.items()}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Step until ``stop`` is set; Pods and leases are left as they are."""
+        while not stop.is_set():
+            try:
+                await self.step()
+            except Exception:  # a failed step is retried; state is in PostgreSQL and on Pods
+                log.exception("pod launcher step failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._settings.poll_interval_seconds)
+
+    async def step(self) -> None:
+        if not self._adopted:
+            await self._adopt()
+            self._adopted = True
+        await self._heartbeat()
+        await self._claim()
+        await self._start_pending()
+        await self._observe()
+
+    # -- leases ------------------------------------------------------------------------------
+
+    async def _adopt(self) -> None:
+        held = await pod_runs.held_runs(self._pool, self._settings.worker)
+        if held:
+            log.info("adopting %d runs held by %s", len(held), self._settings.worker)
+            await self._track(held, adopted=True)
+
+    async def _heartbeat(self) -> None:
+        now = self._clock.now()
+        period = timedelta(seconds=self._settings.lease_seconds / 3)
+        if not self._attempts or (
+            self._last_heartbeat is not None and now - self._last_heartbeat < period
+        ):
+            return
+        self._last_heartbeat = now
+        result = await claims.heartbeat(
+            self._pool,
+            self._settings.worker,
+            [attempt.key for attempt in self._attempts.values()],
+            lease_seconds=self._settings.lease_seconds,
+        )
+        for run_id in result.lost:
+            attempt = self._attempts.pop(run_id)
+            log.warning("run %s attempt %s: lease lost; deleting its Pod", *attempt.key)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
+        cancelled = [self._attempts.pop(r) for r in result.cancel_requested if r in self._attempts]
+        for attempt in cancelled:
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
+        if cancelled:
+            await self._finish([(a, claims.Outcome.cancelled(a.run), None) for a in cancelled])
+
+    # -- starting attempts -----------------------------------------------------------------
+
+    async def _claim(self) -> None:
+        free = self._settings.max_pods - len(self._attempts)
+        if free <= 0:
+            return
+        claimed = await claims.claim(
+            self._pool,
+            self._settings.worker,
+            queues=self._settings.queues,
+            execution_models=("pod",),
+            limit=min(free, self._settings.claim_batch),
+            lease_seconds=self._settings.lease_seconds,
+        )
+        if claimed:
+            await self._track(claimed)
+
+    async def _track(self, runs: Sequence[claims.ClaimedRun], *, adopted: bool = False) -> None:
+        contexts = await pod_runs.launch_context(self._pool, [run.id for run in runs])
+        now = self._clock.now()
+        instance = self._settings.manifest.instance
+        cancelled = []
+        for run in runs:
+            context = contexts[run.id]
+            name = pod_manifest.pod_name(instance, context.job_name, run.id, run.attempt)
+            attempt = _Attempt(run, context, name, context.namespace, now)
+            attempt.look_first = adopted or run.attempt > 1
+            if run.cancel_requested:
+                cancelled.append((attempt, claims.Outcome.cancelled(run), None))
+                continue
+            self._attempts[run.id] = attempt
+        await self._finish(cancelled)
+
+    async def _start_pending(self) -> None:
+        starting = [a for a in self._attempts.values() if a.created_at is None]
+        if starting:
+            await asyncio.gather(*(self._start(attempt) for attempt in starting))
+
+    async def _start(self, attempt: _Attempt) -> None:
+        """Create the attempt's Pod once no older attempt's Pod of the run is alive."""
+        run_pods = []
+        if attempt.look_first:
+            run_pods = await self._pods.list(
+                [attempt.namespace], f"{pod_manifest.LABEL_RUN_ID}={attempt.run.id}"
+            )
+        older_alive = False
+        for pod in run_pods:
+            pod_attempt = pod_watch.attempt_of(pod)
+            if pod_attempt == attempt.run.attempt:
+                self._adopt_pod(attempt, pod)
+                return
+            if pod_attempt < attempt.run.attempt and not pod_watch.ended(pod):
+                older_alive = True
+                log.info(
+                    "run %s: deleting the Pod of stale attempt %s", attempt.run.id, pod_attempt
+                )
+                await self._pods.delete(attempt.namespace, pod["metadata"]["name"])
+        if older_alive:
+            return  # created on a later step, once the old Pod is terminal or gone
+        spec = pod_manifest.LaunchSpec(
+            run_id=attempt.run.id,
+            attempt=attempt.run.attempt,
+            job_id=str(attempt.run.job_id),
+            job_namespace=attempt.namespace,
+            job_name=attempt.context.job_name,
+            handler=attempt.run.handler,
+            template=attempt.context.pod_template,
+            args=attempt.run.args if isinstance(attempt.run.args, Mapping) else {},
+            idempotency_key=attempt.run.idempotency_key,
+            fire_time=attempt.run.fire_time,
+            timeout_seconds=attempt.run.timeout_seconds,
+            oom_kills_before=attempt.context.oom_kills,
+        )
+        manifest = pod_manifest.pod_manifest(spec, self._settings.manifest)
+        try:
+            await self._pods.create(attempt.namespace, manifest)
+        except ApiException as error:
+            if error.status == 409:
+                attempt.look_first = True  # it exists: adopted on the next step
+                return
+            if error.status in _PERMANENT_CREATE_STATUSES or (
+                error.status == 403 and "PodSecurity" in str(error.body)
+            ):
+                await self._reject(attempt, error)
+                return
+            log.warning("run %s: creating its Pod failed (%s); retrying", attempt.run.id, error)
+            await self._fail_if_never_started(attempt)
+            return
+        attempt.created_at = self._clock.now()
+        recorded = await pod_runs.record_pod(
+            self._pool,
+            self._settings.worker,
+            attempt.run.id,
+            attempt.run.attempt,
+            pod_name=attempt.pod_name,
+        )
+        if not recorded:
+            self._attempts.pop(attempt.run.id, None)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
+
+    def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
+        created = pod.get("metadata", {}).get("creationTimestamp")
+        attempt.created_at = (
+            datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+            if created
+            else self._clock.now()
+        )
+
+    async def _reject(self, attempt: _Attempt, error: ApiException) -> None:
+        message = pod_watch.api_message(error)
+        log.warning("run %s: the apiserver refused its Pod: %s", attempt.run.id, message)
+        self._attempts.pop(attempt.run.id, None)
+        await pod_runs.record_pod(
+            self._pool,
+            self._settings.worker,
+            attempt.run.id,
+            attempt.run.attempt,
+            pod_name=attempt.pod_name,
+            reason="PodRejected",
+        )
+        outcome = claims.Outcome.failed(
+            attempt.run,
+            f"the apiserver refused the Pod: {message}",
+            failures.FailureClass.PERMANENT,
+        )
+        await self._finish([(attempt, outcome, None)])
+
+    async def _fail_if_never_started(self, attempt: _Attempt) -> None:
+        limit = self._start_timeout(attempt)
+        if self._clock.now() - attempt.claimed_at > limit:
+            outcome = PodOutcome(
+                PodState.NEVER_STARTED,
+                "StartTimeout",
+                message=f"the Pod could not be created within {limit.total_seconds():.0f} s",
+            )
+            self._attempts.pop(attempt.run.id, None)
+            await self._end([(attempt, outcome)])
+
+    # -- observing Pods --------------------------------------------------------------------
+
+    async def _observe(self) -> None:
+        selector = f"{pod_manifest.LABEL_INSTANCE}={self._settings.manifest.instance}"
+        pods = await self._pods.list(self._settings.namespaces, selector)
+        by_attempt = {(pod_watch.run_of(pod), pod_watch.attempt_of(pod)): pod for pod in pods}
+        now = self._clock.now()
+        ended: list[tuple[_Attempt, PodOutcome]] = []
+        for attempt in list(self._attempts.values()):
+            if attempt.created_at is None:
+                continue
+            if attempt.ended is not None:
+                ended.append((attempt, attempt.ended))
+                continue
+            pod = by_attempt.get(attempt.key)
+            if pod is None:
+                pod = await self._pods.get(attempt.namespace, attempt.pod_name)
+            outcome = pod_outcomes.classify(
+                pod, now=now, start_timeout=self._start_timeout(attempt)
+            )
+            deadline = attempt.created_at + timedelta(
+                seconds=attempt.run.timeout_seconds + self._settings.timeout_slack_seconds
+            )
+            if not outcome.state.terminal and now > deadline:
+                outcome = PodOutcome(
+                    PodState.DEADLINE_EXCEEDED,
+                    "DeadlineExceeded",
+                    message=f"running past timeoutSeconds ({attempt.run.timeout_seconds} s)",
+                )
+            if outcome.state.terminal:
+                attempt.ended = outcome
+                ended.append((attempt, outcome))
+        await self._end(ended)
+        await self._delete_stale(pods)
+
+    async def _end(self, ended: Sequence[tuple[_Attempt, PodOutcome]]) -> None:
+        finishes = []
+        for attempt, outcome in ended:
+            if outcome.state in (PodState.NEVER_STARTED, PodState.DEADLINE_EXCEEDED):
+                await self._pods.delete(attempt.namespace, attempt.pod_name)
+            verdict = failure_policy.decide(attempt.context.failure_policy, outcome)
+            await pod_runs.record_pod(
+                self._pool,
+                self._settings.worker,
+                attempt.run.id,
+                attempt.run.attempt,
+                pod_name=attempt.pod_name,
+                exit_code=outcome.exit_code,
+                reason=outcome.reason,
+            )
+            if verdict.failure is None:
+                finishes.append((attempt, claims.Outcome.succeeded(attempt.run), verdict))
+            else:
+                error = outcome.describe()
+                if verdict.action:
+                    error = f"{error} (failurePolicy: {verdict.action})"
+                result = claims.Outcome.failed(attempt.run, error, verdict.failure)
+                finishes.append((attempt, result, verdict))
+            log.info(
+                "run %s attempt %s: Pod %s ended %s",
+                attempt.run.id,
+                attempt.run.attempt,
+                attempt.pod_name,
+                outcome.describe(),
+            )
+        await self._finish(finishes)
+
+    async def _finish(
+        self,
+        finishes: Sequence[tuple[_Attempt, claims.Outcome, failure_policy.Verdict | None]],
+    ) -> None:
+        if not finishes:
+            return
+        result = await claims.finish(
+            self._pool, self._settings.worker, [outcome for _, outcome, _ in finishes]
+        )
+        for attempt, outcome, verdict in finishes:
+            if self._attempts.get(attempt.run.id) is attempt:
+                del self._attempts[attempt.run.id]
+            if outcome.run_id in result.lost:
+                log.warning("run %s attempt %s: finish discarded (lease lost)", *attempt.key)
+            elif verdict is not None and verdict.quarantine:
+                await pod_runs.quarantine_schedule(
+                    self._pool, attempt.run.id, f"failurePolicy Quarantine: {outcome.error}"
+                )
+
+    async def _delete_stale(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        """Delete our Pods that are alive although their attempt is not current."""
+        candidates = [
+            pod
+            for pod in pods
+            if not pod_watch.ended(pod)
+            and self._attempts.get(pod_watch.run_of(pod)) is None
+            and not pod.get("metadata", {}).get("deletionTimestamp")
+        ]
+        if not candidates:
+            return
+        current = await pod_runs.current_attempts(
+            self._pool, [pod_watch.run_of(p) for p in candidates]
+        )
+        for pod in candidates:
+            run = current.get(pod_watch.run_of(pod))
+            pod_attempt = pod_watch.attempt_of(pod)
+            if run is not None and run.attempt == pod_attempt and run.state == "running":
+                continue  # current: held by this launcher (being adopted) or another one
+            if run is not None and run.attempt < pod_attempt:
+                continue  # a claim newer than our read: not stale
+            metadata = pod["metadata"]
+            log.info("deleting stale Pod %s/%s", metadata["namespace"], metadata["name"])
+            await self._pods.delete(metadata["namespace"], metadata["name"])
+
+    def _start_timeout(self, attempt: _Attempt) -> timedelta:
+        seconds = attempt.context.start_timeout_seconds
+        if seconds is None:
+            return timedelta(seconds=self._settings.default_start_timeout_seconds)
+        return timedelta(seconds=seconds)

@@ -1,0 +1,230 @@
+"""What a Pod's status says about its attempt, on the failure table of DESIGN.md section 6 (pure).
+
+``classify`` reads only the fields a kubelet (or kwok's stages, which copy them) writes:
+``status.phase``, ``status.reason``, ``status.conditions`` and the containers'
+``state.terminated`` / ``state.waiting``. It takes the Pod as the apiserver's JSON (a dict in
+camelCase) or as a ``kubernetes.client.V1Pod``. The order of the checks is the contract:
+
+1. ``Succeeded`` -> SUCCEEDED.
+2. ``Failed``: reason ``DeadlineExceeded`` -> DEADLINE_EXCEEDED; a container terminated with
+   reason ``OOMKilled`` -> OOM_KILLED; a ``DisruptionTarget=True`` condition or a pod reason
+   of eviction, preemption or node loss -> DISRUPTED (checked before exit codes, because an
+   evicted container is SIGKILLed and also reports 137); a container that exited 137 with no
+   more specific reason -> OOM_KILLED (the fallback of runtimes that do not say OOMKilled);
+   else FAILED with the first non-zero exit code.
+3. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
+   config error) -> NEVER_STARTED at once; still ``Pending`` past ``start_timeout`` ->
+   NEVER_STARTED (``Unschedulable`` when the scheduler said so); else RUNNING or PENDING.
+
+A Pod that no longer exists is ``GONE`` (``classify(None)``): someone else deleted it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubernetes import client
+
+__all__ = [
+    "DISRUPTION_REASONS",
+    "NEVER_START_REASONS",
+    "OOM_EXIT_CODE",
+    "PodOutcome",
+    "PodState",
+    "as_dict",
+    "classify",
+]
+
+OOM_EXIT_CODE = 137
+#: Waiting reasons a container does not recover from without a change to the Pod.
+NEVER_START_REASONS = frozenset(
+    {
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+#: Pod-level reasons for ending a Pod that are not the job's fault.
+DISRUPTION_REASONS = frozenset(
+    {"Evicted", "Preempting", "Preempted", "NodeLost", "NodeShutdown", "Shutdown", "Terminated"}
+)
+
+
+class PodState(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # a container exited non-zero
+    OOM_KILLED = "oom_killed"
+    DISRUPTED = "disrupted"  # evicted, preempted, node lost: not the job's fault
+    NEVER_STARTED = "never_started"  # image pull, config error, unschedulable too long
+    DEADLINE_EXCEEDED = "deadline_exceeded"  # activeDeadlineSeconds
+    GONE = "gone"  # deleted by someone else before it ended
+
+    @property
+    def terminal(self) -> bool:
+        return self not in (PodState.PENDING, PodState.RUNNING)
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    state: PodState
+    #: The reason a person greps for: OOMKilled, Evicted, ImagePullBackOff, Error, Completed …
+    reason: str
+    exit_code: int | None = None
+    container: str | None = None  # whose exit code or waiting reason this is
+    message: str = ""
+    #: (container, exit code) of every terminated container, for failurePolicy onExitCodes.
+    exit_codes: tuple[tuple[str, int], ...] = ()
+    #: (type, status) of every Pod condition, for failurePolicy onPodConditions.
+    conditions: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> str:
+        """One line for last_error: what ended the attempt."""
+        parts = [self.reason]
+        if self.exit_code is not None:
+            parts.append(f"exit code {self.exit_code}")
+        if self.container:
+            parts.append(f"container {self.container}")
+        text = ", ".join(parts)
+        return f"{text}: {self.message}" if self.message else text
+
+
+_serializer = client.ApiClient.__new__(client.ApiClient)  # only its pure serialiser is used
+
+
+def as_dict(pod: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """The Pod as the apiserver's JSON, whether given as a dict or a ``V1Pod``."""
+    if isinstance(pod, Mapping):
+        return dict(pod)
+    serialized: dict[str, Any] = client.ApiClient.sanitize_for_serialization(  # type: ignore[no-untyped-call]
+        _serializer, pod
+    )
+    return serialized
+
+
+def classify(
+    pod: Mapping[str, Any] | Any | None,
+    *,
+    now: datetime | None = None,
+    start_timeout: timedelta | None = None,
+) -> PodOutcome:
+    """Where the Pod's attempt stands; see the module docstring for the order of the checks."""
+    if pod is None:
+        return PodOutcome(
+            PodState.GONE, "PodDeleted", message="the Pod was deleted before it ended"
+        )
+    data = as_dict(pod)
+    status = data.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    pod_reason = status.get("reason") or ""
+    conditions = tuple(
+        (str(c.get("type")), str(c.get("status"))) for c in status.get("conditions") or []
+    )
+    statuses = list(status.get("initContainerStatuses") or []) + list(
+        status.get("containerStatuses") or []
+    )
+    terminated = [
+        (str(s.get("name")), s["state"]["terminated"])
+        for s in statuses
+        if (s.get("state") or {}).get("terminated")
+    ]
+    exit_codes = tuple((name, int(t.get("exitCode", 0))) for name, t in terminated)
+
+    def outcome(state: PodState, reason: str, **details: Any) -> PodOutcome:
+        return PodOutcome(state, reason, exit_codes=exit_codes, conditions=conditions, **details)
+
+    if phase == "Succeeded":
+        return outcome(PodState.SUCCEEDED, "Completed", exit_code=0)
+    if phase == "Failed":
+        message = str(status.get("message") or "")
+        if pod_reason == "DeadlineExceeded":
+            return outcome(PodState.DEADLINE_EXCEEDED, pod_reason, message=message)
+        for name, term in terminated:
+            if term.get("reason") == "OOMKilled":
+                return outcome(
+                    PodState.OOM_KILLED,
+                    "OOMKilled",
+                    exit_code=int(term.get("exitCode", OOM_EXIT_CODE)),
+                    container=name,
+                )
+        if ("DisruptionTarget", "True") in conditions or pod_reason in DISRUPTION_REASONS:
+            reason = pod_reason or _condition_reason(status, "DisruptionTarget") or "Disrupted"
+            return outcome(PodState.DISRUPTED, reason, message=message)
+        for name, term in terminated:
+            code = int(term.get("exitCode", 0))
+            if code == OOM_EXIT_CODE and term.get("reason") in (None, "", "Error"):
+                return outcome(PodState.OOM_KILLED, "OOMKilled", exit_code=code, container=name)
+        for name, term in terminated:
+            code = int(term.get("exitCode", 0))
+            if code != 0:
+                return outcome(
+                    PodState.FAILED,
+                    str(term.get("reason") or "Error"),
+                    exit_code=code,
+                    container=name,
+                    message=str(term.get("message") or ""),
+                )
+        return outcome(PodState.FAILED, pod_reason or "Failed", message=message)
+
+    for container_status in statuses:
+        waiting = (container_status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in NEVER_START_REASONS:
+            return outcome(
+                PodState.NEVER_STARTED,
+                str(waiting["reason"]),
+                container=str(container_status.get("name")),
+                message=str(waiting.get("message") or ""),
+            )
+    if phase == "Running":
+        return outcome(PodState.RUNNING, "Running")
+    created = _timestamp(data.get("metadata", {}).get("creationTimestamp"))
+    if _past(created, now, start_timeout):
+        unschedulable = _condition(status, "PodScheduled")
+        if unschedulable and unschedulable.get("reason") == "Unschedulable":
+            return outcome(
+                PodState.NEVER_STARTED,
+                "Unschedulable",
+                message=str(unschedulable.get("message") or ""),
+            )
+        seconds = int(start_timeout.total_seconds()) if start_timeout else 0
+        return outcome(
+            PodState.NEVER_STARTED,
+            "StartTimeout",
+            message=f"the Pod did not start within {seconds} s (startTimeoutSeconds)",
+        )
+    return outcome(PodState.PENDING, pod_reason or "Pending")
+
+
+def _past(created: datetime | None, now: datetime | None, limit: timedelta | None) -> bool:
+    if created is None or now is None or limit is None:
+        return False
+    return now - created > limit
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == kind:
+            found: Mapping[str, Any] = condition
+            return found
+    return None
+
+
+def _condition_reason(status: Mapping[str, Any], kind: str) -> str | None:
+    condition = _condition(status, kind)
+    return None if condition is None else condition.get("reason")
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))

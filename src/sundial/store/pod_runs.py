@@ -1,0 +1,115 @@
+"""What the pod launcher reads and writes besides claim, heartbeat and finish.
+
+* ``launch_context``: the job's template, namespace, failure policy and start timeout for
+  claimed runs, and how many of each run's earlier attempts were OOMKilled.
+* ``record_pod``: the Pod of the current attempt (name, then exit code and reason), fenced on
+  ``(id, attempt, lease owner, running)`` like every worker write: a stale launcher's write
+  changes nothing and returns False.
+* ``held_runs``: pod runs a worker id still holds, so a launcher restarted with the same id
+  adopts their Pods instead of waiting for the reaper.
+* ``current_attempts``: each run's state, attempt and lease owner, to tell current Pods from
+  stale ones.
+* ``quarantine_schedule``: a failurePolicy ``Quarantine`` action on the run's schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sundial.store import claims, queries
+from sundial.store.pool import Pool
+
+__all__ = [
+    "LaunchContext",
+    "RunAttempt",
+    "current_attempts",
+    "held_runs",
+    "launch_context",
+    "quarantine_schedule",
+    "record_pod",
+]
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    run_id: int
+    namespace: str
+    job_name: str
+    pod_template: dict[str, Any]
+    failure_policy: list[dict[str, Any]]
+    start_timeout_seconds: int | None
+    oom_kills: int
+
+
+@dataclass(frozen=True)
+class RunAttempt:
+    run_id: int
+    state: str
+    attempt: int
+    lease_owner: str | None
+
+
+async def launch_context(pool: Pool, run_ids: Sequence[int]) -> dict[int, LaunchContext]:
+    if not run_ids:
+        return {}
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("pod_launch_context"), {"ids": list(run_ids)})
+        rows = await cursor.fetchall()
+    return {
+        row[0]: LaunchContext(row[0], row[1], row[2], row[3] or {}, row[4] or [], row[5], row[6])
+        for row in rows
+    }
+
+
+async def record_pod(
+    pool: Pool,
+    worker: str,
+    run_id: int,
+    attempt: int,
+    *,
+    pod_name: str,
+    exit_code: int | None = None,
+    reason: str | None = None,
+) -> bool:
+    """Record the attempt's Pod; False when the attempt is no longer this worker's."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("pod_record"),
+            {
+                "id": run_id,
+                "attempt": attempt,
+                "worker": worker,
+                "pod_name": pod_name,
+                "exit_code": exit_code,
+                "reason": None if reason is None else reason[:256],
+            },
+        )
+        return await cursor.fetchone() is not None
+
+
+async def held_runs(pool: Pool, worker: str) -> list[claims.ClaimedRun]:
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("pod_held_runs"), {"worker": worker})
+        rows = await cursor.fetchall()
+    return [claims.ClaimedRun._make(row) for row in rows]
+
+
+async def current_attempts(pool: Pool, run_ids: Sequence[int]) -> dict[int, RunAttempt]:
+    if not run_ids:
+        return {}
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("pod_run_attempts"), {"ids": list(run_ids)})
+        rows = await cursor.fetchall()
+    return {row[0]: RunAttempt(*row) for row in rows}
+
+
+async def quarantine_schedule(pool: Pool, run_id: int, message: str) -> bool:
+    """Quarantine the schedule that fired ``run_id``; False for a one-shot run or when it
+    was quarantined already."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("pod_quarantine_schedule"), {"id": run_id, "message": message[:4000]}
+        )
+        return await cursor.fetchone() is not None

@@ -1,0 +1,347 @@
+"""The pod launcher on the local control plane, against a real PostgreSQL.
+
+kwok plays the kubelet: annotations on the template choose each Pod's end (see
+hack/cluster/kwok/stages.yaml). A retry that must end differently from its first attempt is
+made the way a user would: the job's template is edited (a new generation upserted) while the
+first attempt runs; the launcher reads the template when it claims each attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+from pod_testing import (
+    EXIT_CODE,
+    OUTCOME,
+    RUNNING_SECONDS,
+    Job,
+    PodEvents,
+    maintenance,
+    run_pods,
+    run_row,
+    running_launcher,
+    settings,
+    template,
+    wait_pods,
+    wait_state,
+    wait_until,
+)
+
+from sundial.operator import pod_manifest
+from sundial.store import runs, schedules
+
+pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
+
+
+def worker() -> str:
+    return f"launcher-{uuid.uuid4().hex[:6]}"
+
+
+def env_of(pod: client.V1Pod) -> dict[str, str]:
+    return {variable.name: variable.value for variable in pod.spec.containers[0].env}
+
+
+async def test_a_pod_run_succeeds_with_one_restricted_pod(pool, api_client, core_api, namespace):
+    job = Job(pool, namespace)
+    await job.define(template())
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, run_id, "completed")
+
+    assert (row["attempt"], row["pod_exit_code"], row["pod_reason"]) == (1, 0, "Completed")
+    [pod] = run_pods(core_api, namespace, run_id)
+    assert row["pod_name"] == pod.metadata.name
+    assert pod.status.phase == "Succeeded"
+    assert pod.metadata.labels[pod_manifest.LABEL_ATTEMPT] == "1"
+    assert pod.metadata.labels[pod_manifest.LABEL_JOB] == "report"
+    assert pod.spec.restart_policy == "Never"
+    assert pod.spec.active_deadline_seconds == 300
+    assert pod.spec.automount_service_account_token is False
+    assert pod.spec.security_context.run_as_non_root is True
+    assert pod.spec.security_context.seccomp_profile.type == "RuntimeDefault"
+    security = pod.spec.containers[0].security_context
+    assert security.allow_privilege_escalation is False
+    assert security.capabilities.drop == ["ALL"]
+    assert security.read_only_root_filesystem is True
+    env = env_of(pod)
+    assert env["SUNDIAL_RUN_ID"] == str(run_id)
+    assert env["SUNDIAL_ATTEMPT"] == "1"
+    assert env["SUNDIAL_IDEMPOTENCY_KEY"] == f"run:{run_id}"
+    assert not any("DSN" in name or name.startswith("PG") for name in env)
+
+
+async def test_exit_1_is_retried_and_the_retry_succeeds(pool, api_client, core_api, namespace):
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "fail", EXIT_CODE: "1", RUNNING_SECONDS: "2"}))
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+        await job.define(template())  # the fix lands while attempt 1 runs
+        row = await wait_state(pool, run_id, "completed")
+
+    assert (row["attempt"], row["retries_used"]) == (2, 1)
+    first, second = run_pods(core_api, namespace, run_id)
+    assert first.status.phase == "Failed"
+    assert first.status.container_statuses[0].state.terminated.exit_code == 1
+    assert second.status.phase == "Succeeded"
+    assert row["pod_name"] == second.metadata.name
+    assert env_of(second)["SUNDIAL_ATTEMPT"] == "2"
+    assert (
+        second.status.start_time >= first.status.container_statuses[0].state.terminated.finished_at
+    )
+
+
+async def test_oom_killed_every_time_ends_dead_lettered_as_oom(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(
+        template({OUTCOME: "oom"}, resources={"limits": {"memory": "64Mi"}}),
+        retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+    )
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, run_id, "dead_lettered", "failed", "completed")
+
+    assert row["state"] == "dead_lettered"
+    assert (row["attempt"], row["failure_reason"]) == (2, "oom")
+    assert (row["pod_reason"], row["pod_exit_code"]) == ("OOMKilled", 137)
+    assert "OOMKilled" in row["last_error"]
+    pods = run_pods(core_api, namespace, run_id)
+    assert [p.metadata.labels[pod_manifest.LABEL_ATTEMPT] for p in pods] == ["1", "2"]
+
+
+async def test_an_evicted_pod_is_retried_without_spending_max_retries(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(
+        template({OUTCOME: "evict", RUNNING_SECONDS: "2"}),
+        retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+    )
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+        await job.define(template(), retry={"maxRetries": 0})
+        row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+
+    assert row["state"] == "completed"  # with maxRetries 0, only an uncounted retry gets here
+    assert (row["attempt"], row["retries_used"], row["infra_retries_used"]) == (2, 0, 1)
+    first, _second = run_pods(core_api, namespace, run_id)
+    assert first.status.reason == "Evicted"
+
+
+async def test_an_image_pull_failure_fails_fast(pool, api_client, core_api, namespace):
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "image-pull-backoff"}))
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, run_id, "failed", "dead_lettered", "completed", within=30)
+        await wait_pods(core_api, namespace, run_id, lambda pods: not pods)  # deleted
+
+    assert (row["state"], row["attempt"], row["failure_reason"]) == ("failed", 1, "start_failure")
+    assert row["pod_reason"] == "ImagePullBackOff"
+    assert "ImagePullBackOff" in row["last_error"]
+
+
+async def test_a_pod_past_its_timeout_is_deleted_and_the_run_timed_out(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(
+        template({OUTCOME: "run-forever"}),
+        timeoutSeconds=2,
+        retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+    )
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, run_id, "timed_out", "dead_lettered", "failed", within=30)
+        await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=15)
+
+    # The store retries a timeout (class `timeout` is retryable); with maxRetries 0 it ends
+    # dead-lettered with reason timeout, exactly as a runner-pool timeout does.
+    assert (row["state"], row["failure_reason"], row["pod_reason"]) == (
+        "dead_lettered",
+        "timeout",
+        "DeadlineExceeded",
+    )
+
+
+async def test_cancel_deletes_the_pod_and_cancels_the_run(pool, api_client, core_api, namespace):
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "run-forever"}))
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        await wait_pods(
+            core_api,
+            namespace,
+            run_id,
+            lambda pods: bool(pods) and pods[0].status.phase == "Running",
+        )
+        assert await runs.cancel(pool, run_id) == runs.CancelResult.REQUESTED
+        row = await wait_state(pool, run_id, "cancelled", within=30)
+        await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=15)
+
+    assert (row["attempt"], row["failure_reason"]) == (1, "cancelled")
+
+
+async def test_a_template_the_apiserver_rejects_fails_once_with_its_message(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(template(volumeMounts=[{"name": "missing", "mountPath": "/data"}]))
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, run_id, "failed", "dead_lettered", "completed", within=30)
+
+    assert (row["state"], row["attempt"], row["failure_reason"]) == ("failed", 1, "permanent")
+    assert "volumeMounts" in row["last_error"] and "not found" in row["last_error"].lower()
+    assert row["pod_reason"] == "PodRejected"
+    assert run_pods(core_api, namespace, run_id) == []
+
+
+async def test_a_restarted_launcher_adopts_its_pods_without_a_second_pod(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(template({RUNNING_SECONDS: "6"}))
+    run_id = await job.submit()
+    same_worker = worker()
+
+    async with maintenance(pool):
+        async with running_launcher(pool, api_client, settings(namespace, same_worker)):
+            await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+        # The launcher is gone; the Pod runs on. A new process with the same worker id:
+        async with running_launcher(pool, api_client, settings(namespace, same_worker)):
+            row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+
+    assert (row["state"], row["attempt"]) == ("completed", 1)
+    [pod] = run_pods(core_api, namespace, run_id)
+    assert pod.status.phase == "Succeeded"
+
+
+async def test_a_stale_pod_is_deleted_and_its_outcome_ignored(
+    pool, api_client, core_api, namespace
+):
+    """Attempt 1's lease expires while its launcher is away (a partition); the reaper requeues
+    the run; another launcher claims attempt 2. Attempt 1's Pod is deleted before attempt 2's
+    is created, and whatever it would have said is never recorded."""
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "run-forever"}))
+    run_id = await job.submit()
+
+    async with maintenance(pool):
+        async with running_launcher(pool, api_client, settings(namespace, worker())):
+            await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+        [old_pod] = run_pods(core_api, namespace, run_id)
+        async with pool.connection() as conn:  # the lease runs out while the launcher is away
+            await conn.execute(
+                "UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = %s",
+                (run_id,),
+            )
+        await wait_state(pool, run_id, "pending", "running")
+        await job.define(template())
+        with PodEvents(core_api, namespace, run_id) as pod_events:
+            async with running_launcher(pool, api_client, settings(namespace, worker())):
+                row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+
+    # One attempt's Pod at a time: attempt 2's Pod was created after attempt 1's was gone.
+    assert pod_events.first("DELETED", 1) < pod_events.first("ADDED", 2)
+
+    assert (row["state"], row["attempt"]) == ("completed", 2)
+    [new_pod] = run_pods(core_api, namespace, run_id)  # attempt 1's Pod is gone
+    assert new_pod.metadata.labels[pod_manifest.LABEL_ATTEMPT] == "2"
+    assert new_pod.metadata.name != old_pod.metadata.name
+    assert row["pod_name"] == new_pod.metadata.name
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT attempt, failure_reason FROM job_run_attempts WHERE run_id = %s", (run_id,)
+        )
+        history: list[Any] = await cursor.fetchall()
+    assert history == [(1, "lease_expired")]
+
+
+async def test_a_launcher_that_loses_its_lease_deletes_its_pod_and_never_finishes_it(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "run-forever"}))
+    run_id = await job.submit()
+
+    async with running_launcher(pool, api_client, settings(namespace, worker())) as launcher:
+        await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+        async with pool.connection() as conn:  # another worker took the run over (attempt 2)
+            await conn.execute(
+                "UPDATE job_runs SET attempt = attempt + 1, lease_owner = 'someone-else',"
+                " lease_until = now() + interval '1 hour' WHERE id = %s",
+                (run_id,),
+            )
+        await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=20)
+        await wait_until(lambda: asyncio.sleep(0, result=run_id not in launcher.held))
+
+    row = await run_row(pool, run_id)
+    assert (row["state"], row["attempt"], row["lease_owner"]) == ("running", 2, "someone-else")
+
+
+async def test_a_quarantine_rule_fails_the_run_and_quarantines_its_schedule(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define(
+        template({OUTCOME: "fail", EXIT_CODE: "3"}),
+        failurePolicy={
+            "rules": [
+                {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [75]}},
+                {"action": "Quarantine", "onExitCodes": {"operator": "In", "values": [3]}},
+            ]
+        },
+    )
+    fired = await runs.submit(pool, job.uid, schedule_id=job.uid, fire_time=datetime.now(UTC))
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        row = await wait_state(pool, fired.run_id, "failed", "dead_lettered", "completed")
+
+    assert (row["state"], row["attempt"], row["failure_reason"]) == ("failed", 1, "permanent")
+    assert (row["pod_exit_code"], row["pod_reason"]) == (3, "Error")
+    assert "failurePolicy: Quarantine" in row["last_error"]
+    info = await schedules.get(pool, job.uid)
+    assert info is not None and info.quarantined
+    assert "exit code 3" in (info.quarantine_message or "")
+
+
+async def test_a_handler_job_in_pod_mode_runs_sundial_exec_in_the_runner_image(
+    pool, api_client, core_api, namespace
+):
+    job = Job(pool, namespace)
+    await job.define_handler("reports.nightly")
+    run_id = await job.submit(args={"day": "monday"})
+    launcher_settings = settings(
+        namespace,
+        worker(),
+        manifest=pod_manifest.ManifestSettings(instance=namespace, runner_image="runner:test"),
+    )
+
+    async with maintenance(pool), running_launcher(pool, api_client, launcher_settings):
+        row = await wait_state(pool, run_id, "completed", "failed", "dead_lettered")
+
+    assert row["state"] == "completed"
+    [pod] = run_pods(core_api, namespace, run_id)
+    [container] = pod.spec.containers
+    assert (container.image, container.command) == (
+        "runner:test",
+        ["sundial", "exec", "reports.nightly"],
+    )
+    assert env_of(pod)["SUNDIAL_ARGS"] == '{"day": "monday"}'
