@@ -165,3 +165,71 @@ def scheduler(
             await opened.close()
 
     asyncio.run(serve())
+
+
+@main.command()
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Watch only this namespace (repeatable). Default: every namespace.",
+)
+@click.option(
+    "--all-namespaces", is_flag=True, help="Watch every namespace (the default; explicit form)."
+)
+@click.option(
+    "--liveness-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port of GET /healthz (0 turns it off).",
+)
+@click.option(
+    "--holder",
+    default=None,
+    help="Lease holder name (default: host-pid); a restart with the same name leads at once.",
+)
+@click.option("--lease-ttl", type=click.FloatRange(1, 600), default=15.0, show_default=True)
+@click.option(
+    "--mirror-seconds",
+    type=click.FloatRange(0.2, 600),
+    default=3.0,
+    show_default=True,
+    help="Longest time between two status-mirror passes.",
+)
+def operator(
+    dsn: str,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    liveness_port: int,
+    holder: str | None,
+    lease_ttl: float,
+    mirror_seconds: float,
+) -> None:
+    """Run the Kubernetes operator: kopf handlers, the trigger loop and the status mirror.
+
+    Only the process holding the PostgreSQL `operator` lease acts; others stand by.
+    """
+    import asyncio
+    import datetime
+    import sys
+
+    from sundial.operator import runtime, trigger
+
+    if all_namespaces and namespaces:
+        raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    config = runtime.OperatorConfig(
+        dsn=dsn,
+        namespaces=None if all_namespaces or not namespaces else namespaces,
+        liveness_port=liveness_port,
+        holder=holder or trigger.default_holder(),
+        lease_ttl_seconds=lease_ttl,
+        mirror_interval=datetime.timedelta(seconds=mirror_seconds),
+    )
+    sys.exit(asyncio.run(runtime.serve(config)))
