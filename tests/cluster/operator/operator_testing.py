@@ -178,3 +178,27 @@ class StoreWorker:
 
 def get_json(kubectl: Callable[..., Any], *args: str) -> Any:
     return json.loads(kubectl("get", *args, "-o", "json").stdout)
+
+
+def scheduled_job_manifest(name: str, **spec: Any) -> str:
+    body = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name},
+        "spec": {"schedule": "*/1 * * * *", "handler": {"name": "tests.ok"}, **spec},
+    }
+    return json.dumps(body)
+
+
+def condition(body: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
+    for found in (body.get("status") or {}).get("conditions") or ():
+        if found["type"] == condition_type:
+            return dict(found)
+    return None
+
+
+def events_for(kubectl: Callable[..., Any], namespace: str, name: str) -> list[dict[str, Any]]:
+    listing = get_json(
+        kubectl, "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
+    )
+    return list(listing["items"])
