@@ -12,7 +12,8 @@ down) or ran twice (a restart) leaves the same end state.
   ``sundial.dev/mirror=true`` and are skipped) -> ``job_runs.reconcile``. JobRuns get no
   finalizer: deleting one leaves its run in PostgreSQL.
 
-The process-wide ``context.Context`` arrives in kopf's ``memo`` as ``memo.context``.
+The process-wide ``context.Context`` arrives in kopf's ``memo`` as ``memo.context``, and the
+process's stop event as ``memo.stop``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ def _context(memo: Any) -> context.Context:
 def login(**kwargs: Any) -> Any:
     """In a Pod, its ServiceAccount; elsewhere ``$KUBECONFIG`` (or ~/.kube/config)."""
     return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
+@kopf.on.cleanup(registry=registry)
+async def stopping(memo: Any, **_: Any) -> None:
+    """kopf is stopping (it owns SIGTERM): stop the loops beside it now, so they are done
+    before kopf cancels every task it considers its own."""
+    memo.stop.set()
 
 
 @kopf.on.create(*_SCHEDULED_JOBS, registry=registry)

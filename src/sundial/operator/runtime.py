@@ -22,6 +22,7 @@ import logging
 import signal
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import kopf
 
@@ -115,7 +116,7 @@ async def _lead(
                 standalone=True,
                 clusterwide=config.namespaces is None,
                 namespaces=config.namespaces or (),
-                memo=kopf.Memo(context=ctx),
+                memo=kopf.Memo(context=ctx, stop=stop),
                 stop_flag=kopf_stop,
             ),
             name="kopf",
@@ -140,6 +141,9 @@ async def _lead(
             )
     stop.set()
     kopf_stop.set()
+    for task in tasks:
+        if task.get_name() in {"lease-lost", "stop"}:
+            task.cancel()
     _, pending = await asyncio.wait(tasks, timeout=10)
     for task in pending:
         task.cancel()
@@ -148,4 +152,9 @@ async def _lead(
     api.close()
     if lead.lost.is_set():
         return 1
-    return 0 if any(task.get_name() == "stop" for task in done) else 1
+    asked_to_stop = any(task.get_name() in {"stop", "kopf"} for task in done)
+    return 0 if asked_to_stop and not failed_tasks(done) else 1
+
+
+def failed_tasks(done: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
+    return [task for task in done if not task.cancelled() and task.exception() is not None]

@@ -105,8 +105,11 @@ class OperatorProcess:
         if self.process is None or self.process.poll() is not None:
             return None if self.process is None else self.process.returncode
         self.process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
         try:
-            return self.process.wait(timeout=20)
+            code = self.process.wait(timeout=20)
+            print(f"operator stopped in {time.monotonic() - started:.1f}s with {code}")
+            return code
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait(timeout=10)
