@@ -233,3 +233,57 @@ def operator(
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
     )
     sys.exit(asyncio.run(runtime.serve(config)))
+
+
+@main.command("runs")
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option("--job", default=None, help="Only this job: namespace/name (or name in default).")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+def runs_(dsn: str, job: str | None, limit: int) -> None:
+    """List the newest runs from PostgreSQL: the full history, not only the JobRun window."""
+    import asyncio
+
+    from sundial.store import history
+    from sundial.store import pool as store_pool
+
+    namespace = name = None
+    if job is not None:
+        namespace, slash, name = job.partition("/")
+        if not slash:
+            namespace, name = "default", job
+
+    async def read() -> list[history.HistoryRow]:
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=1, name="sundial-runs")
+        try:
+            return await history.recent(opened, namespace=namespace, job=name, limit=limit)
+        finally:
+            await opened.close()
+
+    def when(moment: object) -> str:
+        return "-" if moment is None else f"{moment:%Y-%m-%dT%H:%M:%SZ}"
+
+    rows = asyncio.run(read())
+    header = ("ID", "JOB", "STATE", "ATTEMPT", "FIRE TIME", "STARTED", "FINISHED", "REASON")
+    table = [header] + [
+        (
+            str(row.id),
+            f"{row.namespace}/{row.job}",
+            row.state,
+            str(row.attempt),
+            when(row.fire_time),
+            when(row.started_at),
+            when(row.finished_at),
+            row.failure_reason or "-",
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[column]) for line in table) for column in range(len(header))]
+    for line in table:
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )

@@ -17,7 +17,16 @@ from datetime import datetime
 from sundial.store import queries
 from sundial.store.pool import Pool
 
-__all__ = ["RunView", "ScheduleView", "WindowRequest", "runs", "schedules", "window"]
+__all__ = [
+    "HistoryRow",
+    "RunView",
+    "ScheduleView",
+    "WindowRequest",
+    "recent",
+    "runs",
+    "schedules",
+    "window",
+]
 
 #: At most this many unfinished runs of one schedule are listed (``activeCount`` is exact).
 MAX_ACTIVE_LISTED = 100
@@ -110,3 +119,28 @@ async def schedules(pool: Pool, schedule_ids: Iterable[uuid.UUID]) -> dict[uuid.
         cursor = await conn.execute(queries.get("history_schedules"), {"ids": ids})
         rows = await cursor.fetchall()
     return {row[0]: ScheduleView(*row) for row in rows}
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    id: int
+    namespace: str
+    job: str
+    state: str
+    attempt: int
+    fire_time: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    failure_reason: str | None
+
+
+async def recent(
+    pool: Pool, *, namespace: str | None = None, job: str | None = None, limit: int = 50
+) -> list[HistoryRow]:
+    """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("history_recent"), {"namespace": namespace, "name": job, "limit": limit}
+        )
+        rows = await cursor.fetchall()
+    return [HistoryRow(*row) for row in rows]

@@ -5,6 +5,8 @@ The runs are completed by ``operator_testing.StoreWorker`` (the real claim/finis
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import psycopg
@@ -128,6 +130,25 @@ def test_runs_appear_succeed_and_history_is_pruned(
 
         reasons = {event["reason"] for event in events_for(kubectl, namespace, "hello")}
         assert "SuccessfulCreate" in reasons
+
+    # The full history, beyond the JobRun window, from PostgreSQL.
+    history = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sundial",
+            "runs",
+            "--dsn",
+            operator_dsn,
+            "--job",
+            f"{namespace}/hello",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert history[0].split()[:3] == ["ID", "JOB", "STATE"]
+    assert sum(" completed " in line for line in history[1:]) >= 5
 
 
 def test_deleting_a_scheduled_job_deactivates_its_schedule(
