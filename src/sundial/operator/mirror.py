@@ -29,6 +29,9 @@ import uuid
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
+import psycopg
+import psycopg_pool
+
 from sundial.api import common, conditions, job_run, scheduled_job
 from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
 from sundial.store import history, maintenance
@@ -93,8 +96,12 @@ class Mirror:
             for schedule_id, (_, spec, _) in parsed.items()
             if spec is not None
         ]
-        windows = await history.window(self.ctx.pool, requests)
-        views = await history.schedules(self.ctx.pool, parsed)
+        try:
+            windows = await history.window(self.ctx.pool, requests)
+            views = await history.schedules(self.ctx.pool, parsed)
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as error:
+            await self._store_unavailable(live, error)
+            raise
 
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
@@ -131,6 +138,41 @@ class Mirror:
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+    async def _store_unavailable(
+        self, bodies: list[Mapping[str, Any]], error: BaseException
+    ) -> None:
+        """Degraded=True on every ScheduledJob while PostgreSQL cannot be read (once each:
+        the message names only the kind of error, so repeated passes write nothing)."""
+        message = f"PostgreSQL is unreachable ({type(error).__name__}); runs are not fired"
+        wanted: list[tuple[str, common.ConditionStatus, str, str]] = [
+            (
+                conditions.ConditionType.DEGRADED,
+                "True",
+                conditions.ConditionReason.STORE_UNAVAILABLE,
+                message,
+            )
+        ]
+
+        async def one(body: Mapping[str, Any]) -> None:
+            metadata = body["metadata"]
+            current = body.get("status") or {}
+            desired = {
+                "conditions": status.conditions_with(
+                    current,
+                    wanted,
+                    now=self.ctx.clock.now(),
+                    generation=current.get("observedGeneration"),
+                )
+            }
+            patch = status.changes(current, desired)
+            if patch:
+                async with self._writes:
+                    await self.ctx.api.patch_status(
+                        kube.SCHEDULED_JOBS, metadata["namespace"], metadata["name"], patch
+                    )
+
+        await asyncio.gather(*(one(body) for body in bodies), return_exceptions=True)
 
     async def _sync_scheduled_job(
         self,

@@ -57,10 +57,12 @@ def mirror_name(scheduled_job_name: str, run_id: int) -> str:
     return f"{scheduled_job_name}-{run_id}"
 
 
-def job_run_status(
-    run: history.RunView, *, generation: int | None, pod_name: str | None = None
-) -> dict[str, Any]:
-    """A JobRun's status for ``run``: phase, attempt, reason, times and the last error."""
+def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str, Any]:
+    """A JobRun's status for ``run``: phase, attempt, reason, times and the last error.
+
+    ``podName`` and ``exitCode`` are left out: the pod launcher owns them, and a merge patch
+    of this dict never removes what it wrote.
+    """
     duration = None
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
@@ -75,7 +77,6 @@ def job_run_status(
         "duration": duration,
         "lastError": job_run.truncate_error(run.last_error) if run.last_error else None,
         "observedGeneration": generation,
-        "podName": pod_name,
     }
 
 
