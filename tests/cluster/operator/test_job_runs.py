@@ -168,3 +168,69 @@ def test_a_job_run_naming_a_missing_scheduled_job_is_stalled(
     found = wait_until(stalled, timeout=20, what="Stalled=True JobNotFound")
     assert found["reason"] == "JobNotFound"
     assert "nobody" in found["message"]
+
+
+def test_a_finished_job_run_is_deleted_after_its_ttl_and_its_run_stays(
+    sundial_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+):
+    with StoreWorker(operator_dsn):
+        kubectl(
+            "apply",
+            "-n",
+            namespace,
+            "-f",
+            "-",
+            stdin=manifests(
+                job_run(
+                    "short-lived", job={"handler": {"name": "tests.ok"}}, ttlSecondsAfterFinished=2
+                )
+            ),
+        )
+
+        def gone() -> bool:
+            sundial_operator.assert_alive()
+            result = kubectl("get", "-n", namespace, "jr", "short-lived", check=False)
+            return result.returncode != 0 and "NotFound" in result.stderr
+
+        wait_until(gone, timeout=30, what="the JobRun to be deleted after its TTL")
+    with psycopg.connect(operator_dsn) as conn:
+        row = conn.execute("SELECT state FROM job_runs").fetchone()
+    assert row == ("completed",)
+
+
+def test_cancelling_a_mirrored_job_run_cancels_its_run(
+    sundial_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    # No worker: the run stays pending until it is cancelled.
+    kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=scheduled_job_manifest("waiting", schedule="0 3 * * *"),
+    )
+    wait_until(
+        lambda: (get_json(kubectl, "-n", namespace, "sj", "waiting").get("status") or {}).get(
+            "observedGeneration"
+        ),
+        timeout=30,
+        what="the ScheduledJob to be stored",
+    )
+    kubectl("annotate", "-n", namespace, "sj", "waiting", "sundial.dev/run-now=go")
+
+    def mirrored() -> Any:
+        sundial_operator.assert_alive()
+        items = get_json(kubectl, "-n", namespace, "jr", "-l", "sundial.dev/scheduledjob=waiting")[
+            "items"
+        ]
+        pending = [item for item in items if (item.get("status") or {}).get("phase") == "Pending"]
+        return pending[0]["metadata"]["name"] if pending else None
+
+    name = wait_until(mirrored, timeout=30, what="the mirrored JobRun, Pending")
+    kubectl("patch", "-n", namespace, "jr", name, "--type=merge", "-p", '{"spec":{"cancel":true}}')
+    wait_until(
+        lambda: phase_of(kubectl, namespace, name) == "Cancelled",
+        timeout=20,
+        what="the mirrored JobRun Cancelled",
+    )
