@@ -87,14 +87,13 @@ class Mirror:
         for body in live:
             spec, problem = scheduled_jobs.parse(body)
             parsed[status.schedule_id(body)] = (body, spec, problem)
+        # Limits come from the raw spec (the schema bounds them), so a ScheduledJob stalled by
+        # an invalid edit keeps its window visible and up to date.
         requests = [
-            history.WindowRequest(
-                schedule_id,
-                max(1, spec.successful_runs_history_limit),
-                max(1, spec.failed_runs_history_limit),
+            history.WindowRequest(schedule_id, max(1, successful), max(1, failed))
+            for schedule_id, (successful, failed) in (
+                (schedule_id, _limits(body)) for schedule_id, (body, _, _) in parsed.items()
             )
-            for schedule_id, (_, spec, _) in parsed.items()
-            if spec is not None
         ]
         try:
             windows = await history.window(self.ctx.pool, requests)
@@ -187,17 +186,12 @@ class Mirror:
         try:
             if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
                 await scheduled_jobs.run_now(self.ctx, body)
-            if spec is not None and window is not None:
+            if window is not None:
+                successful, failed = _limits(body)
                 desired: dict[str, history.RunView] = {}
-                for run in (
-                    window.active
-                    + window.successful[: spec.successful_runs_history_limit]
-                    + window.failed[: spec.failed_runs_history_limit]
-                ):
+                for run in window.active + window.successful[:successful] + window.failed[:failed]:
                     desired[status.mirror_name(metadata["name"], run.id)] = run
                 await self._sync_mirrored(body, desired, existing)
-            else:
-                await asyncio.gather(*(self._delete(name, metadata) for name in existing))
             schedule_id = status.schedule_id(body)
             desired_status = status.scheduled_job_status(
                 body,
@@ -323,6 +317,20 @@ class Mirror:
 
 
 _ACTIVE = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
+
+
+def _limits(body: Mapping[str, Any]) -> tuple[int, int]:
+    """(successfulRunsHistoryLimit, failedRunsHistoryLimit), with the API's defaults."""
+    spec = body.get("spec") or {}
+    defaults = scheduled_job.ScheduledJobSpec.model_fields
+    successful = spec.get("successfulRunsHistoryLimit")
+    failed = spec.get("failedRunsHistoryLimit")
+    return (
+        int(
+            defaults["successful_runs_history_limit"].default if successful is None else successful
+        ),
+        int(defaults["failed_runs_history_limit"].default if failed is None else failed),
+    )
 
 
 def _owner_uid(body: Mapping[str, Any]) -> uuid.UUID | None:

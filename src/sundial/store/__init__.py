@@ -29,7 +29,7 @@ expiry and due-ness are decided by the database clock. The API, stable from here
                                                                   # a JobRun's inline job
     history.window(pool, [WindowRequest(schedule_id, successful, failed)]) -> {id: Window}
     history.runs(pool, run_ids) / history.schedules(pool, ids) / history.recent(pool, ...)
-                                                                  # the status mirror, `sundial runs`
+                                                  # the status mirror and `sundial runs`
 
     reaper.reap(pool, *, limit=1000) -> ReapResult(requeued, ended)
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
