@@ -45,7 +45,18 @@ def wait_until(
 class OperatorProcess:
     """``python -m sundial operator`` against the test cluster and database."""
 
-    def __init__(self, dsn: str, kubeconfig: Path, namespace: str | None, log_dir: Path) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        kubeconfig: Path,
+        namespace: str | None,
+        log_dir: Path,
+        *,
+        liveness_port: int = 0,
+        name: str = "operator",
+    ) -> None:
+        self.liveness_port = liveness_port
+        self.name = name
         self.dsn = dsn
         self.kubeconfig = kubeconfig
         self.namespace = namespace
@@ -56,7 +67,7 @@ class OperatorProcess:
 
     @property
     def log_path(self) -> Path:
-        return self.log_dir / f"operator-{self.starts}.log"
+        return self.log_dir / f"{self.name}-{self.starts}.log"
 
     def start(self) -> None:
         self.starts += 1
@@ -68,7 +79,7 @@ class OperatorProcess:
             "--dsn",
             self.dsn,
             "--liveness-port",
-            "0",
+            str(self.liveness_port),
             "--holder",
             self.holder,
             "--lease-ttl",
@@ -116,7 +127,7 @@ class OperatorProcess:
 
     def logs(self) -> str:
         return "\n".join(
-            (self.log_dir / f"operator-{n}.log").read_text(errors="replace")
+            (self.log_dir / f"{self.name}-{n}.log").read_text(errors="replace")
             for n in range(1, self.starts + 1)
         )
 
