@@ -386,3 +386,125 @@ def pod_launcher(
             api_client.close()  # type: ignore[no-untyped-call]
 
     asyncio.run(serve())
+
+
+@main.command()
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Watch only this namespace (repeatable). Default: every namespace.",
+)
+@click.option(
+    "--all-namespaces", is_flag=True, help="Watch every namespace (the default; explicit form)."
+)
+@click.option(
+    "--liveness-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port of GET /healthz (0 turns it off).",
+)
+@click.option(
+    "--holder",
+    default=None,
+    help="Lease holder name (default: host-pid); a restart with the same name leads at once.",
+)
+@click.option("--lease-ttl", type=click.FloatRange(1, 600), default=15.0, show_default=True)
+@click.option(
+    "--mirror-seconds",
+    type=click.FloatRange(0.2, 600),
+    default=3.0,
+    show_default=True,
+    help="Longest time between two status-mirror passes.",
+)
+def operator(
+    dsn: str,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    liveness_port: int,
+    holder: str | None,
+    lease_ttl: float,
+    mirror_seconds: float,
+) -> None:
+    """Run the Kubernetes operator: kopf handlers, the trigger loop and the status mirror.
+
+    Only the process holding the PostgreSQL `operator` lease acts; others stand by.
+    """
+    import asyncio
+    import datetime
+    import sys
+
+    from sundial.operator import runtime, trigger
+
+    if all_namespaces and namespaces:
+        raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    config = runtime.OperatorConfig(
+        dsn=dsn,
+        namespaces=None if all_namespaces or not namespaces else namespaces,
+        liveness_port=liveness_port,
+        holder=holder or trigger.default_holder(),
+        lease_ttl_seconds=lease_ttl,
+        mirror_interval=datetime.timedelta(seconds=mirror_seconds),
+    )
+    sys.exit(asyncio.run(runtime.serve(config)))
+
+
+@main.command("runs")
+@click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+@click.option("--job", default=None, help="Only this job: namespace/name (or name in default).")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+def runs_(dsn: str, job: str | None, limit: int) -> None:
+    """List the newest runs from PostgreSQL: the full history, not only the JobRun window."""
+    import asyncio
+
+    from sundial.store import history
+    from sundial.store import pool as store_pool
+
+    namespace = name = None
+    if job is not None:
+        namespace, slash, name = job.partition("/")
+        if not slash:
+            namespace, name = "default", job
+
+    async def read() -> list[history.HistoryRow]:
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=1, name="sundial-runs")
+        try:
+            return await history.recent(opened, namespace=namespace, job=name, limit=limit)
+        finally:
+            await opened.close()
+
+    def when(moment: object) -> str:
+        return "-" if moment is None else f"{moment:%Y-%m-%dT%H:%M:%SZ}"
+
+    rows = asyncio.run(read())
+    header = ("ID", "JOB", "STATE", "ATTEMPT", "FIRE TIME", "STARTED", "FINISHED", "REASON")
+    table = [header] + [
+        (
+            str(row.id),
+            f"{row.namespace}/{row.job}",
+            row.state,
+            str(row.attempt),
+            when(row.fire_time),
+            when(row.started_at),
+            when(row.finished_at),
+            row.failure_reason or "-",
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[column]) for line in table) for column in range(len(header))]
+    for line in table:
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )

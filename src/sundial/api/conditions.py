@@ -66,6 +66,12 @@ class ConditionReason(enum.StrEnum):
     """Degraded=True: the circuit breaker of ``spec.dependency`` is open; runs wait."""
     STORE_UNAVAILABLE = "StoreUnavailable"
     """Degraded=True (or Ready=Unknown): PostgreSQL could not be reached."""
+    AS_EXPECTED = "AsExpected"
+    """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
+    WAITING_FOR_UPSTREAM = "WaitingForUpstream"
+    """Reconciling=True on a JobRun whose ``dependsOn`` names a JobRun not submitted yet."""
+    SUBMITTED = "Submitted"
+    """Ready=True on a JobRun: its run exists in PostgreSQL (``status.runId``)."""
 
 
 class EventReason(enum.StrEnum):

@@ -25,6 +25,12 @@ expiry and due-ness are decided by the database clock. The API, stable from here
                   Outcome.timed_out(run) | Outcome.crashed(run, error) |
                   Outcome.cancelled(run)]) -> FinishResult(states, lost, released)
 
+    schedules.upsert_job(pool, *, uid=, namespace=, name=, generation=, spec=) -> bool
+                                                                  # a JobRun's inline job
+    history.window(pool, [WindowRequest(schedule_id, successful, failed)]) -> {id: Window}
+    history.runs(pool, run_ids) / history.schedules(pool, ids) / history.recent(pool, ...)
+                                                  # the status mirror and `sundial runs`
+
     reaper.reap(pool, *, limit=1000) -> ReapResult(requeued, ended)
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
     leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None

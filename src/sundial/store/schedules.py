@@ -19,7 +19,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from sundial.api import scheduled_job
+from sundial.api import common, scheduled_job
 from sundial.scheduling import concurrency, cron, missed_fires, plan, spread
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
@@ -37,6 +37,7 @@ __all__ = [
     "rules",
     "set_suspended",
     "upsert",
+    "upsert_job",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 300
@@ -132,6 +133,26 @@ async def upsert(
     return UpsertResult(schedule_id, bool(row[1]), None if stalled is not None else row[0], stalled)
 
 
+async def upsert_job(
+    pool: Pool,
+    *,
+    uid: uuid.UUID | str,
+    namespace: str,
+    name: str,
+    generation: int,
+    spec: common.JobSpec,
+) -> bool:
+    """Create or update a job definition with no schedule (a JobRun's inline ``job``).
+
+    ``name`` must not be a ScheduledJob's name in ``namespace`` (one active definition owns a
+    name): the operator uses ``jobrun:<uid>``. False when a newer generation is stored already.
+    """
+    row = _job_row(uuid.UUID(str(uid)), namespace, name, generation, spec)
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("schedule_upsert_job"), row)
+        return await cursor.fetchone() is not None
+
+
 async def set_suspended(pool: Pool, schedule_id: uuid.UUID, suspended: bool) -> bool:
     """Suspend or resume; on resume the missed-fire policy decides what the pause owes."""
     async with pool.connection() as conn:
@@ -202,7 +223,7 @@ def _job_row(
     namespace: str,
     name: str,
     generation: int,
-    spec: scheduled_job.ScheduledJobSpec,
+    spec: common.JobSpec,
 ) -> dict[str, Any]:
     retry = spec.retry
     template = spec.template
@@ -227,7 +248,7 @@ def _job_row(
         "backoff_base_seconds": float(retry.backoff_base_seconds) if retry else 1.0,
         "backoff_cap_seconds": float(retry.backoff_cap_seconds) if retry else 300.0,
         "dependency": spec.dependency,
-        "quarantine_after": spec.quarantine_after,
+        "quarantine_after": getattr(spec, "quarantine_after", None),
         "pod_template": (
             # A handler run as a Pod of the runner image needs no template of its own.
             (Jsonb({}) if model == "pod" else None)
@@ -242,8 +263,9 @@ def _job_row(
                 for rule in policy.rules
             ]
         ),
-        "successful_runs_history_limit": spec.successful_runs_history_limit,
-        "failed_runs_history_limit": spec.failed_runs_history_limit,
+        # A JobRun's inline job has no history limits of its own; the columns' defaults apply.
+        "successful_runs_history_limit": getattr(spec, "successful_runs_history_limit", 3),
+        "failed_runs_history_limit": getattr(spec, "failed_runs_history_limit", 1),
     }
 
 

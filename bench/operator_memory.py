@@ -1,0 +1,138 @@
+"""The operator's peak memory and time to Ready with N ScheduledJobs on the local cluster.
+
+Not a test: prints figures. Starts a throwaway PostgreSQL and the local control plane of
+``hack/cluster`` (binaries built once; see tests/cluster), applies the CRDs, starts
+``sundial operator`` as a subprocess, applies N ScheduledJobs (``0 3 * * *``: none fires
+during the run) and waits until every one reports Ready=True. Then it samples the operator's
+peak resident set (VmHWM in /proc/<pid>/status) and its current RSS after a few idle mirror
+passes.
+
+    .venv/bin/python bench/operator_memory.py [--jobs 1000] [--mirror-seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sundial.localdev import cluster, postgres
+from sundial.store import migrate
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmHWM", "VmRSS"):
+            values[key] = int(rest.split()[0])
+    return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--mirror-seconds", type=float, default=3.0)
+    parser.add_argument("--timeout", type=float, default=900.0)
+    options = parser.parse_args()
+
+    state = Path(tempfile.mkdtemp(prefix="sundial-bench-operator-"))
+    with postgres.throwaway_postgres() as server:
+        dsn = server.dsn
+        migrate.migrate(dsn)
+        local = cluster.start(state / "cluster", owner_pid=os.getpid())
+        try:
+            kubectl = local.kubectl
+            kubectl("apply", "--server-side", "-f", str(REPOSITORY / "crds"))
+            kubectl(
+                "wait",
+                "--for=condition=Established",
+                "crd/scheduledjobs.sundial.dev",
+                "crd/jobruns.sundial.dev",
+            )
+            kubectl("create", "namespace", "bench")
+            log_path = state / "operator.log"
+            with log_path.open("wb") as log:
+                operator = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "sundial",
+                        "operator",
+                        "--dsn",
+                        dsn,
+                        "--namespace",
+                        "bench",
+                        "--liveness-port",
+                        "0",
+                        "--mirror-seconds",
+                        str(options.mirror_seconds),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, "KUBECONFIG": str(local.kubeconfig)},
+                )
+            try:
+                started = time.monotonic()
+                for first in range(0, options.jobs, 250):
+                    items = [
+                        {
+                            "apiVersion": "sundial.dev/v1alpha1",
+                            "kind": "ScheduledJob",
+                            "metadata": {"name": f"job-{index:05d}"},
+                            "spec": {"schedule": "0 3 * * *", "handler": {"name": "bench.noop"}},
+                        }
+                        for index in range(first, min(first + 250, options.jobs))
+                    ]
+                    kubectl(
+                        "apply",
+                        "-n",
+                        "bench",
+                        "-f",
+                        "-",
+                        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
+                    )
+                applied = time.monotonic() - started
+                ready = 0
+                while time.monotonic() - started < options.timeout:
+                    if operator.poll() is not None:
+                        sys.exit(f"the operator exited with {operator.returncode}; see {log_path}")
+                    listing = json.loads(kubectl("get", "sj", "-n", "bench", "-o", "json").stdout)
+                    ready = sum(
+                        1
+                        for item in listing["items"]
+                        for condition in (item.get("status") or {}).get("conditions") or ()
+                        if condition["type"] == "Ready" and condition["status"] == "True"
+                    )
+                    if ready == options.jobs:
+                        break
+                    time.sleep(2)
+                all_ready = time.monotonic() - started
+                time.sleep(options.mirror_seconds * 4)  # a few idle mirror passes
+                memory = memory_kib(operator.pid)
+                print(f"ScheduledJobs:            {options.jobs} (Ready: {ready})")
+                print(f"applied in:               {applied:.1f} s")
+                print(f"all Ready after:          {all_ready:.1f} s")
+                print(f"operator peak RSS VmHWM:  {memory['VmHWM'] / 1024:.1f} MiB")
+                print(f"operator RSS when idle:   {memory['VmRSS'] / 1024:.1f} MiB")
+                print(
+                    "reproduce: .venv/bin/python bench/operator_memory.py "
+                    f"--jobs {options.jobs} --mirror-seconds {options.mirror_seconds}"
+                )
+            finally:
+                operator.send_signal(signal.SIGTERM)
+                operator.wait(timeout=60)
+        finally:
+            local.stop()
+
+
+if __name__ == "__main__":
+    main()

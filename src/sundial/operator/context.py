@@ -1,0 +1,61 @@
+"""What every part of a running operator shares: the pool, the API, the recorder, the clock.
+
+One ``Context`` per process, handed to kopf handlers through kopf's ``memo`` and to the loops
+directly. It holds no per-object state but two small maps the status mirror reads: missed
+fires the trigger reported (for the ScheduleMissed condition), and the ScheduledJobs the
+mirror saw last (so the trigger's Events find their object).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sundial.operator import events, kube
+from sundial.scheduling import clock as clocks
+from sundial.store.pool import Pool
+
+__all__ = [
+    "LABEL_MIRROR",
+    "LABEL_SCHEDULED_JOB",
+    "RUN_NOW_ANNOTATION",
+    "Context",
+    "OperatorSettings",
+]
+
+#: On JobRuns the mirror writes: the ScheduledJob's name, and a marker the handlers skip.
+LABEL_SCHEDULED_JOB = "sundial.dev/scheduledjob"
+LABEL_MIRROR = "sundial.dev/mirror"
+#: On a ScheduledJob (or a JobRun with jobRef): start a run now; the operator removes it.
+RUN_NOW_ANNOTATION = "sundial.dev/run-now"
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    #: The namespaces watched; ``None``: all of them.
+    namespaces: Sequence[str] | None = None
+    #: The longest time between two status-mirror passes (a change wakes it sooner).
+    mirror_interval: timedelta = timedelta(seconds=3)
+    #: Concurrent API writes of one mirror pass.
+    write_concurrency: int = 16
+    #: Finished runs older than this move to the month partitions.
+    archive_after: timedelta = timedelta(hours=1)
+
+
+@dataclass
+class Context:
+    pool: Pool
+    api: kube.KubeApi
+    recorder: events.EventRecorder
+    clock: clocks.Clock
+    settings: OperatorSettings = field(default_factory=OperatorSettings)
+    #: Set to run a mirror pass now (after a handler stored a change).
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    #: schedule id -> (reason, message) of the latest missed-fire report, until a normal fire.
+    missed: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
+    #: schedule id -> the ScheduledJob body as the last mirror pass listed it.
+    scheduled_jobs: dict[uuid.UUID, Mapping[str, Any]] = field(default_factory=dict)

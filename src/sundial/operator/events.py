@@ -1,0 +1,89 @@
+"""Kubernetes Events on ScheduledJobs and JobRuns, posted off the hot path.
+
+Reconcilers and the trigger call ``record`` (never blocks, never raises); one task posts the
+queued Events. Events are best effort, as in Kubernetes itself: a full queue or a failed post
+is logged and dropped, and never stops a reconcile. Reasons are ``api.conditions.EventReason``
+members (or a scheduling error's ``reason``), the words users grep for (DESIGN.md section 8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sundial.operator import kube
+from sundial.scheduling import clock as clocks
+
+__all__ = ["NORMAL", "WARNING", "EventRecorder"]
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+log = logging.getLogger("sundial.operator.events")
+
+
+@dataclass(frozen=True)
+class _Event:
+    involved: Mapping[str, Any]
+    event_type: str
+    reason: str
+    message: str
+
+
+class EventRecorder:
+    def __init__(self, api: kube.KubeApi, clock: clocks.Clock, *, capacity: int = 10_000) -> None:
+        self._api = api
+        self._clock = clock
+        self._queue: asyncio.Queue[_Event] = asyncio.Queue(maxsize=capacity)
+
+    def record(
+        self, involved: Mapping[str, Any], event_type: str, reason: str, message: str
+    ) -> None:
+        """Queue an Event on ``involved`` (a body with apiVersion, kind and metadata)."""
+        reference = {
+            "apiVersion": involved.get("apiVersion"),
+            "kind": involved.get("kind"),
+            "metadata": {
+                key: involved["metadata"].get(key) for key in ("name", "namespace", "uid")
+            },
+        }
+        try:
+            self._queue.put_nowait(_Event(reference, event_type, reason, message))
+        except asyncio.QueueFull:
+            log.warning("event queue full; event dropped", extra={"reason": reason})
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Post queued Events until ``stop`` is set."""
+        while not stop.is_set():
+            getter = asyncio.ensure_future(self._queue.get())
+            stopper = asyncio.ensure_future(stop.wait())
+            done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                stopper.cancel()
+                break
+            stopper.cancel()
+            await self._post(getter.result())
+
+    async def flush(self) -> None:
+        """Post what is queued now (used at shutdown)."""
+        while not self._queue.empty():
+            await self._post(self._queue.get_nowait())
+
+    async def _post(self, event: _Event) -> None:
+        try:
+            await self._api.post_event(
+                event.involved,
+                event_type=event.event_type,
+                reason=event.reason,
+                message=event.message,
+                now=self._clock.now(),
+            )
+        except Exception as error:  # best effort: never stop the operator for an Event
+            log.warning(
+                "could not post event",
+                extra={"reason": event.reason, "error": str(error)[:200]},
+            )

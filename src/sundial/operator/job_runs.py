@@ -1,0 +1,241 @@
+"""JobRuns a user created: each is one run in PostgreSQL, submitted once, then followed.
+
+``reconcile`` is idempotent and safe to call at any time, from kopf's handlers (the fast path)
+and from every status-mirror pass (the level-triggered safety net that makes restarts and
+lost events harmless):
+
+* not submitted yet: resolve the job (``jobRef`` -> that ScheduledJob's job definition, or the
+  inline ``job`` -> a definition of its own keyed by the JobRun's uid), resolve ``dependsOn``
+  names to run ids, and submit with the idempotency key (``idempotencyKey`` scoped to the
+  namespace, else the uid) - so re-applying a manifest, or submitting twice after a crash,
+  creates one run. An upstream JobRun that has no run yet means "try again on the next pass";
+* ``cancel: true``: cancel the run (or never submit it);
+* otherwise: copy the run's state into ``status``, and delete the object
+  ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+
+from sundial.api import common, conditions, job_run
+from sundial.api.conditions import ConditionReason, ConditionType
+from sundial.operator import context, events, kube, status
+from sundial.store import errors as store_errors
+from sundial.store import history, runs, schedules
+
+__all__ = ["reconcile"]
+
+log = logging.getLogger("sundial.operator.jobrun")
+
+Wanted = tuple[str, common.ConditionStatus, str, str]
+
+
+async def reconcile(
+    ctx: context.Context, body: Mapping[str, Any], run: history.RunView | None = None
+) -> None:
+    """Bring one user JobRun and its run in line; ``run``: the run if the caller read it."""
+    metadata = body["metadata"]
+    current = body.get("status") or {}
+    generation = metadata.get("generation")
+    try:
+        spec = job_run.JobRunSpec.model_validate(body.get("spec") or {})
+    except pydantic.ValidationError as error:
+        message = "; ".join(
+            ".".join(str(p) for p in ("spec", *d["loc"])) + ": " + d["msg"] for d in error.errors()
+        )
+        await _report(
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, message)
+        )
+        return
+    run_id = current.get("runId")
+    if run_id is None:
+        if spec.cancel:
+            await _write(
+                ctx,
+                body,
+                {"phase": "Cancelled", "reason": "cancelled before it was submitted"},
+                [(ConditionType.READY, "False", "Cancelled", "cancelled before submission")],
+            )
+            return
+        run_id = await _submit(ctx, body, spec)
+        if run_id is None:
+            return
+        run = None
+    run_number = int(run_id)
+    if run is None:
+        run = (await history.runs(ctx.pool, [run_number])).get(run_number)
+    if run is None:
+        return  # archived away and dropped: leave the last status as it is
+    if spec.cancel and run.state in runs.ACTIVE_STATES:
+        result = await runs.cancel(ctx.pool, run_number, reason="cancelled: spec.cancel is true")
+        log.info("JobRun cancelled", extra={"object": _ref(body), "result": str(result)})
+        run = (await history.runs(ctx.pool, [run_number])).get(run_number) or run
+    desired = status.job_run_status(run, generation=generation)
+    await _write(
+        ctx,
+        body,
+        desired,
+        [
+            (ConditionType.READY, "True", ConditionReason.SUBMITTED, f"run {run.id}"),
+            (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
+            (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
+        ],
+    )
+    if desired["phase"] != current.get("phase") and desired["phase"] == "DeadLettered":
+        ctx.recorder.record(
+            body,
+            events.WARNING,
+            conditions.EventReason.DEAD_LETTERED,
+            f"run {run.id} used up its retries: {run.last_error or run.failure_reason}",
+        )
+    await _expire(ctx, body, spec, run)
+
+
+async def _submit(
+    ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec
+) -> str | None:
+    metadata = body["metadata"]
+    namespace = metadata["namespace"]
+    uid = str(metadata["uid"])
+    args: dict[str, Any] = {}
+    if spec.job_ref is not None:
+        owner = await ctx.api.get(kube.SCHEDULED_JOBS, namespace, spec.job_ref.name)
+        if owner is None:
+            message = (
+                f"spec.jobRef.name: there is no ScheduledJob {spec.job_ref.name!r} in {namespace}"
+            )
+            await _report(
+                ctx, body, (ConditionType.STALLED, "True", ConditionReason.JOB_NOT_FOUND, message)
+            )
+            return None
+        job: uuid.UUID | str = uuid.UUID(str(owner["metadata"]["uid"]))
+        handler = (owner.get("spec") or {}).get("handler") or {}
+        args.update(handler.get("args") or {})
+    else:
+        assert spec.job is not None
+        job = uuid.UUID(uid)
+        await schedules.upsert_job(
+            ctx.pool,
+            uid=job,
+            namespace=namespace,
+            name=f"jobrun:{uid}",
+            generation=int(metadata.get("generation") or 0),
+            spec=spec.job,
+        )
+        if spec.job.handler is not None:
+            args.update(spec.job.handler.args or {})
+    args.update(spec.args or {})
+    upstream: list[int] = []
+    for name in spec.depends_on or ():
+        parent = await ctx.api.get(kube.JOB_RUNS, namespace, name)
+        parent_run = ((parent or {}).get("status") or {}).get("runId")
+        if parent_run is None:
+            message = f"spec.dependsOn: JobRun {name!r} has no run yet; waiting for it"
+            await _report(
+                ctx,
+                body,
+                (ConditionType.RECONCILING, "True", ConditionReason.WAITING_FOR_UPSTREAM, message),
+            )
+            return None
+        upstream.append(int(parent_run))
+    run_at = spec.run_at
+    if run_at is None and spec.delay_seconds:
+        created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
+        run_at = created + datetime.timedelta(seconds=spec.delay_seconds)
+    key = f"{namespace}/{spec.idempotency_key}" if spec.idempotency_key else uid
+    try:
+        submitted = await runs.submit(
+            ctx.pool,
+            job,
+            args=args,
+            priority=spec.priority,
+            run_at=run_at,
+            idempotency_key=key,
+            depends_on=upstream,
+        )
+    except store_errors.UnknownJobError as error:
+        await _report(
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.JOB_NOT_FOUND, str(error))
+        )
+        return None
+    except store_errors.InvalidSubmissionError as error:
+        await _report(
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, str(error))
+        )
+        return None
+    if submitted.created:
+        ctx.recorder.record(
+            body,
+            events.NORMAL,
+            conditions.EventReason.SUCCESSFUL_CREATE,
+            f"created run {submitted.run_id}",
+        )
+    log.info(
+        "JobRun submitted",
+        extra={"object": _ref(body), "run_id": submitted.run_id, "run_created": submitted.created},
+    )
+    await ctx.api.patch_status(
+        kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
+    )
+    return str(submitted.run_id)
+
+
+async def _expire(
+    ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec, run: history.RunView
+) -> None:
+    if spec.ttl_seconds_after_finished is None or run.finished_at is None:
+        return
+    expires = run.finished_at + datetime.timedelta(seconds=spec.ttl_seconds_after_finished)
+    if ctx.clock.now() >= expires:
+        metadata = body["metadata"]
+        await ctx.api.delete(kube.JOB_RUNS, metadata["namespace"], metadata["name"])
+        log.info("JobRun deleted after ttlSecondsAfterFinished", extra={"object": _ref(body)})
+
+
+async def _report(ctx: context.Context, body: Mapping[str, Any], condition: Wanted) -> None:
+    """Write one condition; a new Stalled reason also gets a Warning Event."""
+    before = ((body.get("status") or {}).get("conditions")) or []
+    seen = any(
+        c.get("type") == condition[0]
+        and c.get("reason") == condition[2]
+        and c.get("status") == condition[1]
+        for c in before
+    )
+    if condition[0] == ConditionType.STALLED and not seen:
+        ctx.recorder.record(body, events.WARNING, condition[2], condition[3])
+    await _write(ctx, body, {}, [condition])
+
+
+async def _write(
+    ctx: context.Context,
+    body: Mapping[str, Any],
+    desired: dict[str, Any],
+    wanted: list[Wanted],
+) -> None:
+    metadata = body["metadata"]
+    current = body.get("status") or {}
+    desired = dict(desired)
+    desired["conditions"] = status.conditions_with(
+        current, wanted, now=ctx.clock.now(), generation=metadata.get("generation")
+    )
+    patch = status.changes(current, desired)
+    if patch:
+        await ctx.api.patch_status(kube.JOB_RUNS, metadata["namespace"], metadata["name"], patch)
+
+
+def _ref(body: Mapping[str, Any]) -> str:
+    metadata = body["metadata"]
+    return f"{metadata.get('namespace')}/{metadata.get('name')}"
+
+
+async def cancel_run(ctx: context.Context, body: Mapping[str, Any], run_id: int) -> None:
+    """``spec.cancel`` on a mirrored JobRun: cancel its run (the next pass shows the result)."""
+    result = await runs.cancel(ctx.pool, run_id, reason="cancelled: spec.cancel is true")
+    log.info("mirrored JobRun cancelled", extra={"object": _ref(body), "result": str(result)})

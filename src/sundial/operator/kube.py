@@ -1,0 +1,211 @@
+"""The operator's own calls to the Kubernetes API, outside kopf's handlers.
+
+kopf watches and dispatches; the status mirror, the event recorder and the JobRun submitter
+also read and write objects on their own schedule. They go through this one class, which runs
+the official (synchronous) client in worker threads so the event loop never blocks. Status is
+written only through the ``/status`` subresource, with JSON merge patches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client import exceptions
+
+from sundial.api import common
+
+__all__ = ["JOB_RUNS", "SCHEDULED_JOBS", "KubeApi", "is_conflict", "is_not_found", "plain"]
+
+SCHEDULED_JOBS = "scheduledjobs"
+JOB_RUNS = "jobruns"
+
+
+def is_not_found(error: BaseException) -> bool:
+    return isinstance(error, exceptions.ApiException) and error.status == 404
+
+
+def is_conflict(error: BaseException) -> bool:
+    return isinstance(error, exceptions.ApiException) and error.status == 409
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every mapping a dict and every sequence a list (kopf hands out views)."""
+    if isinstance(value, Mapping):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a blocking client call in a worker thread."""
+    return await asyncio.to_thread(function, *args, **kwargs)
+
+
+class KubeApi:
+    """Typed-enough access to ScheduledJobs, JobRuns and Events for one kubeconfig."""
+
+    def __init__(self, api_client: client.ApiClient | None = None) -> None:
+        if api_client is None:
+            try:
+                config.load_incluster_config()  # type: ignore[no-untyped-call]
+                configuration = client.Configuration.get_default_copy()
+            except config.ConfigException:
+                configuration = client.Configuration()
+                config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            # The mirror and the event recorder call from several threads at once.
+            configuration.connection_pool_maxsize = 16
+            api_client = client.ApiClient(configuration)
+        self.api_client = api_client
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+
+    def close(self) -> None:
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+    async def list(self, plural: str, namespaces: Sequence[str] | None, **kwargs: Any) -> list[Any]:
+        """Objects of ``plural`` in ``namespaces`` (``None``: every namespace), as dicts."""
+        if namespaces is None:
+            listing = await _call(
+                self.custom.list_cluster_custom_object,
+                common.GROUP,
+                common.VERSION,
+                plural,
+                **kwargs,
+            )
+            return list(listing["items"])
+        items: list[Any] = []
+        for namespace in namespaces:
+            listing = await _call(
+                self.custom.list_namespaced_custom_object,
+                common.GROUP,
+                common.VERSION,
+                namespace,
+                plural,
+                **kwargs,
+            )
+            items.extend(listing["items"])
+        return items
+
+    async def get(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            found = await _call(
+                self.custom.get_namespaced_custom_object,
+                common.GROUP,
+                common.VERSION,
+                namespace,
+                plural,
+                name,
+            )
+        except exceptions.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(found)
+
+    async def create(self, plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        created = await _call(
+            self.custom.create_namespaced_custom_object,
+            common.GROUP,
+            common.VERSION,
+            namespace,
+            plural,
+            dict(body),
+        )
+        return dict(created)
+
+    async def patch(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Merge-patch the object (not its status); ``None`` if it is gone."""
+        try:
+            patched = await _call(
+                self.custom.patch_namespaced_custom_object,
+                common.GROUP,
+                common.VERSION,
+                namespace,
+                plural,
+                name,
+                dict(patch),
+            )
+        except exceptions.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(patched)
+
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> bool:
+        """Merge-patch ``status`` through the subresource; False if the object is gone."""
+        try:
+            await _call(
+                self.custom.patch_namespaced_custom_object_status,
+                common.GROUP,
+                common.VERSION,
+                namespace,
+                plural,
+                name,
+                {"status": dict(status)},
+            )
+        except exceptions.ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    async def delete(self, plural: str, namespace: str, name: str) -> bool:
+        try:
+            await _call(
+                self.custom.delete_namespaced_custom_object,
+                common.GROUP,
+                common.VERSION,
+                namespace,
+                plural,
+                name,
+            )
+        except exceptions.ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    async def post_event(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        event_type: str,
+        reason: str,
+        message: str,
+        now: datetime.datetime,
+    ) -> None:
+        """Record a core/v1 Event on the object ``involved`` (a body with kind and metadata)."""
+        metadata = involved["metadata"]
+        namespace = metadata.get("namespace") or "default"
+        event = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(
+                name=f"{metadata['name']}.{uuid.uuid4().hex[:16]}", namespace=namespace
+            ),
+            involved_object=client.V1ObjectReference(
+                api_version=involved.get("apiVersion", common.API_VERSION),
+                kind=involved["kind"],
+                name=metadata["name"],
+                namespace=namespace,
+                uid=metadata.get("uid"),
+            ),
+            type=event_type,
+            reason=reason,
+            message=message[:1024],
+            first_timestamp=now,
+            last_timestamp=now,
+            count=1,
+            source=client.V1EventSource(component="sundial-operator"),
+            reporting_component="sundial.dev/operator",
+            reporting_instance="sundial-operator",
+        )
+        await _call(self.core.create_namespaced_event, namespace, event)

@@ -1,0 +1,35 @@
+"""The liveness endpoint: ``GET /healthz`` answers 200 while the event loop turns.
+
+It answers for a standby too (a standby is alive; it is just not acting), with the role in
+the body, so a probe restarts a wedged process but never a healthy standby.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+__all__ = ["LivenessServer"]
+
+
+class LivenessServer:
+    def __init__(self, port: int, role: Callable[[], str], *, host: str = "0.0.0.0") -> None:
+        self.port = port
+        self.host = host
+        self._role = role
+        self._runner: web.AppRunner | None = None
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "role": self._role()})
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()

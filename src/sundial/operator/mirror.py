@@ -1,0 +1,367 @@
+"""The status mirror (DESIGN.md section 4): PostgreSQL holds every run, etcd a bounded window.
+
+Level-triggered: every pass (each ``mirror_interval``, or sooner when a handler sets
+``Context.wake``) recomputes, for every ScheduledJob, the desired set of JobRun objects from
+PostgreSQL - its unfinished runs, its last ``successfulRunsHistoryLimit`` succeeded runs and its
+last ``failedRunsHistoryLimit`` failed ones - and creates, patches or deletes JobRuns (owned by
+the ScheduledJob, labelled ``sundial.dev/mirror=true``) to match, then the ScheduledJob's own
+status. Nothing is remembered between passes, so a restarted operator, a missed watch event
+or an object deleted by hand all heal on the next pass.
+
+The write bound: a pass writes only what differs from what the apiserver already has, and per
+ScheduledJob at most its window (active + history limits). A job whose runs finish faster than
+the pass interval has intermediate runs that are never mirrored at all (they are in
+PostgreSQL, ``sundial runs`` shows them), so the API write rate grows with the number of jobs
+and their windows, never with the run rate. User-created JobRuns are followed here too
+(``job_runs.reconcile``), until they are deleted or their ``ttlSecondsAfterFinished`` passes.
+
+A pass reads three things in bulk - the ScheduledJobs, the JobRuns, the window rows (one SQL
+statement for all schedules) - and writes with bounded concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+import psycopg
+import psycopg_pool
+
+from sundial.api import common, conditions, job_run, scheduled_job
+from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
+from sundial.store import history, maintenance
+
+__all__ = ["Mirror"]
+
+log = logging.getLogger("sundial.operator.mirror")
+
+#: How often, at most, finished runs are archived to the month partitions.
+_MAINTENANCE_EVERY = 60.0
+
+
+class Mirror:
+    def __init__(self, ctx: context.Context) -> None:
+        self.ctx = ctx
+        self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
+        self._last_maintenance = 0.0
+        self.passes = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Pass until ``stop``; a failed pass is logged and the next one starts over."""
+        interval = self.ctx.settings.mirror_interval.total_seconds()
+        while not stop.is_set():
+            self.ctx.wake.clear()
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("mirror pass failed; the next pass starts over")
+            waiter = asyncio.ensure_future(self.ctx.wake.wait())
+            stopper = asyncio.ensure_future(stop.wait())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED),
+                    timeout=interval,
+                )
+            waiter.cancel()
+            stopper.cancel()
+            # Coalesce a burst of wake-ups (a thousand objects applied at once) into one pass.
+            await asyncio.sleep(0.2)
+
+    async def sync(self) -> None:
+        """One pass over every ScheduledJob and JobRun in the watched namespaces."""
+        started = time.perf_counter()
+        namespaces = self.ctx.settings.namespaces
+        scheduled = await self.ctx.api.list(kube.SCHEDULED_JOBS, namespaces)
+        runs_listed = await self.ctx.api.list(kube.JOB_RUNS, namespaces)
+        live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
+        self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
+
+        parsed: dict[
+            uuid.UUID, tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None]
+        ] = {}
+        for body in live:
+            spec, problem = scheduled_jobs.parse(body)
+            parsed[status.schedule_id(body)] = (body, spec, problem)
+        # Limits come from the raw spec (the schema bounds them), so a ScheduledJob stalled by
+        # an invalid edit keeps its window visible and up to date.
+        requests = [
+            history.WindowRequest(schedule_id, max(1, successful), max(1, failed))
+            for schedule_id, (successful, failed) in (
+                (schedule_id, _limits(body)) for schedule_id, (body, _, _) in parsed.items()
+            )
+        ]
+        try:
+            windows = await history.window(self.ctx.pool, requests)
+            views = await history.schedules(self.ctx.pool, parsed)
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as error:
+            await self._store_unavailable(live, error)
+            raise
+
+        mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
+        users: list[Mapping[str, Any]] = []
+        for body in runs_listed:
+            labels = body["metadata"].get("labels") or {}
+            if labels.get(context.LABEL_MIRROR) == "true":
+                owner = _owner_uid(body)
+                if owner is not None:
+                    mirrored.setdefault(owner, {})[body["metadata"]["name"]] = body
+            elif not body["metadata"].get("deletionTimestamp"):
+                users.append(body)
+
+        work: list[Awaitable[None]] = []
+        for schedule_id, (body, spec, problem) in parsed.items():
+            work.append(
+                self._sync_scheduled_job(
+                    body,
+                    spec,
+                    problem,
+                    views.get(schedule_id),
+                    windows.get(schedule_id),
+                    mirrored.get(schedule_id, {}),
+                )
+            )
+        work.append(self._sync_user_runs(users))
+        await asyncio.gather(*work)
+        await self._maintain()
+        self.passes += 1
+        log.debug(
+            "mirror pass",
+            extra={
+                "scheduled_jobs": len(live),
+                "job_runs": len(runs_listed),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
+
+    async def _store_unavailable(
+        self, bodies: list[Mapping[str, Any]], error: BaseException
+    ) -> None:
+        """Degraded=True on every ScheduledJob while PostgreSQL cannot be read (once each:
+        the message names only the kind of error, so repeated passes write nothing)."""
+        message = f"PostgreSQL is unreachable ({type(error).__name__}); runs are not fired"
+        wanted: list[tuple[str, common.ConditionStatus, str, str]] = [
+            (
+                conditions.ConditionType.DEGRADED,
+                "True",
+                conditions.ConditionReason.STORE_UNAVAILABLE,
+                message,
+            )
+        ]
+
+        async def one(body: Mapping[str, Any]) -> None:
+            metadata = body["metadata"]
+            current = body.get("status") or {}
+            desired = {
+                "conditions": status.conditions_with(
+                    current,
+                    wanted,
+                    now=self.ctx.clock.now(),
+                    generation=current.get("observedGeneration"),
+                )
+            }
+            patch = status.changes(current, desired)
+            if patch:
+                async with self._writes:
+                    await self.ctx.api.patch_status(
+                        kube.SCHEDULED_JOBS, metadata["namespace"], metadata["name"], patch
+                    )
+
+        await asyncio.gather(*(one(body) for body in bodies), return_exceptions=True)
+
+    async def _sync_scheduled_job(
+        self,
+        body: Mapping[str, Any],
+        spec: scheduled_job.ScheduledJobSpec | None,
+        problem: str | None,
+        view: history.ScheduleView | None,
+        window: history.Window | None,
+        existing: dict[str, Mapping[str, Any]],
+    ) -> None:
+        metadata = body["metadata"]
+        try:
+            if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
+                await scheduled_jobs.run_now(self.ctx, body)
+            if window is not None:
+                successful, failed = _limits(body)
+                desired: dict[str, history.RunView] = {}
+                for run in window.active + window.successful[:successful] + window.failed[:failed]:
+                    desired[status.mirror_name(metadata["name"], run.id)] = run
+                await self._sync_mirrored(body, desired, existing)
+            schedule_id = status.schedule_id(body)
+            desired_status = status.scheduled_job_status(
+                body,
+                spec_error=problem,
+                schedule=view,
+                window=window,
+                missed=self.ctx.missed.get(schedule_id),
+                now=self.ctx.clock.now(),
+            )
+            patch = status.changes(body.get("status"), desired_status)
+            if patch:
+                async with self._writes:
+                    await self.ctx.api.patch_status(
+                        kube.SCHEDULED_JOBS, metadata["namespace"], metadata["name"], patch
+                    )
+        except Exception:
+            log.exception(
+                "mirror failed for a ScheduledJob",
+                extra={"object": f"{metadata.get('namespace')}/{metadata.get('name')}"},
+            )
+
+    async def _sync_mirrored(
+        self,
+        owner: Mapping[str, Any],
+        desired: dict[str, history.RunView],
+        existing: dict[str, Mapping[str, Any]],
+    ) -> None:
+        metadata = owner["metadata"]
+        writes: list[Awaitable[None]] = []
+        for name, run in desired.items():
+            writes.append(self._upsert_mirrored(owner, name, run, existing.get(name)))
+        for name in existing:
+            if name not in desired:
+                writes.append(self._delete(name, metadata))
+        await asyncio.gather(*writes)
+
+    async def _upsert_mirrored(
+        self,
+        owner: Mapping[str, Any],
+        name: str,
+        run: history.RunView,
+        current: Mapping[str, Any] | None,
+    ) -> None:
+        metadata = owner["metadata"]
+        namespace = metadata["namespace"]
+        async with self._writes:
+            if current is None:
+                body = _mirrored_body(owner, name)
+                try:
+                    current = await self.ctx.api.create(kube.JOB_RUNS, namespace, body)
+                except Exception as error:
+                    if not kube.is_conflict(error):
+                        raise
+                    current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
+            if (current.get("spec") or {}).get("cancel") and run.state in _ACTIVE:
+                await job_runs.cancel_run(self.ctx, current, run.id)
+            desired = status.job_run_status(run, generation=current["metadata"].get("generation"))
+            before = current.get("status") or {}
+            patch = status.changes(before, desired)
+            if patch:
+                await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
+                if desired["phase"] == "DeadLettered" and before.get("phase") not in (
+                    None,
+                    "DeadLettered",
+                ):
+                    self.ctx.recorder.record(
+                        owner,
+                        events.WARNING,
+                        conditions.EventReason.DEAD_LETTERED,
+                        f"run {run.id} ({name}) used up its retries: "
+                        f"{run.last_error or run.failure_reason}",
+                    )
+
+    async def _delete(self, name: str, owner_metadata: Mapping[str, Any]) -> None:
+        async with self._writes:
+            await self.ctx.api.delete(kube.JOB_RUNS, owner_metadata["namespace"], name)
+
+    async def _sync_user_runs(self, bodies: list[Mapping[str, Any]]) -> None:
+        """Follow user JobRuns: submit the waiting ones, refresh the ones with live runs."""
+        ids = [
+            int(body["status"]["runId"])
+            for body in bodies
+            if (body.get("status") or {}).get("runId") is not None
+        ]
+        known = await history.runs(self.ctx.pool, ids)
+
+        async def one(body: Mapping[str, Any]) -> None:
+            current = body.get("status") or {}
+            run = None
+            if current.get("runId") is not None:
+                run = known.get(int(current["runId"]))
+                spec = body.get("spec") or {}
+                done = current.get("phase") in job_run.TERMINAL_PHASES
+                if done and spec.get("ttlSecondsAfterFinished") is None:
+                    return  # finished and mirrored: nothing will change any more
+                if run is None:
+                    return
+            async with self._writes:
+                try:
+                    await job_runs.reconcile(self.ctx, body, run)
+                except Exception:
+                    metadata = body["metadata"]
+                    log.exception(
+                        "could not reconcile a JobRun",
+                        extra={"object": f"{metadata.get('namespace')}/{metadata.get('name')}"},
+                    )
+
+        await asyncio.gather(*(one(body) for body in bodies))
+
+    async def _maintain(self) -> None:
+        now = time.monotonic()
+        if now - self._last_maintenance < _MAINTENANCE_EVERY:
+            return
+        self._last_maintenance = now
+        try:
+            await maintenance.ensure_partitions(self.ctx.pool)
+            await maintenance.archive_finished(
+                self.ctx.pool,
+                older_than_seconds=self.ctx.settings.archive_after.total_seconds(),
+            )
+        except Exception:
+            log.exception("run archiving failed; it is retried on a later pass")
+
+
+_ACTIVE = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
+
+
+def _limits(body: Mapping[str, Any]) -> tuple[int, int]:
+    """(successfulRunsHistoryLimit, failedRunsHistoryLimit), with the API's defaults."""
+    spec = body.get("spec") or {}
+    defaults = scheduled_job.ScheduledJobSpec.model_fields
+    successful = spec.get("successfulRunsHistoryLimit")
+    failed = spec.get("failedRunsHistoryLimit")
+    return (
+        int(
+            defaults["successful_runs_history_limit"].default if successful is None else successful
+        ),
+        int(defaults["failed_runs_history_limit"].default if failed is None else failed),
+    )
+
+
+def _owner_uid(body: Mapping[str, Any]) -> uuid.UUID | None:
+    for reference in body["metadata"].get("ownerReferences") or ():
+        if reference.get("kind") == scheduled_job.KIND and reference.get("controller"):
+            return uuid.UUID(str(reference["uid"]))
+    return None
+
+
+def _mirrored_body(owner: Mapping[str, Any], name: str) -> dict[str, Any]:
+    metadata = owner["metadata"]
+    return {
+        "apiVersion": common.API_VERSION,
+        "kind": job_run.KIND,
+        "metadata": {
+            "name": name,
+            "namespace": metadata["namespace"],
+            "labels": {
+                context.LABEL_SCHEDULED_JOB: metadata["name"],
+                context.LABEL_MIRROR: "true",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": common.API_VERSION,
+                    "kind": scheduled_job.KIND,
+                    "name": metadata["name"],
+                    "uid": metadata["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"jobRef": {"name": metadata["name"]}},
+    }

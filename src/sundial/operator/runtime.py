@@ -1,0 +1,160 @@
+"""``sundial operator``: one process hosting kopf, the trigger loop and the status mirror.
+
+Start-up order: JSON logs, the PostgreSQL pool, the liveness endpoint, then the ``operator``
+lease (``leadership``): a standby waits here. Once leading, it runs side by side
+
+* kopf (embedded with ``kopf.operator``, standalone: our lease replaces kopf's peering), with
+  our finalizer and annotation prefixes (``handlers.settings``);
+* the trigger loop with its reaper and promotion of due runs (``announcer``);
+* the status mirror (``mirror``) and the Event recorder (``events``);
+* the lease keeper.
+
+When any of them ends - SIGTERM (kopf handles it), a lost lease, a crash - the others are
+stopped and the process exits; non-zero unless it was asked to stop. Everything is
+recomputed from PostgreSQL and the API on the next start, so a restart is harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import kopf
+
+from sundial.operator import (
+    announcer,
+    context,
+    events,
+    handlers,
+    kube,
+    leadership,
+    liveness,
+    logs,
+    mirror,
+    trigger,
+)
+from sundial.scheduling import clock as clocks
+from sundial.store import pool as store_pool
+
+__all__ = ["OperatorConfig", "serve"]
+
+log = logging.getLogger("sundial.operator")
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    dsn: str
+    #: ``None``: every namespace.
+    namespaces: tuple[str, ...] | None = None
+    #: 0 turns the endpoint off.
+    liveness_port: int = 8080
+    holder: str = field(default_factory=trigger.default_holder)
+    lease_ttl_seconds: float = 15.0
+    mirror_interval: timedelta = timedelta(seconds=3)
+    trigger_poll: timedelta = timedelta(seconds=1)
+
+
+async def serve(config: OperatorConfig) -> int:
+    """Run until stopped; the exit status for the process."""
+    logs.configure()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    pool = await store_pool.open_pool(config.dsn, min_size=1, max_size=8, name="sundial-operator")
+    lead = leadership.Leadership(pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
+    role = "standby"
+    probe = liveness.LivenessServer(config.liveness_port, lambda: role)
+    if config.liveness_port:
+        await probe.start()
+    try:
+        if not await lead.acquire(stop):
+            return 0
+        role = "leader"
+        return await _lead(config, pool, lead, stop)
+    finally:
+        await lead.release()
+        await probe.stop()
+        await pool.close()
+
+
+async def _lead(
+    config: OperatorConfig, pool: store_pool.Pool, lead: leadership.Leadership, stop: asyncio.Event
+) -> int:
+    api = kube.KubeApi()
+    clock = clocks.SystemClock()
+    recorder = events.EventRecorder(api, clock)
+    ctx = context.Context(
+        pool=pool,
+        api=api,
+        recorder=recorder,
+        clock=clock,
+        settings=context.OperatorSettings(
+            namespaces=config.namespaces, mirror_interval=config.mirror_interval
+        ),
+    )
+    triggers = announcer.AnnouncingTriggerLoop(
+        pool,
+        ctx,
+        holder=config.holder,
+        settings=trigger.TriggerSettings(
+            poll_interval=config.trigger_poll, lease_ttl_seconds=config.lease_ttl_seconds
+        ),
+    )
+    status_mirror = mirror.Mirror(ctx)
+    kopf_stop = asyncio.Event()
+    tasks = {
+        asyncio.create_task(
+            kopf.operator(
+                registry=handlers.registry,
+                settings=handlers.settings(),
+                standalone=True,
+                clusterwide=config.namespaces is None,
+                namespaces=config.namespaces or (),
+                memo=kopf.Memo(context=ctx, stop=stop),
+                stop_flag=kopf_stop,
+            ),
+            name="kopf",
+        ),
+        asyncio.create_task(triggers.run(stop), name="trigger"),
+        asyncio.create_task(status_mirror.run(stop), name="mirror"),
+        asyncio.create_task(recorder.run(stop), name="events"),
+        asyncio.create_task(lead.keep(stop), name="lease"),
+        asyncio.create_task(lead.lost.wait(), name="lease-lost"),
+        asyncio.create_task(stop.wait(), name="stop"),
+    }
+    log.info(
+        "operator running",
+        extra={"holder": config.holder, "namespaces": config.namespaces or "all"},
+    )
+    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    failed = [task for task in done if task.get_name() not in {"stop"}]
+    for task in failed:
+        if not task.cancelled() and task.exception() is not None:
+            log.error(
+                "operator task failed", exc_info=task.exception(), extra={"task": task.get_name()}
+            )
+    stop.set()
+    kopf_stop.set()
+    for task in tasks:
+        if task.get_name() in {"lease-lost", "stop"}:
+            task.cancel()
+    _, pending = await asyncio.wait(tasks, timeout=10)
+    for task in pending:
+        task.cancel()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(recorder.flush(), timeout=5)
+    api.close()
+    if lead.lost.is_set():
+        return 1
+    asked_to_stop = any(task.get_name() in {"stop", "kopf"} for task in done)
+    return 0 if asked_to_stop and not failed_tasks(done) else 1
+
+
+def failed_tasks(done: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
+    return [task for task in done if not task.cancelled() and task.exception() is not None]

@@ -1,0 +1,247 @@
+"""What the status of a ScheduledJob or a JobRun should be, computed from PostgreSQL.
+
+Pure functions: given the object as the apiserver has it and the store's view of its runs,
+they return the whole desired ``status`` (``None`` values mean "absent", which a JSON merge
+patch deletes). ``changes`` compares that with the object's status so the operator writes
+only when something a user can see changed; that is what bounds the status mirror's write
+rate by the number of objects rather than by the number of runs. Conditions keep their
+``lastTransitionTime`` unless their status changes (``api.conditions.set_condition``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pydantic
+
+from sundial.api import common, conditions, job_run
+from sundial.api.conditions import ConditionReason, ConditionType
+from sundial.store import history
+
+__all__ = [
+    "PHASES",
+    "changes",
+    "job_run_status",
+    "mirror_name",
+    "rfc3339",
+    "scheduled_job_status",
+]
+
+#: Run states in PostgreSQL -> JobRun phases.
+PHASES: Mapping[str, job_run.Phase] = {
+    "scheduled": "Pending",
+    "pending": "Pending",
+    "blocked": "Blocked",
+    "running": "Running",
+    "retry_wait": "RetryWait",
+    "completed": "Succeeded",
+    "failed": "Failed",
+    "timed_out": "TimedOut",
+    "cancelled": "Cancelled",
+    "dead_lettered": "DeadLettered",
+}
+
+
+def rfc3339(moment: datetime.datetime | None) -> str | None:
+    """A time as Kubernetes writes one (UTC, whole seconds), so re-writes compare equal."""
+    if moment is None:
+        return None
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def mirror_name(scheduled_job_name: str, run_id: int) -> str:
+    """The JobRun that mirrors run ``run_id`` of a ScheduledJob (names are at most 52 + 11)."""
+    return f"{scheduled_job_name}-{run_id}"
+
+
+def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str, Any]:
+    """A JobRun's status for ``run``: phase, attempt, reason, times and the last error.
+
+    ``podName`` and ``exitCode`` are left out: the pod launcher owns them, and a merge patch
+    of this dict never removes what it wrote.
+    """
+    duration = None
+    if run.started_at is not None and run.finished_at is not None:
+        duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
+    return {
+        "phase": PHASES.get(run.state),
+        "runId": str(run.id),
+        "attempt": run.attempt,
+        "reason": run.failure_reason[:128] if run.failure_reason else None,
+        "fireTime": rfc3339(run.fire_time),
+        "startedAt": rfc3339(run.started_at),
+        "finishedAt": rfc3339(run.finished_at),
+        "duration": duration,
+        "lastError": job_run.truncate_error(run.last_error) if run.last_error else None,
+        "observedGeneration": generation,
+    }
+
+
+def changes(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns ``current`` into ``desired``; empty when they agree."""
+    current = current or {}
+    patch: dict[str, Any] = {}
+    for key, value in desired.items():
+        if value is None:
+            if current.get(key) is not None:
+                patch[key] = None
+        elif current.get(key) != value:
+            patch[key] = value
+    return patch
+
+
+def _conditions(current: Mapping[str, Any] | None) -> list[common.Condition]:
+    parsed: list[common.Condition] = []
+    for raw in (current or {}).get("conditions") or ():
+        try:
+            parsed.append(common.Condition.model_validate(raw))
+        except pydantic.ValidationError:
+            continue  # a condition someone else wrote badly is replaced, not fatal
+    return parsed
+
+
+def conditions_with(
+    current: Mapping[str, Any] | None,
+    wanted: Sequence[tuple[str, common.ConditionStatus, str, str]],
+    *,
+    now: datetime.datetime,
+    generation: int | None,
+) -> list[dict[str, Any]]:
+    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set."""
+    now = now.replace(microsecond=0)
+    result = _conditions(current)
+    for condition_type, condition_status, reason, message in wanted:
+        result = conditions.set_condition(
+            result,
+            condition_type,
+            condition_status,
+            reason,
+            message,
+            now=now,
+            observed_generation=generation,
+        )
+    return [condition.to_manifest() for condition in result]
+
+
+def _ok(condition_type: ConditionType) -> tuple[str, common.ConditionStatus, str, str]:
+    return (condition_type, "False", ConditionReason.AS_EXPECTED, "")
+
+
+def scheduled_job_status(
+    body: Mapping[str, Any],
+    *,
+    spec_error: str | None,
+    schedule: history.ScheduleView | None,
+    window: history.Window | None,
+    missed: tuple[str, str] | None,
+    now: datetime.datetime,
+) -> dict[str, Any]:
+    """A ScheduledJob's whole status (see the module docstring)."""
+    metadata = body.get("metadata") or {}
+    name = metadata.get("name", "")
+    namespace = metadata.get("namespace", "")
+    generation = metadata.get("generation")
+    current = body.get("status") or {}
+    wanted: list[tuple[str, common.ConditionStatus, str, str]] = []
+    observed: int | None = generation
+    firing = False
+    if spec_error is not None:
+        reason = ConditionReason.INVALID_SPEC
+        wanted += [
+            (ConditionType.STALLED, "True", reason, spec_error),
+            (ConditionType.READY, "False", reason, spec_error),
+            _ok(ConditionType.RECONCILING),
+        ]
+    elif schedule is None or not schedule.active:
+        message = f"storing generation {generation} in PostgreSQL"
+        wanted += [
+            (ConditionType.RECONCILING, "True", ConditionReason.PROGRESSING, message),
+            (ConditionType.READY, "Unknown", ConditionReason.PROGRESSING, message),
+        ]
+        observed = current.get("observedGeneration")
+    elif schedule.stalled_reason is not None:
+        message = schedule.last_error or schedule.stalled_reason
+        wanted += [
+            (ConditionType.STALLED, "True", schedule.stalled_reason, message),
+            (ConditionType.READY, "False", schedule.stalled_reason, message),
+            _ok(ConditionType.RECONCILING),
+        ]
+        observed = schedule.generation
+    else:
+        observed = schedule.generation
+        firing = not (schedule.suspended or schedule.quarantined)
+        wanted.append(_ok(ConditionType.STALLED))
+        if generation is not None and schedule.generation < generation:
+            message = f"applying generation {generation} (stored: {schedule.generation})"
+            wanted.append((ConditionType.RECONCILING, "True", ConditionReason.PROGRESSING, message))
+        else:
+            wanted.append(_ok(ConditionType.RECONCILING))
+        if schedule.quarantined:
+            message = schedule.quarantine_message or "quarantined after repeated failures"
+            wanted.append(
+                (ConditionType.READY, "False", ConditionReason.CONSECUTIVE_FAILURES, message)
+            )
+        else:
+            message = f"generation {schedule.generation} is stored and scheduled"
+            wanted.append((ConditionType.READY, "True", ConditionReason.RECONCILED, message))
+    if schedule is not None and schedule.quarantined:
+        message = schedule.quarantine_message or "quarantined after repeated failures"
+        wanted += [
+            (ConditionType.QUARANTINED, "True", ConditionReason.CONSECUTIVE_FAILURES, message),
+            (ConditionType.SUSPENDED, "True", ConditionReason.CONSECUTIVE_FAILURES, message),
+        ]
+    else:
+        wanted.append(_ok(ConditionType.QUARANTINED))
+        if schedule is not None and schedule.suspended:
+            message = "spec.suspend is true: no new runs fire"
+            wanted.append(
+                (ConditionType.SUSPENDED, "True", ConditionReason.SUSPENDED_BY_SPEC, message)
+            )
+        else:
+            wanted.append(_ok(ConditionType.SUSPENDED))
+    if missed is not None:
+        wanted.append((ConditionType.SCHEDULE_MISSED, "True", missed[0], missed[1]))
+    else:
+        wanted.append(_ok(ConditionType.SCHEDULE_MISSED))
+    wanted.append(_ok(ConditionType.DEGRADED))
+
+    active: list[dict[str, Any]] = []
+    last_successful = None
+    streak = 0
+    if window is not None:
+        active = [
+            {"name": mirror_name(name, run.id), "namespace": namespace, "runId": str(run.id)}
+            for run in window.active
+        ]
+        if window.successful:
+            last_successful = window.successful[0].finished_at
+        streak = sum(
+            1
+            for run in window.failed
+            if run.state != "cancelled"
+            and (last_successful is None or (run.finished_at or now) > last_successful)
+        )
+    if schedule is not None and schedule.quarantine_after is not None:
+        streak = schedule.consecutive_failures
+    next_fire = None
+    if firing and schedule is not None:
+        next_fire = schedule.next_fire_time + datetime.timedelta(
+            milliseconds=schedule.spread_offset_ms
+        )
+    return {
+        "conditions": conditions_with(current, wanted, now=now, generation=observed),
+        "observedGeneration": observed,
+        "lastScheduleTime": rfc3339(schedule.last_fire_time) if schedule else None,
+        "nextScheduleTime": rfc3339(next_fire),
+        "lastSuccessfulTime": rfc3339(last_successful),
+        "active": active or None,
+        "activeCount": len(window.active) if window is not None else 0,
+        "consecutiveFailures": streak,
+    }
+
+
+def schedule_id(body: Mapping[str, Any]) -> uuid.UUID:
+    return uuid.UUID(str(body["metadata"]["uid"]))

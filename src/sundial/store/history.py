@@ -1,0 +1,146 @@
+"""What the status mirror reads: a bounded window of runs per schedule, runs by id, and the
+schedule facts a ScheduledJob's status shows.
+
+Each call is one statement for any number of schedules or runs, so a mirror pass over a
+thousand ScheduledJobs costs a handful of round trips, not thousands. Finished runs are read
+from the hot table and from the month partitions alike, so archiving never makes a run
+disappear from a window it belongs to.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sundial.store import queries
+from sundial.store.pool import Pool
+
+__all__ = [
+    "HistoryRow",
+    "RunView",
+    "ScheduleView",
+    "WindowRequest",
+    "recent",
+    "runs",
+    "schedules",
+    "window",
+]
+
+#: At most this many unfinished runs of one schedule are listed (``activeCount`` is exact).
+MAX_ACTIVE_LISTED = 100
+
+
+@dataclass(frozen=True)
+class RunView:
+    """The part of a run a JobRun's status shows."""
+
+    id: int
+    state: str
+    attempt: int
+    failure_reason: str | None
+    last_error: str | None
+    fire_time: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class WindowRequest:
+    schedule_id: uuid.UUID
+    successful: int
+    failed: int
+
+
+@dataclass
+class Window:
+    """One schedule's window, newest first in each part."""
+
+    active: list[RunView]
+    successful: list[RunView]
+    failed: list[RunView]
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    id: uuid.UUID
+    generation: int
+    next_fire_time: datetime
+    spread_offset_ms: int
+    suspended: bool
+    quarantined: bool
+    quarantine_message: str | None
+    consecutive_failures: int
+    quarantine_after: int | None
+    stalled_reason: str | None
+    last_error: str | None
+    active: bool
+    last_fire_time: datetime | None
+
+
+async def window(pool: Pool, requests: Sequence[WindowRequest]) -> dict[uuid.UUID, Window]:
+    """The unfinished runs and the newest successful and failed runs of each schedule."""
+    result = {request.schedule_id: Window([], [], []) for request in requests}
+    if not requests:
+        return result
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("history_window"),
+            {
+                "schedule_ids": [request.schedule_id for request in requests],
+                "successful": [request.successful for request in requests],
+                "failed": [request.failed for request in requests],
+            },
+        )
+        rows = await cursor.fetchall()
+    for schedule_id, kind, *columns in rows:
+        getattr(result[schedule_id], kind).append(RunView(*columns))
+    return result
+
+
+async def runs(pool: Pool, run_ids: Iterable[int]) -> dict[int, RunView]:
+    """The runs with these ids that exist, live or archived."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return {}
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("history_runs"), {"ids": ids})
+        rows = await cursor.fetchall()
+    return {row[0]: RunView(*row) for row in rows}
+
+
+async def schedules(pool: Pool, schedule_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, ScheduleView]:
+    """The schedules with these ids that exist (active or deactivated)."""
+    ids = sorted(set(schedule_ids))
+    if not ids:
+        return {}
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("history_schedules"), {"ids": ids})
+        rows = await cursor.fetchall()
+    return {row[0]: ScheduleView(*row) for row in rows}
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    id: int
+    namespace: str
+    job: str
+    state: str
+    attempt: int
+    fire_time: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    failure_reason: str | None
+
+
+async def recent(
+    pool: Pool, *, namespace: str | None = None, job: str | None = None, limit: int = 50
+) -> list[HistoryRow]:
+    """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("history_recent"), {"namespace": namespace, "name": job, "limit": limit}
+        )
+        rows = await cursor.fetchall()
+    return [HistoryRow(*row) for row in rows]

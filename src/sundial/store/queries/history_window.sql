@@ -1,0 +1,47 @@
+-- The status mirror's window for each schedule: its unfinished runs (at most 100), then its
+-- newest completed runs and its newest failed ones (failed, timed out, dead-lettered or
+-- cancelled), from the hot table and the month partitions. `kind` says which part a row is.
+SELECT q.schedule_id, w.kind, w.id, w.state, w.attempt, w.failure_reason, w.last_error,
+       w.fire_time, w.started_at, w.finished_at
+FROM unnest(%(schedule_ids)s::uuid[], %(successful)s::int[], %(failed)s::int[])
+    AS q(schedule_id, successful, failed)
+CROSS JOIN LATERAL (
+    (SELECT 'active' AS kind, r.id, r.state, r.attempt, r.failure_reason, r.last_error,
+            r.fire_time, r.started_at, r.finished_at
+     FROM job_runs r
+     WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NULL
+     ORDER BY r.id DESC
+     LIMIT 100)
+    UNION ALL
+    (SELECT 'successful', h.id, h.state, h.attempt, h.failure_reason, h.last_error,
+            h.fire_time, h.started_at, h.finished_at
+     FROM (SELECT r.id, r.state, r.attempt, r.failure_reason, r.last_error, r.fire_time,
+                  r.started_at, r.finished_at
+           FROM job_runs r
+           WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NOT NULL
+             AND r.state = 'completed'
+           UNION ALL
+           SELECT f.id, f.state, f.attempt, f.failure_reason, f.last_error, f.fire_time,
+                  f.started_at, f.finished_at
+           FROM finished_runs f
+           WHERE f.job_id = q.schedule_id AND f.schedule_id = q.schedule_id
+             AND f.state = 'completed') h
+     ORDER BY h.finished_at DESC, h.id DESC
+     LIMIT q.successful)
+    UNION ALL
+    (SELECT 'failed', h.id, h.state, h.attempt, h.failure_reason, h.last_error,
+            h.fire_time, h.started_at, h.finished_at
+     FROM (SELECT r.id, r.state, r.attempt, r.failure_reason, r.last_error, r.fire_time,
+                  r.started_at, r.finished_at
+           FROM job_runs r
+           WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NOT NULL
+             AND r.state <> 'completed'
+           UNION ALL
+           SELECT f.id, f.state, f.attempt, f.failure_reason, f.last_error, f.fire_time,
+                  f.started_at, f.finished_at
+           FROM finished_runs f
+           WHERE f.job_id = q.schedule_id AND f.schedule_id = q.schedule_id
+             AND f.state <> 'completed') h
+     ORDER BY h.finished_at DESC, h.id DESC
+     LIMIT q.failed)
+) w

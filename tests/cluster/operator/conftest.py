@@ -1,0 +1,59 @@
+"""Fixtures for the operator on the local control plane: CRDs, a migrated database per test,
+and the operator as a subprocess (``operator_testing.OperatorProcess``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from operator_testing import REPOSITORY, OperatorProcess
+
+from sundial.store import migrate
+
+
+@pytest.fixture(scope="session")
+def sundial_crds_applied(kubectl: Any) -> None:
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPOSITORY / "crds"))
+    kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/scheduledjobs.sundial.dev",
+        "crd/jobruns.sundial.dev",
+    )
+
+
+@pytest.fixture(scope="session")
+def operator_template(postgres_server: Any) -> Iterator[str]:
+    name = f"sundial_operator_template_{uuid.uuid4().hex[:8]}"
+    migrate.migrate(postgres_server.create_database(name))
+    yield name
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def operator_dsn(make_database: Callable[..., str], operator_template: str) -> str:
+    """A fresh, migrated database for one test."""
+    return make_database(template=operator_template)
+
+
+@pytest.fixture
+def sundial_operator(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[OperatorProcess]:
+    """A running operator watching the test's namespace; stopped (SIGTERM) afterwards."""
+    process = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path)
+    process.start()
+    try:
+        yield process
+    finally:
+        code = process.stop()
+        if code not in (0, None, -9):
+            print(process.logs()[-5000:])

@@ -1,0 +1,218 @@
+"""Helpers for the operator's cluster tests: the operator as a subprocess, and a real worker.
+
+``sundial runner`` is not on main yet, so the tests complete runs with ``StoreWorker``: a
+thread running the worker's side of the real protocol - ``claims.claim`` (SKIP LOCKED, a
+lease and a fencing attempt) then ``claims.finish`` - against the same PostgreSQL as the
+operator. Handlers are named by what they do: ``ok`` succeeds, ``fail`` raises, ``slow``
+takes a few seconds. Nothing here mocks PostgreSQL or the apiserver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sundial.store import claims
+from sundial.store import pool as store_pool
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+
+def wait_until(
+    predicate: Callable[[], Any], *, timeout: float, what: str, every: float = 0.25
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+
+
+class OperatorProcess:
+    """``python -m sundial operator`` against the test cluster and database."""
+
+    def __init__(
+        self,
+        dsn: str,
+        kubeconfig: Path,
+        namespace: str | None,
+        log_dir: Path,
+        *,
+        liveness_port: int = 0,
+        name: str = "operator",
+    ) -> None:
+        self.liveness_port = liveness_port
+        self.name = name
+        self.dsn = dsn
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.log_dir = log_dir
+        self.holder = f"test-operator-{uuid.uuid4().hex[:8]}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.name}-{self.starts}.log"
+
+    def start(self) -> None:
+        self.starts += 1
+        command = [
+            sys.executable,
+            "-m",
+            "sundial",
+            "operator",
+            "--dsn",
+            self.dsn,
+            "--liveness-port",
+            str(self.liveness_port),
+            "--holder",
+            self.holder,
+            "--lease-ttl",
+            "5",
+            "--mirror-seconds",
+            "1",
+        ]
+        command += ["--namespace", self.namespace] if self.namespace else ["--all-namespaces"]
+        environment = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=REPOSITORY
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def peak_rss_kib(self) -> int:
+        """VmHWM of the running process, in KiB."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmHWM in /proc/<pid>/status")
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no lease release - a crash."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        self.process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        try:
+            code = self.process.wait(timeout=20)
+            print(f"operator stopped in {time.monotonic() - started:.1f}s with {code}")
+            return code
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(
+            (self.log_dir / f"{self.name}-{n}.log").read_text(errors="replace")
+            for n in range(1, self.starts + 1)
+        )
+
+    def assert_alive(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(
+                f"the operator exited with {self.process.returncode}:\n{self.logs()[-5000:]}"
+            )
+
+
+class StoreWorker:
+    """A worker thread on the real claim/finish protocol (see the module docstring)."""
+
+    def __init__(self, dsn: str, *, slow_seconds: float = 3.0) -> None:
+        self.dsn = dsn
+        self.slow_seconds = slow_seconds
+        self.finished: list[tuple[int, str, int]] = []  # (run id, handler, attempt)
+        self.started_order: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="store-worker", daemon=True)
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> StoreWorker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        if self.error is not None:
+            raise self.error
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._loop())
+        except BaseException as error:  # surfaced in __exit__
+            self.error = error
+
+    async def _loop(self) -> None:
+        pool = await store_pool.open_pool(self.dsn, min_size=1, max_size=2, name="test-worker")
+        try:
+            while not self._stop.is_set():
+                claimed = await claims.claim(pool, "test-worker", limit=20, lease_seconds=30)
+                if not claimed:
+                    await asyncio.sleep(0.1)
+                    continue
+                self.started_order.extend(run.id for run in claimed)
+                outcomes = []
+                for run in claimed:
+                    if run.handler.endswith("slow"):
+                        await asyncio.sleep(self.slow_seconds)
+                    if run.handler.endswith("fail"):
+                        outcomes.append(claims.Outcome.failed(run, "RuntimeError: told to fail"))
+                    else:
+                        outcomes.append(claims.Outcome.succeeded(run))
+                    self.finished.append((run.id, run.handler, run.attempt))
+                await claims.finish(pool, "test-worker", outcomes)
+        finally:
+            await pool.close()
+
+
+def get_json(kubectl: Callable[..., Any], *args: str) -> Any:
+    return json.loads(kubectl("get", *args, "-o", "json").stdout)
+
+
+def scheduled_job_manifest(name: str, **spec: Any) -> str:
+    body = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name},
+        "spec": {"schedule": "*/1 * * * *", "handler": {"name": "tests.ok"}, **spec},
+    }
+    return json.dumps(body)
+
+
+def condition(body: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
+    for found in (body.get("status") or {}).get("conditions") or ():
+        if found["type"] == condition_type:
+            return dict(found)
+    return None
+
+
+def events_for(kubectl: Callable[..., Any], namespace: str, name: str) -> list[dict[str, Any]]:
+    listing = get_json(
+        kubectl, "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
+    )
+    return list(listing["items"])

@@ -1,0 +1,82 @@
+"""The status mirror's reads: a bounded window per schedule, across hot and archived runs."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import psycopg
+
+from sundial.api import common, scheduled_job
+from sundial.store import claims, history, maintenance, runs, schedules
+from sundial.store import pool as store_pool
+
+NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
+
+
+async def make_schedule(pool: store_pool.Pool) -> uuid.UUID:
+    uid = uuid.uuid4()
+    spec = scheduled_job.ScheduledJobSpec(
+        schedule="*/5 * * * *", handler=common.HandlerSpec(name="handlers.ok")
+    )
+    await schedules.upsert(
+        pool, uid=uid, namespace="default", name="windowed", generation=3, spec=spec, now=NOW
+    )
+    return uid
+
+
+async def fire(pool: store_pool.Pool, schedule_id: uuid.UUID, minute: int) -> int:
+    submitted = await runs.submit(
+        pool, schedule_id, schedule_id=schedule_id, fire_time=NOW.replace(minute=minute)
+    )
+    return submitted.run_id
+
+
+async def finish_all(pool: store_pool.Pool, failing: set[int]) -> None:
+    claimed = await claims.claim(pool, "w", limit=100)
+    outcomes = [
+        claims.Outcome.failed(run, "boom") if run.id in failing else claims.Outcome.succeeded(run)
+        for run in claimed
+    ]
+    await claims.finish(pool, "w", outcomes)
+
+
+async def test_the_window_holds_active_runs_and_the_newest_of_each_outcome(
+    pool: store_pool.Pool, store_dsn: str
+):
+    schedule_id = await make_schedule(pool)
+    with psycopg.connect(store_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE job_definitions SET max_retries = 0 WHERE id = %s", (schedule_id,))
+    finished = [await fire(pool, schedule_id, minute) for minute in range(5)]
+    await finish_all(pool, failing={finished[1], finished[3]})
+    # Archive every finished run: the window must still find them in the partitions.
+    await maintenance.ensure_partitions(pool)
+    assert await maintenance.archive_finished(pool, older_than_seconds=0) == 5
+    active = await fire(pool, schedule_id, 10)
+
+    window = (
+        await history.window(pool, [history.WindowRequest(schedule_id, successful=2, failed=1)])
+    )[schedule_id]
+    assert [run.id for run in window.active] == [active]
+    assert [run.id for run in window.successful] == [finished[4], finished[2]]
+    assert [run.id for run in window.failed] == [finished[3]]
+    assert window.failed[0].state == "dead_lettered"  # max_retries 0: no retry left
+
+    views = await history.schedules(pool, [schedule_id])
+    assert views[schedule_id].generation == 3
+    found = await history.runs(pool, [finished[0], active, 999_999])
+    assert set(found) == {finished[0], active}
+    recent = await history.recent(pool, namespace="default", job="windowed", limit=3)
+    assert [row.id for row in recent] == [active, finished[4], finished[3]]
+
+
+async def test_an_inline_job_definition_is_submittable_by_its_uid(pool: store_pool.Pool):
+    uid = uuid.uuid4()
+    spec = common.JobSpec(handler=common.HandlerSpec(name="handlers.once"))
+    assert await schedules.upsert_job(
+        pool, uid=uid, namespace="ns", name=f"jobrun:{uid}", generation=1, spec=spec
+    )
+    submitted = await runs.submit(pool, uid, idempotency_key=str(uid))
+    again = await runs.submit(pool, uid, idempotency_key=str(uid))
+    assert submitted.created and not again.created
+    assert again.run_id == submitted.run_id

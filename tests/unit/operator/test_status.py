@@ -1,0 +1,150 @@
+"""The desired status of ScheduledJobs and JobRuns, computed without I/O."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from sundial.operator import status
+from sundial.store import history
+
+NOW = datetime.datetime(2026, 11, 29, 12, 0, 30, 123456, tzinfo=datetime.UTC)
+
+
+def schedule(**overrides: object) -> history.ScheduleView:
+    values: dict[str, object] = {
+        "id": uuid.uuid4(),
+        "generation": 2,
+        "next_fire_time": datetime.datetime(2026, 11, 29, 12, 1, tzinfo=datetime.UTC),
+        "spread_offset_ms": 1500,
+        "suspended": False,
+        "quarantined": False,
+        "quarantine_message": None,
+        "consecutive_failures": 0,
+        "quarantine_after": None,
+        "stalled_reason": None,
+        "last_error": None,
+        "active": True,
+        "last_fire_time": datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC),
+    }
+    values.update(overrides)
+    return history.ScheduleView(**values)  # type: ignore[arg-type]
+
+
+def run(run_id: int, state: str, *, finished_minute: int | None = None) -> history.RunView:
+    started = datetime.datetime(2026, 11, 29, 11, 0, tzinfo=datetime.UTC)
+    finished = None if finished_minute is None else started.replace(minute=finished_minute)
+    return history.RunView(run_id, state, 1, None, None, started, started, finished)
+
+
+def body(generation: int = 2, conditions: list[dict[str, object]] | None = None) -> dict:
+    return {
+        "metadata": {
+            "name": "hello",
+            "namespace": "ns",
+            "uid": str(uuid.uuid4()),
+            "generation": generation,
+        },
+        "status": {"conditions": conditions} if conditions else {},
+    }
+
+
+def by_type(result: dict) -> dict[str, dict]:
+    return {condition["type"]: condition for condition in result["conditions"]}
+
+
+def test_a_stored_schedule_is_ready_with_its_next_fire_after_spread():
+    window = history.Window([run(7, "running")], [run(5, "completed", finished_minute=3)], [])
+    result = status.scheduled_job_status(
+        body(), spec_error=None, schedule=schedule(), window=window, missed=None, now=NOW
+    )
+    conditions = by_type(result)
+    assert conditions["Ready"]["status"] == "True"
+    assert conditions["Stalled"]["status"] == "False"
+    assert conditions["Ready"]["observedGeneration"] == 2
+    assert conditions["Ready"]["lastTransitionTime"] == "2026-11-29T12:00:30Z"
+    assert result["nextScheduleTime"] == "2026-11-29T12:01:01Z"
+    assert result["lastScheduleTime"] == "2026-11-29T12:00:00Z"
+    assert result["lastSuccessfulTime"] == "2026-11-29T11:03:00Z"
+    assert result["activeCount"] == 1
+    assert result["active"] == [{"name": "hello-7", "namespace": "ns", "runId": "7"}]
+
+
+def test_a_stalled_schedule_names_its_reason_and_has_no_next_fire():
+    stalled = schedule(stalled_reason="UnknownTimeZone", last_error="timeZone: Mars/Base unknown")
+    result = status.scheduled_job_status(
+        body(), spec_error=None, schedule=stalled, window=None, missed=None, now=NOW
+    )
+    conditions = by_type(result)
+    assert conditions["Stalled"]["status"] == "True"
+    assert conditions["Stalled"]["reason"] == "UnknownTimeZone"
+    assert conditions["Ready"]["status"] == "False"
+    assert result["nextScheduleTime"] is None
+
+
+def test_an_invalid_spec_is_stalled_with_the_message():
+    result = status.scheduled_job_status(
+        body(),
+        spec_error="spec.handler.args: too big",
+        schedule=None,
+        window=None,
+        missed=None,
+        now=NOW,
+    )
+    stalled = by_type(result)["Stalled"]
+    assert (stalled["status"], stalled["reason"]) == ("True", "InvalidSpec")
+    assert "spec.handler.args" in stalled["message"]
+
+
+def test_last_transition_time_is_kept_while_the_status_stays():
+    first = status.scheduled_job_status(
+        body(), spec_error=None, schedule=schedule(), window=None, missed=None, now=NOW
+    )
+    later = NOW + datetime.timedelta(hours=1)
+    second = status.scheduled_job_status(
+        body(conditions=first["conditions"]),
+        spec_error=None,
+        schedule=schedule(suspended=True),
+        window=None,
+        missed=None,
+        now=later,
+    )
+    assert by_type(second)["Ready"]["lastTransitionTime"] == "2026-11-29T12:00:30Z"
+    assert by_type(second)["Suspended"]["lastTransitionTime"] == "2026-11-29T13:00:30Z"
+    assert second["nextScheduleTime"] is None
+
+
+def test_an_unchanged_status_needs_no_write():
+    first = status.scheduled_job_status(
+        body(), spec_error=None, schedule=schedule(), window=None, missed=None, now=NOW
+    )
+    current = {key: value for key, value in first.items() if value is not None}
+    again = status.scheduled_job_status(
+        {**body(), "status": current},
+        spec_error=None,
+        schedule=schedule(),
+        window=None,
+        missed=None,
+        now=NOW + datetime.timedelta(minutes=5),
+    )
+    assert status.changes(current, again) == {}
+
+
+def test_a_finished_run_maps_to_phase_duration_and_removes_stale_fields():
+    finished = history.RunView(
+        9,
+        "dead_lettered",
+        4,
+        "error",
+        "boom",
+        None,
+        datetime.datetime(2026, 11, 29, 11, 0, tzinfo=datetime.UTC),
+        datetime.datetime(2026, 11, 29, 11, 1, 23, tzinfo=datetime.UTC),
+    )
+    desired = status.job_run_status(finished, generation=1)
+    assert desired["phase"] == "DeadLettered"
+    assert desired["duration"] == "1m23s"
+    patch = status.changes({"phase": "Running", "fireTime": "2026-11-29T11:00:00Z"}, desired)
+    assert patch["phase"] == "DeadLettered"
+    assert patch["fireTime"] is None
+    assert patch["lastError"] == "boom"
