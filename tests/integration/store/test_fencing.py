@@ -203,4 +203,7 @@ async def test_a_mixed_batch_records_each_outcome(pool: store_pool.Pool, job: uu
     }
     info = await runs.get(pool, timing_out.id)
     assert info is not None
-    assert (info.failure_reason, info.last_error) == ("timeout", "timed out after 60 s")
+    assert (info.failure_reason, info.last_error) == (
+        "timeout",
+        "attempt 1 exceeded timeoutSeconds=60",
+    )

@@ -37,6 +37,7 @@ async def test_a_run_that_times_out_past_its_retries_ends_timed_out(
     info = await runs.get(pool, run_id)
     assert info is not None
     assert (info.state, info.attempt, info.failure_reason) == ("timed_out", 2, "timeout")
+    assert info.last_error == "attempt 2 exceeded timeoutSeconds=30"
     assert info.finished_at is not None
     async with pool.connection() as conn:
         cursor = await conn.execute(
