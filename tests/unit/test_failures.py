@@ -20,13 +20,20 @@ def test_infrastructure_failures_do_not_spend_max_retries_but_are_bounded() -> N
 
 @pytest.mark.parametrize(
     ("failure", "terminal_state"),
-    [("error", "failed"), ("timeout", "timed_out"), ("crash", "failed"), ("oom", "failed"),
-     ("lease_expired", "failed")],
+    [("error", "dead_lettered"), ("timeout", "timed_out"), ("crash", "dead_lettered"),
+     ("oom", "dead_lettered"), ("lease_expired", "dead_lettered")],
 )  # fmt: skip
 def test_job_faults_are_retried_and_counted(failure: str, terminal_state: str) -> None:
     rule = failures.rule_for(failure)
     assert rule.retryable and rule.counts_against_max_retries
     assert rule.terminal_state == terminal_state
+
+
+def test_retried_classes_end_dead_lettered_or_timed_out_once_their_budget_is_spent() -> None:
+    # The store (migration 0050) reads any other terminal state of a retried class as
+    # dead_lettered, so a value outside these two here would be silently overridden.
+    ends = {rule.terminal_state for rule in failures.RULES.values() if rule.retryable}
+    assert ends == {"dead_lettered", "timed_out"}
 
 
 @pytest.mark.parametrize("failure", ["cancelled", "upstream_failed", "start_failure", "permanent"])

@@ -137,7 +137,8 @@ class RetrySpec(ApiModel):
     model_config = pydantic.ConfigDict(json_schema_extra=cel_rules(RETRY_CAP_NOT_BELOW_BASE))
 
     max_retries: int = pydantic.Field(default=3, ge=0, le=100)
-    """Retries after the first attempt; when they are used up the run is dead-lettered."""
+    """Retries after the first attempt; when they are used up the run is dead-lettered, or
+    timed out if its last attempt ran past timeoutSeconds."""
     backoff_base_seconds: int = pydantic.Field(default=1, ge=1, le=3600)
     """The backoff before retry n is a random value in [0, min(cap, base * 2**n)]."""
     backoff_cap_seconds: int = pydantic.Field(default=300, ge=1, le=86400)

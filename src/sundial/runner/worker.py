@@ -434,7 +434,7 @@ class Worker:
                     extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
                 )
             case outcomes.TimedOut():
-                result = claims.Outcome.failed(run, outcome.error, failures.FailureClass.TIMEOUT)
+                result = claims.Outcome.timed_out(run, outcome.error)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:
                     self._release(attempt, 0.0, outcome.error, "released")

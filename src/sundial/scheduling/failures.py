@@ -6,8 +6,11 @@ when it is not retried. Infrastructure failures (an evicted Pod, a drained node)
 job's fault, so they draw on a separate, larger budget (``INFRASTRUCTURE_RETRY_LIMIT``) —
 still bounded, so that nothing retries forever.
 
-When a retried class runs out of budget the run is dead-lettered (visible, replayable); a
-class that is never retried ends the run directly in ``terminal_state``.
+A class that is never retried ends the run at once in its ``terminal_state``; a retried class
+ends it there once its budget is spent. That is ``dead_lettered`` (visible, replayable) for
+every retried class but one: a run whose last attempt timed out ends ``timed_out`` (DESIGN.md
+section 6; ADR 0001, decision 7). The store reads any other ``terminal_state`` of a retried
+class as ``dead_lettered`` (migration 0050), so a poison run never ends plain ``failed``.
 """
 
 from __future__ import annotations
@@ -44,17 +47,17 @@ class FailureClass(enum.StrEnum):
 class FailureRule:
     retryable: bool
     counts_against_max_retries: bool
-    terminal_state: str  # the run's state when this class ends it without a retry
+    terminal_state: str  # the run's state when this class ends it: at once, or retries spent
 
 
 RULES: dict[FailureClass, FailureRule] = {
-    FailureClass.ERROR: FailureRule(True, True, "failed"),
+    FailureClass.ERROR: FailureRule(True, True, "dead_lettered"),
     FailureClass.TIMEOUT: FailureRule(True, True, "timed_out"),
-    FailureClass.CRASH: FailureRule(True, True, "failed"),
-    FailureClass.OOM: FailureRule(True, True, "failed"),
-    FailureClass.INFRASTRUCTURE: FailureRule(True, False, "failed"),
+    FailureClass.CRASH: FailureRule(True, True, "dead_lettered"),
+    FailureClass.OOM: FailureRule(True, True, "dead_lettered"),
+    FailureClass.INFRASTRUCTURE: FailureRule(True, False, "dead_lettered"),
     # A handler that kills its worker every time must not loop forever, so this counts.
-    FailureClass.LEASE_EXPIRED: FailureRule(True, True, "failed"),
+    FailureClass.LEASE_EXPIRED: FailureRule(True, True, "dead_lettered"),
     FailureClass.START_FAILURE: FailureRule(False, True, "failed"),
     FailureClass.PERMANENT: FailureRule(False, True, "failed"),
     FailureClass.CANCELLED: FailureRule(False, False, "cancelled"),

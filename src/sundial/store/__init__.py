@@ -22,7 +22,7 @@ expiry and due-ness are decided by the database clock. The API, stable from here
     claims.heartbeat(pool, worker, [(run_id, attempt), ...], *, lease_seconds=30.0)
         -> HeartbeatResult(extended, cancel_requested, lost)
     claims.finish(pool, worker, [Outcome.succeeded(run) | Outcome.failed(run, error, cls) |
-                  Outcome.timed_out(run) | Outcome.crashed(run, error) |
+                  Outcome.timed_out(run, detail) | Outcome.crashed(run, error) |
                   Outcome.cancelled(run)]) -> FinishResult(states, lost, released)
 
     schedules.upsert_job(pool, *, uid=, namespace=, name=, generation=, spec=) -> bool
@@ -44,8 +44,8 @@ Run states (``job_runs.state``, a CHECK-constrained enum)::
 
     scheduled ──(run_at due: promote_due)──┐
     blocked ──(last upstream completes)────┤          ┌── completed
-    retry_wait ──(backoff over: promote)───┤          ├── failed / timed_out (not retried)
-                                           ▼          ├── dead_lettered (retries spent)
+    retry_wait ──(backoff over: promote)───┤          ├── failed (not retried)
+                                           ▼          ├── timed_out / dead_lettered (retries spent)
                                         pending ─claim─▶ running ──finish──┤
                                            ▲                │              └── cancelled
                                            └──reaper (lease expired)┘

@@ -102,8 +102,17 @@ class Outcome(NamedTuple):
         )
 
     @classmethod
-    def timed_out(cls, run: ClaimedRun, *, rng: backoff.RandomSource | None = None) -> Outcome:
-        message = f"timed out after {run.timeout_seconds} s"
+    def timed_out(
+        cls, run: ClaimedRun, detail: str | None = None, *, rng: backoff.RandomSource | None = None
+    ) -> Outcome:
+        """Retried while maxRetries lasts; then the run ends ``timed_out`` (not dead-lettered).
+
+        ``last_error`` names the attempt and the limit it exceeded, then ``detail`` (what the
+        executor did about it), so a reader of the final state sees which timeout fired.
+        """
+        message = f"attempt {run.attempt} exceeded timeoutSeconds={run.timeout_seconds}"
+        if detail:
+            message = f"{message}: {detail}"
         return cls.failed(run, message, failures.FailureClass.TIMEOUT, rng=rng)
 
     @classmethod

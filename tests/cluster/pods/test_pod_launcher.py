@@ -169,10 +169,10 @@ async def test_a_pod_past_its_timeout_is_deleted_and_the_run_timed_out(
         row = await wait_state(pool, run_id, "timed_out", "dead_lettered", "failed", within=30)
         await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=15)
 
-    # The store retries a timeout (class `timeout` is retryable); with maxRetries 0 it ends
-    # dead-lettered with reason timeout, exactly as a runner-pool timeout does.
+    # The store retries a timeout while maxRetries lasts; with maxRetries 0 the run ends
+    # timed_out with reason timeout (DESIGN.md section 6), exactly as a runner-pool timeout does.
     assert (row["state"], row["failure_reason"], row["pod_reason"]) == (
-        "dead_lettered",
+        "timed_out",
         "timeout",
         "DeadlineExceeded",
     )

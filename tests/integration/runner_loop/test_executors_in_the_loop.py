@@ -70,10 +70,22 @@ def test_a_timeout_ends_the_attempt_as_timed_out(
 
     eventually(lambda: run_row(dsn, run_id)["failure_reason"] == "timeout", what="a timeout")
     run = run_row(dsn, run_id)
-    # With its retries spent a timed-out run is dead-lettered, the store's rule for every
-    # retryable failure class; the reason says it timed out.
-    assert (run["state"], run["attempt"]) == ("dead_lettered", 1)
+    # With its retries spent (maxRetries 0) a timed-out run ends timed_out, not dead_lettered.
+    assert (run["state"], run["attempt"]) == ("timed_out", 1)
+    assert run["last_error"].startswith("attempt 1 exceeded timeoutSeconds=1: ")
     assert "did not finish within 1s" in run["last_error"]
     assert runner.metric("sundial_runs_total", handler=handler, outcome="timed_out") == 1
     if model == "thread":
         assert runner.metric("sundial_leaked_thread_slots") == 1
+
+
+def test_a_timeout_is_retried_then_the_run_ends_timed_out(dsn: str, runners: Runners) -> None:
+    runner = runners.start(dsn, "--maintenance-seconds", "0.2")
+    job = create_job(dsn, "loop.sleep", timeout_seconds=1, max_retries=1)
+    (run_id,) = submit(dsn, job, args={"seconds": 4})
+
+    eventually(lambda: run_row(dsn, run_id)["state"] == "timed_out", what="two timeouts")
+    run = run_row(dsn, run_id)
+    assert (run["attempt"], run["retries_used"], run["failure_reason"]) == (2, 1, "timeout")
+    assert run["last_error"].startswith("attempt 2 exceeded timeoutSeconds=1: ")
+    assert runner.metric("sundial_runs_total", handler="loop.sleep", outcome="timed_out") == 2

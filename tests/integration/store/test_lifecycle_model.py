@@ -31,6 +31,7 @@ from sundial.store import pool as store_pool
 
 T = TypeVar("T")
 MAX_RETRIES = 2
+REPLAYABLE = ("dead_lettered", "timed_out")
 
 
 @dataclass
@@ -108,7 +109,7 @@ class RunLifecycle(RuleBasedStateMachine):
         elif how == "cancel":
             model.state = "cancelled"
         elif model.retries_used >= MAX_RETRIES:
-            model.state = "dead_lettered"
+            model.state = "timed_out" if how == "timeout" else "dead_lettered"
         else:
             model.state = "retry_wait"
             model.retries_used += 1
@@ -177,10 +178,10 @@ class RunLifecycle(RuleBasedStateMachine):
         else:
             assert result == runs.CancelResult.ALREADY_FINISHED
 
-    @precondition(lambda self: any(m.state in ("dead_lettered",) for m in self.model.values()))
+    @precondition(lambda self: any(m.state in REPLAYABLE for m in self.model.values()))
     @rule(data=st.data())
     def replay(self, data: st.DataObject) -> None:
-        dead = sorted(i for i, m in self.model.items() if m.state == "dead_lettered")
+        dead = sorted(i for i, m in self.model.items() if m.state in REPLAYABLE)
         run_id = data.draw(st.sampled_from(dead))
         assert self.run(runs.replay(self.pool, run_id)) == self.model[run_id].attempt
         self.model[run_id] = ModelRun(attempt=self.model[run_id].attempt)
