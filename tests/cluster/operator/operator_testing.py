@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,9 @@ class OperatorProcess:
         *,
         liveness_port: int = 0,
         name: str = "operator",
+        extra_args: Sequence[str] = (),
     ) -> None:
+        self.extra_args = list(extra_args)
         self.liveness_port = liveness_port
         self.name = name
         self.dsn = dsn
@@ -88,6 +90,7 @@ class OperatorProcess:
             "1",
         ]
         command += ["--namespace", self.namespace] if self.namespace else ["--all-namespaces"]
+        command += self.extra_args
         environment = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
