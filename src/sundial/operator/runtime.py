@@ -101,7 +101,10 @@ async def serve(config: OperatorConfig) -> int:
 async def _lead(
     config: OperatorConfig, pool: store_pool.Pool, lead: leadership.Leadership, stop: asyncio.Event
 ) -> int:
-    api = kube.KubeApi()
+    # Renew the lease from the start: building the rest (the kubeconfig, above all) can take
+    # seconds on a loaded machine, and is kept off the event loop so the keeper can run.
+    keeper = asyncio.create_task(lead.keep(stop), name="lease")
+    api = await asyncio.to_thread(kube.KubeApi)
     clock = clocks.SystemClock()
     recorder = events.EventRecorder(api, clock)
     ctx = context.Context(
@@ -155,7 +158,7 @@ async def _lead(
         asyncio.create_task(triggers.run(stop), name="trigger"),
         asyncio.create_task(status_mirror.run(stop), name="mirror"),
         asyncio.create_task(recorder.run(stop), name="events"),
-        asyncio.create_task(lead.keep(stop), name="lease"),
+        keeper,
         *([asyncio.create_task(launcher.run(stop), name="pods")] if launcher else []),
         asyncio.create_task(lead.lost.wait(), name="lease-lost"),
         asyncio.create_task(stop.wait(), name="stop"),
