@@ -9,6 +9,9 @@ through the API (JobRun status, Pods, Events) and PostgreSQL.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,3 +163,72 @@ def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
         f"run {status['runId']} attempt 1",
         f"run {status['runId']} attempt 2",
     ]
+
+
+def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launcher(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+    kubectl: Any,
+):
+    operator = OperatorProcess(
+        operator_dsn,
+        kubeconfig,
+        namespace,
+        tmp_path,
+        extra_args=["--no-pod-launcher", "--pod-instance", namespace],
+    )
+    operator.start()
+    try:
+        kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("elsewhere", "succeed"))
+
+        def pending_run() -> Any:
+            operator.assert_alive()
+            with psycopg.connect(operator_dsn) as conn:
+                return conn.execute(
+                    "SELECT r.id, r.state, r.lease_owner FROM job_runs r"
+                    " JOIN job_definitions j ON j.id = r.job_id WHERE j.name = 'elsewhere'"
+                ).fetchone()
+
+        run_id, state, owner = wait_until(pending_run, timeout=30, what="the run-now run")
+        assert (state, owner) == ("pending", None)
+        running = json.loads(
+            wait_until(
+                lambda: [
+                    line for line in operator.logs().splitlines() if '"operator running"' in line
+                ],
+                timeout=30,
+                what="the operator to log its start",
+            )[0]
+        )
+        assert running["pod_launcher"] is False
+
+        launcher_log = tmp_path / "pod-launcher.log"
+        command = [
+            sys.executable, "-m", "sundial", "pod-launcher",
+            "--dsn", operator_dsn,
+            "--kubeconfig", str(kubeconfig),
+            "--namespace", namespace,
+            "--instance", namespace,
+            "--worker", "standalone-launcher",
+            "--poll-seconds", "0.2",
+        ]  # fmt: skip
+        with launcher_log.open("wb") as log:
+            launcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            run = finished_run(operator, kubectl, namespace, "elsewhere", "Succeeded")
+        finally:
+            launcher.send_signal(signal.SIGTERM)
+            code = launcher.wait(timeout=30)
+        assert code == 0, launcher_log.read_text()
+        assert run["status"]["runId"] == str(run_id)
+        assert run["status"]["exitCode"] == 0
+        with psycopg.connect(operator_dsn) as conn:
+            row = conn.execute("SELECT lease_owner FROM job_runs WHERE id = %s", (run_id,))
+            assert row.fetchone() == ("standalone-launcher",)
+    finally:
+        code = operator.stop()
+        if code not in (0, None):
+            print(operator.logs()[-5000:])
