@@ -424,6 +424,29 @@ def pod_launcher(
     show_default=True,
     help="Longest time between two status-mirror passes.",
 )
+@click.option(
+    "--pod-launcher/--no-pod-launcher",
+    default=True,
+    show_default=True,
+    help="Launch pod-mode runs as Pods (off: leave them to a `sundial pod-launcher`).",
+)
+@click.option("--pod-instance", default="sundial", show_default=True, help="Label of its Pods.")
+@click.option(
+    "--pod-queue",
+    "pod_queues",
+    multiple=True,
+    default=("default",),
+    show_default=True,
+    help="Queue whose pod-mode runs it launches (repeatable).",
+)
+@click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--pod-service-account", default=None, help="ServiceAccount of Pods that name none.")
+@click.option(
+    "--runner-image",
+    default="sundial-runner:latest",
+    show_default=True,
+    help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
+)
 def operator(
     dsn: str,
     namespaces: tuple[str, ...],
@@ -432,16 +455,24 @@ def operator(
     holder: str | None,
     lease_ttl: float,
     mirror_seconds: float,
+    pod_launcher: bool,
+    pod_instance: str,
+    pod_queues: tuple[str, ...],
+    max_pods: int,
+    pod_service_account: str | None,
+    runner_image: str,
 ) -> None:
-    """Run the Kubernetes operator: kopf handlers, the trigger loop and the status mirror.
+    """Run the Kubernetes operator: kopf handlers, the trigger loop, the status mirror and the
+    pod launcher.
 
-    Only the process holding the PostgreSQL `operator` lease acts; others stand by.
+    Only the process holding the PostgreSQL `operator` lease acts; others stand by. The pod
+    launcher's lease owner is the holder name: keep --holder across restarts to re-adopt Pods.
     """
     import asyncio
     import datetime
     import sys
 
-    from sundial.operator import runtime, trigger
+    from sundial.operator import pod_manifest, runtime, trigger
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
@@ -452,6 +483,14 @@ def operator(
         holder=holder or trigger.default_holder(),
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
+        pod_launcher=pod_launcher,
+        pod_queues=pod_queues,
+        max_pods=max_pods,
+        pods=pod_manifest.ManifestSettings(
+            instance=pod_instance,
+            service_account_name=pod_service_account,
+            runner_image=runner_image,
+        ),
     )
     sys.exit(asyncio.run(runtime.serve(config)))
 

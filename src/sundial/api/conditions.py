@@ -99,6 +99,14 @@ class EventReason(enum.StrEnum):
     """Warning: a run used up its retries and was dead-lettered (replayable)."""
     OOM_KILLED = "OOMKilled"
     """Warning: an attempt was killed for running out of memory."""
+    EVICTED = "Evicted"
+    """Warning: an attempt's Pod was evicted, preempted or lost with its node (retried without
+    using an attempt of ``maxRetries``)."""
+    FAILED_START = "FailedStart"
+    """Warning: an attempt's Pod never started (ImagePullBackOff, CreateContainerConfigError,
+    unschedulable past ``startTimeoutSeconds``, or refused by the apiserver); failed fast."""
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    """Warning: an attempt's Pod ran past ``timeoutSeconds`` and was deleted."""
 
 
 def find_condition(

@@ -4,12 +4,17 @@ Reconcilers and the trigger call ``record`` (never blocks, never raises); one ta
 queued Events. Events are best effort, as in Kubernetes itself: a full queue or a failed post
 is logged and dropped, and never stops a reconcile. Reasons are ``api.conditions.EventReason``
 members (or a scheduling error's ``reason``), the words users grep for (DESIGN.md section 8).
+
+An Event recorded with a ``key`` (e.g. run and attempt) gets a name derived from it, so posting
+it twice - two reporters of one fact, or a restarted operator reporting again - is a 409 from
+the apiserver and leaves one Event: once per key for as long as Kubernetes keeps the Event.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +22,21 @@ from typing import Any
 from sundial.operator import kube
 from sundial.scheduling import clock as clocks
 
-__all__ = ["NORMAL", "WARNING", "EventRecorder"]
+__all__ = [
+    "NORMAL",
+    "WARNING",
+    "EventRecorder",
+    "dead_lettered_key",
+    "dead_lettered_message",
+    "event_name",
+]
 
 NORMAL = "Normal"
 WARNING = "Warning"
 
 log = logging.getLogger("sundial.operator.events")
+
+_NOT_NAME = re.compile(r"[^a-z0-9.-]+")
 
 
 @dataclass(frozen=True)
@@ -31,6 +45,7 @@ class _Event:
     event_type: str
     reason: str
     message: str
+    name: str | None = None
 
 
 class EventRecorder:
@@ -40,9 +55,16 @@ class EventRecorder:
         self._queue: asyncio.Queue[_Event] = asyncio.Queue(maxsize=capacity)
 
     def record(
-        self, involved: Mapping[str, Any], event_type: str, reason: str, message: str
+        self,
+        involved: Mapping[str, Any],
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        key: str | None = None,
     ) -> None:
-        """Queue an Event on ``involved`` (a body with apiVersion, kind and metadata)."""
+        """Queue an Event on ``involved`` (a body with apiVersion, kind and metadata); with a
+        ``key``, at most one Event per (object, reason, key) is ever created."""
         reference = {
             "apiVersion": involved.get("apiVersion"),
             "kind": involved.get("kind"),
@@ -51,7 +73,8 @@ class EventRecorder:
             },
         }
         try:
-            self._queue.put_nowait(_Event(reference, event_type, reason, message))
+            name = None if key is None else event_name(involved["metadata"]["name"], reason, key)
+            self._queue.put_nowait(_Event(reference, event_type, reason, message, name))
         except asyncio.QueueFull:
             log.warning("event queue full; event dropped", extra={"reason": reason})
 
@@ -81,9 +104,31 @@ class EventRecorder:
                 reason=event.reason,
                 message=event.message,
                 now=self._clock.now(),
+                name=event.name,
             )
-        except Exception as error:  # best effort: never stop the operator for an Event
+        except Exception as error:
+            if event.name is not None and kube.is_conflict(error):
+                log.debug("event already recorded", extra={"event": event.name})
+                return  # best effort: never stop the operator for an Event
             log.warning(
                 "could not post event",
                 extra={"reason": event.reason, "error": str(error)[:200]},
             )
+
+
+def event_name(object_name: str, reason: str, key: str) -> str:
+    """The deterministic name of the Event keyed ``key``: ``<object>.<reason>.<key>``, made a
+    valid DNS subdomain (lower case, at most 253 characters)."""
+    tail = f"{reason}.{key}".lower()
+    tail = _NOT_NAME.sub("-", tail).strip("-.")
+    return f"{object_name[: 252 - len(tail)]}.{tail}"[:253]
+
+
+def dead_lettered_key(run_id: int, attempt: int) -> str:
+    """The key of a run's DeadLettered Event, one for the status mirror and the pod launcher
+    (two reporters of the same fact leave one Event)."""
+    return f"run-{run_id}-{attempt}"
+
+
+def dead_lettered_message(run_id: int, error: str | None) -> str:
+    return f"run {run_id} used up its retries: {error}"

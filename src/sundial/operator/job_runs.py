@@ -93,7 +93,8 @@ async def reconcile(
             body,
             events.WARNING,
             conditions.EventReason.DEAD_LETTERED,
-            f"run {run.id} used up its retries: {run.last_error or run.failure_reason}",
+            events.dead_lettered_message(run.id, run.last_error or run.failure_reason),
+            key=events.dead_lettered_key(run.id, run.attempt),
         )
     await _expire(ctx, body, spec, run)
 

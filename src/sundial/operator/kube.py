@@ -183,13 +183,15 @@ class KubeApi:
         reason: str,
         message: str,
         now: datetime.datetime,
+        name: str | None = None,
     ) -> None:
-        """Record a core/v1 Event on the object ``involved`` (a body with kind and metadata)."""
+        """Record a core/v1 Event on the object ``involved`` (a body with kind and metadata);
+        ``name``: the Event's own name (a repeated post is a 409), else a random one."""
         metadata = involved["metadata"]
         namespace = metadata.get("namespace") or "default"
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(
-                name=f"{metadata['name']}.{uuid.uuid4().hex[:16]}", namespace=namespace
+                name=name or f"{metadata['name']}.{uuid.uuid4().hex[:16]}", namespace=namespace
             ),
             involved_object=client.V1ObjectReference(
                 api_version=involved.get("apiVersion", common.API_VERSION),

@@ -261,8 +261,8 @@ class Mirror:
                         owner,
                         events.WARNING,
                         conditions.EventReason.DEAD_LETTERED,
-                        f"run {run.id} ({name}) used up its retries: "
-                        f"{run.last_error or run.failure_reason}",
+                        events.dead_lettered_message(run.id, run.last_error or run.failure_reason),
+                        key=events.dead_lettered_key(run.id, run.attempt),
                     )
 
     async def _delete(self, name: str, owner_metadata: Mapping[str, Any]) -> None:

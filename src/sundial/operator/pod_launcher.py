@@ -21,6 +21,11 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    and a Pod that never starts, delete the Pod. A Pod of ours whose attempt is not current
    (its run moved on, or is not running) is deleted; its outcome is never recorded.
 
+Hooks (``LaunchHooks``, optional): the host may give each Pod an owner reference (the operator
+points it at the job's ScheduledJob when one exists) and is told of every attempt whose Pod
+ended once its finish committed (the operator records Kubernetes Events from it). Without
+hooks (``sundial pod-launcher``) neither happens.
+
 Restart-safe: state lives in PostgreSQL and on the Pods. A launcher restarted with the same
 worker id adopts the runs it still holds and their Pods (creating the Pod if the crash fell
 between claim and create). A launcher that does not come back loses its leases; the reaper
@@ -36,7 +41,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -48,7 +53,7 @@ from sundial.scheduling import failures
 from sundial.store import claims, pod_runs
 from sundial.store.pool import Pool
 
-__all__ = ["LauncherSettings", "PodLauncher"]
+__all__ = ["AttemptEnd", "LaunchHooks", "LauncherSettings", "PodLauncher"]
 
 log = logging.getLogger("sundial.pod_launcher")
 
@@ -72,6 +77,32 @@ class LauncherSettings:
     #: Our clock's timeout fires this long after activeDeadlineSeconds should have.
     timeout_slack_seconds: float = 5.0
     manifest: pod_manifest.ManifestSettings = field(default_factory=pod_manifest.ManifestSettings)
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """An attempt whose Pod ended (or never started), after its finish committed."""
+
+    run_id: int
+    attempt: int
+    job_id: str
+    namespace: str
+    job_name: str
+    pod_name: str
+    outcome: PodOutcome
+    #: The run's state after the finish: ``pending``/``retry_wait`` (retried), ``completed``,
+    #: ``failed``, ``dead_lettered`` ...; None if the store did not say.
+    run_state: str | None
+
+
+class LaunchHooks(Protocol):
+    """What a host adds to the launcher (see the module docstring)."""
+
+    async def owner(self, namespace: str, job_name: str, job_id: str) -> Mapping[str, Any] | None:
+        """The ownerReference for the job's Pods, or None for none."""
+
+    async def ended(self, end: AttemptEnd) -> None:
+        """Called once per committed end of an attempt this launcher observed; never raises."""
 
 
 @dataclass
@@ -105,8 +136,10 @@ class PodLauncher:
         settings: LauncherSettings,
         *,
         clock: clocks.Clock | None = None,
+        hooks: LaunchHooks | None = None,
     ) -> None:
         self._pool = pool
+        self._hooks = hooks
         self._pods = pod_watch.PodApi(
             api_client, delete_grace_seconds=settings.delete_grace_seconds
         )
@@ -244,6 +277,7 @@ class PodLauncher:
             fire_time=attempt.run.fire_time,
             timeout_seconds=attempt.run.timeout_seconds,
             oom_kills_before=attempt.context.oom_kills,
+            owner=await self._owner(attempt),
         )
         manifest = pod_manifest.pod_manifest(spec, self._settings.manifest)
         try:
@@ -272,6 +306,17 @@ class PodLauncher:
             self._attempts.pop(attempt.run.id, None)
             await self._pods.delete(attempt.namespace, attempt.pod_name)
 
+    async def _owner(self, attempt: _Attempt) -> Mapping[str, Any] | None:
+        if self._hooks is None:
+            return None
+        try:
+            return await self._hooks.owner(
+                attempt.namespace, attempt.context.job_name, str(attempt.run.job_id)
+            )
+        except Exception:  # an owner reference is a convenience: launch without one
+            log.exception("run %s: could not resolve the Pod's owner", attempt.run.id)
+            return None
+
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
         created = pod.get("metadata", {}).get("creationTimestamp")
         attempt.created_at = (
@@ -292,6 +337,7 @@ class PodLauncher:
             pod_name=attempt.pod_name,
             reason="PodRejected",
         )
+        attempt.ended = PodOutcome(PodState.NEVER_STARTED, "PodRejected", message=message)
         outcome = claims.Outcome.failed(
             attempt.run,
             f"the apiserver refused the Pod: {message}",
@@ -308,6 +354,7 @@ class PodLauncher:
                 message=f"the Pod could not be created within {limit.total_seconds():.0f} s",
             )
             self._attempts.pop(attempt.run.id, None)
+            attempt.ended = outcome
             await self._end([(attempt, outcome)])
 
     # -- observing Pods --------------------------------------------------------------------
@@ -391,10 +438,30 @@ class PodLauncher:
                 del self._attempts[attempt.run.id]
             if outcome.run_id in result.lost:
                 log.warning("run %s attempt %s: finish discarded (lease lost)", *attempt.key)
-            elif verdict is not None and verdict.quarantine:
-                await pod_runs.quarantine_schedule(
-                    self._pool, attempt.run.id, f"failurePolicy Quarantine: {outcome.error}"
-                )
+            else:
+                if verdict is not None and verdict.quarantine:
+                    await pod_runs.quarantine_schedule(
+                        self._pool, attempt.run.id, f"failurePolicy Quarantine: {outcome.error}"
+                    )
+                await self._report_end(attempt, result.states.get(attempt.run.id))
+
+    async def _report_end(self, attempt: _Attempt, run_state: str | None) -> None:
+        if self._hooks is None or attempt.ended is None:
+            return
+        end = AttemptEnd(
+            run_id=attempt.run.id,
+            attempt=attempt.run.attempt,
+            job_id=str(attempt.run.job_id),
+            namespace=attempt.namespace,
+            job_name=attempt.context.job_name,
+            pod_name=attempt.pod_name,
+            outcome=attempt.ended,
+            run_state=run_state,
+        )
+        try:
+            await self._hooks.ended(end)
+        except Exception:  # reporting never undoes a committed finish
+            log.exception("run %s attempt %s: reporting its end failed", *attempt.key)
 
     async def _delete_stale(self, pods: Sequence[Mapping[str, Any]]) -> None:
         """Delete our Pods that are alive although their attempt is not current."""

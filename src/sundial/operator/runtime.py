@@ -7,6 +7,11 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
   our finalizer and annotation prefixes (``handlers.settings``);
 * the trigger loop with its reaper and promotion of due runs (``announcer``);
 * the status mirror (``mirror``) and the Event recorder (``events``);
+* the pod launcher (``pod_launcher``, unless turned off), which claims pod-mode runs and drives
+  their Pods. Its worker id is the operator's lease holder, so an operator restarted with the
+  same ``--holder`` adopts the runs and Pods it held (a new holder leaves them to the reaper,
+  and the next claim deletes the old Pod first). Its Pods are owned by their ScheduledJob and
+  their ends become Events (``pod_hooks``);
 * the lease keeper.
 
 When any of them ends - SIGTERM (kopf handles it), a lost lease, a crash - the others are
@@ -36,6 +41,9 @@ from sundial.operator import (
     liveness,
     logs,
     mirror,
+    pod_hooks,
+    pod_launcher,
+    pod_manifest,
     trigger,
 )
 from sundial.scheduling import clock as clocks
@@ -57,6 +65,13 @@ class OperatorConfig:
     lease_ttl_seconds: float = 15.0
     mirror_interval: timedelta = timedelta(seconds=3)
     trigger_poll: timedelta = timedelta(seconds=1)
+    #: Host the pod launcher (off: pod-mode runs wait for a ``sundial pod-launcher``).
+    pod_launcher: bool = True
+    pod_queues: tuple[str, ...] = ("default",)
+    pod_poll: timedelta = timedelta(seconds=1)
+    max_pods: int = 200
+    #: ``instance`` labels the Pods; the image runs handler jobs whose executionModel is pod.
+    pods: pod_manifest.ManifestSettings = field(default_factory=pod_manifest.ManifestSettings)
 
 
 async def serve(config: OperatorConfig) -> int:
@@ -86,7 +101,10 @@ async def serve(config: OperatorConfig) -> int:
 async def _lead(
     config: OperatorConfig, pool: store_pool.Pool, lead: leadership.Leadership, stop: asyncio.Event
 ) -> int:
-    api = kube.KubeApi()
+    # Renew the lease from the start: building the rest (the kubeconfig, above all) can take
+    # seconds on a loaded machine, and is kept off the event loop so the keeper can run.
+    keeper = asyncio.create_task(lead.keep(stop), name="lease")
+    api = await asyncio.to_thread(kube.KubeApi)
     clock = clocks.SystemClock()
     recorder = events.EventRecorder(api, clock)
     ctx = context.Context(
@@ -108,6 +126,22 @@ async def _lead(
     )
     status_mirror = mirror.Mirror(ctx)
     kopf_stop = asyncio.Event()
+    launcher = None
+    if config.pod_launcher:
+        launcher = pod_launcher.PodLauncher(
+            pool,
+            api.api_client,
+            pod_launcher.LauncherSettings(
+                worker=config.holder,
+                queues=config.pod_queues,
+                namespaces=config.namespaces,
+                poll_interval_seconds=config.pod_poll.total_seconds(),
+                max_pods=config.max_pods,
+                manifest=config.pods,
+            ),
+            clock=clock,
+            hooks=pod_hooks.OperatorPodHooks(ctx),
+        )
     tasks = {
         asyncio.create_task(
             kopf.operator(
@@ -124,13 +158,18 @@ async def _lead(
         asyncio.create_task(triggers.run(stop), name="trigger"),
         asyncio.create_task(status_mirror.run(stop), name="mirror"),
         asyncio.create_task(recorder.run(stop), name="events"),
-        asyncio.create_task(lead.keep(stop), name="lease"),
+        keeper,
+        *([asyncio.create_task(launcher.run(stop), name="pods")] if launcher else []),
         asyncio.create_task(lead.lost.wait(), name="lease-lost"),
         asyncio.create_task(stop.wait(), name="stop"),
     }
     log.info(
         "operator running",
-        extra={"holder": config.holder, "namespaces": config.namespaces or "all"},
+        extra={
+            "holder": config.holder,
+            "namespaces": config.namespaces or "all",
+            "pod_launcher": config.pod_launcher,
+        },
     )
     done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     failed = [task for task in done if task.get_name() not in {"stop"}]

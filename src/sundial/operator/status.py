@@ -58,19 +58,26 @@ def mirror_name(scheduled_job_name: str, run_id: int) -> str:
 
 
 def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str, Any]:
-    """A JobRun's status for ``run``: phase, attempt, reason, times and the last error.
+    """A JobRun's status for ``run``: phase, attempt, reason, times, the last error, and for a
+    pod run its Pod (``podName``, ``exitCode``).
 
-    ``podName`` and ``exitCode`` are left out: the pod launcher owns them, and a merge patch
-    of this dict never removes what it wrote.
+    The Pod fields are written only while the run row knows its Pod: an archived run has no
+    Pod columns, and a merge patch of this dict then leaves what an earlier pass wrote. A new
+    attempt's Pod clears the previous attempt's ``exitCode``. ``reason`` is the Pod's own
+    reason (OOMKilled, Evicted, ImagePullBackOff …) when a pod run did not succeed, else the
+    failure class of the failure table.
     """
     duration = None
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
-    return {
+    reason = run.failure_reason
+    if run.pod_reason and run.state != "completed":
+        reason = run.pod_reason
+    desired: dict[str, Any] = {
         "phase": PHASES.get(run.state),
         "runId": str(run.id),
         "attempt": run.attempt,
-        "reason": run.failure_reason[:128] if run.failure_reason else None,
+        "reason": reason[:128] if reason else None,
         "fireTime": rfc3339(run.fire_time),
         "startedAt": rfc3339(run.started_at),
         "finishedAt": rfc3339(run.finished_at),
@@ -78,6 +85,10 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
         "lastError": job_run.truncate_error(run.last_error) if run.last_error else None,
         "observedGeneration": generation,
     }
+    if run.pod_name is not None:
+        desired["podName"] = run.pod_name
+        desired["exitCode"] = run.pod_exit_code
+    return desired
 
 
 def changes(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,12 @@ MAX_ACTIVE_LISTED = 100
 
 @dataclass(frozen=True)
 class RunView:
-    """The part of a run a JobRun's status shows."""
+    """The part of a run a JobRun's status shows.
+
+    The ``pod_*`` fields are the Pod of the run's latest attempt, as the pod launcher recorded
+    it; None for runs that are not pod runs, and for archived runs (``finished_runs`` keeps no
+    Pod columns).
+    """
 
     id: int
     state: str
@@ -44,6 +49,9 @@ class RunView:
     fire_time: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    pod_name: str | None = None
+    pod_exit_code: int | None = None
+    pod_reason: str | None = None
 
 
 @dataclass(frozen=True)

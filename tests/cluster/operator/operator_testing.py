@@ -1,9 +1,11 @@
-"""Helpers for the operator's cluster tests: the operator as a subprocess, and a real worker.
+"""Helpers for the operator's cluster tests: the operator and the runner as subprocesses.
 
-``sundial runner`` is not on main yet, so the tests complete runs with ``StoreWorker``: a
+``RunnerProcess`` is a real ``sundial runner`` with the handlers of
+tests/handlers/operator_jobs.py (``tests.ok``, an async handler). ``StoreWorker`` is kept for
+tests that steer what a run does by its handler name or need the order runs started in: a
 thread running the worker's side of the real protocol - ``claims.claim`` (SKIP LOCKED, a
 lease and a fencing attempt) then ``claims.finish`` - against the same PostgreSQL as the
-operator. Handlers are named by what they do: ``ok`` succeeds, ``fail`` raises, ``slow``
+operator. Its handlers are named by what they do: ``ok`` succeeds, ``fail`` raises, ``slow``
 takes a few seconds. Nothing here mocks PostgreSQL or the apiserver.
 """
 
@@ -18,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from sundial.store import claims
 from sundial.store import pool as store_pool
 
 REPOSITORY = Path(__file__).resolve().parents[3]
+TESTS = REPOSITORY / "tests"
 
 
 def wait_until(
@@ -54,7 +57,9 @@ class OperatorProcess:
         *,
         liveness_port: int = 0,
         name: str = "operator",
+        extra_args: Sequence[str] = (),
     ) -> None:
+        self.extra_args = list(extra_args)
         self.liveness_port = liveness_port
         self.name = name
         self.dsn = dsn
@@ -88,6 +93,7 @@ class OperatorProcess:
             "1",
         ]
         command += ["--namespace", self.namespace] if self.namespace else ["--all-namespaces"]
+        command += self.extra_args
         environment = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
@@ -137,6 +143,73 @@ class OperatorProcess:
             raise AssertionError(
                 f"the operator exited with {self.process.returncode}:\n{self.logs()[-5000:]}"
             )
+
+
+class RunnerProcess:
+    """``python -m sundial runner --handlers handlers.operator_jobs``; stopped with SIGTERM
+    on exit, which must drain and exit 0."""
+
+    def __init__(self, dsn: str, log_dir: Path, *, name: str = "runner") -> None:
+        self.dsn = dsn
+        self.worker_id = f"test-runner-{uuid.uuid4().hex[:8]}"
+        self.log_path = log_dir / f"{name}.log"
+        self.record_path = log_dir / f"{name}-ran.txt"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> RunnerProcess:
+        command = [
+            sys.executable, "-m", "sundial", "runner",
+            "--dsn", self.dsn,
+            "--handlers", "handlers.operator_jobs",
+            "--worker-id", self.worker_id,
+            "--metrics-port", "-1",
+            "--poll-seconds", "0.2",
+        ]  # fmt: skip
+        environment = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+            "SUNDIAL_TEST_RECORD": str(self.record_path),
+        }
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=REPOSITORY
+            )
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=40)
+            except subprocess.TimeoutExpired as error:
+                self.process.kill()
+                self.process.wait(timeout=10)
+                message = f"the runner did not stop on SIGTERM:\n{self.logs()}"
+                raise AssertionError(message) from error
+        if exc_info[0] is None:
+            assert self.process.returncode == 0, self.logs()
+
+    def assert_alive(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(
+                f"the runner exited with {self.process.returncode}:\n{self.logs()}"
+            )
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+    def ran(self) -> list[tuple[int, int]]:
+        """(run id, attempt) of every run its handlers executed, in order."""
+        if not self.record_path.exists():
+            return []
+        return [
+            (int(run_id), int(attempt))
+            for run_id, attempt in (
+                line.split() for line in self.record_path.read_text().splitlines() if line
+            )
+        ]
 
 
 class StoreWorker:

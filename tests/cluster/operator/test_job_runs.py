@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from operator_testing import (
     OperatorProcess,
+    RunnerProcess,
     StoreWorker,
     get_json,
     scheduled_job_manifest,
@@ -112,7 +114,11 @@ def test_a_dag_runs_in_order_cancel_works_and_reapplying_creates_nothing(
 
 
 def test_a_job_run_with_job_ref_runs_the_scheduled_job_with_merged_args(
-    sundial_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+    sundial_operator: OperatorProcess,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+    tmp_path: Path,
 ):
     kubectl(
         "apply",
@@ -124,7 +130,7 @@ def test_a_job_run_with_job_ref_runs_the_scheduled_job_with_merged_args(
             "nightly", schedule="0 3 * * *", handler={"name": "tests.ok", "args": {"a": 1, "b": 1}}
         ),
     )
-    with StoreWorker(operator_dsn):
+    with RunnerProcess(operator_dsn, tmp_path):
         # Created before the ScheduledJob is stored, it may see JobNotFound first: it retries.
         kubectl(
             "apply",
@@ -171,9 +177,13 @@ def test_a_job_run_naming_a_missing_scheduled_job_is_stalled(
 
 
 def test_a_finished_job_run_is_deleted_after_its_ttl_and_its_run_stays(
-    sundial_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+    sundial_operator: OperatorProcess,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+    tmp_path: Path,
 ):
-    with StoreWorker(operator_dsn):
+    with RunnerProcess(operator_dsn, tmp_path):
         kubectl(
             "apply",
             "-n",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime
 import itertools
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from operator_testing import (
     OperatorProcess,
-    StoreWorker,
+    RunnerProcess,
     condition,
     get_json,
     scheduled_job_manifest,
@@ -41,7 +42,11 @@ def runs_of(dsn: str, schedule_id: str) -> list[tuple[int, datetime.datetime, st
 
 
 def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
-    sundial_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+    sundial_operator: OperatorProcess,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+    tmp_path: Path,
 ):
     kubectl("apply", "-n", namespace, "-f", "-", stdin=scheduled_job_manifest("tick"))
     body = wait_until(
@@ -68,7 +73,7 @@ def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
     )
     assert fires(operator_dsn, uid) == []
 
-    with StoreWorker(operator_dsn):
+    with RunnerProcess(operator_dsn, tmp_path):
         sundial_operator.start()
 
         def fired_and_mirrored() -> Any:

@@ -1,18 +1,20 @@
 """A ScheduledJob becomes a schedule in PostgreSQL; its runs show up as JobRuns and succeed.
 
-The runs are completed by ``operator_testing.StoreWorker`` (the real claim/finish protocol).
+The runs are executed by a real ``sundial runner`` process (``operator_testing.RunnerProcess``)
+running the async handler ``tests.ok`` of tests/handlers/operator_jobs.py.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from operator_testing import (
     OperatorProcess,
-    StoreWorker,
+    RunnerProcess,
     condition,
     events_for,
     get_json,
@@ -22,9 +24,13 @@ from operator_testing import (
 
 
 def test_runs_appear_succeed_and_history_is_pruned(
-    sundial_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+    sundial_operator: OperatorProcess,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+    tmp_path: Path,
 ):
-    with StoreWorker(operator_dsn) as worker:
+    with RunnerProcess(operator_dsn, tmp_path) as runner:
         kubectl(
             "apply",
             "-n",
@@ -38,6 +44,7 @@ def test_runs_appear_succeed_and_history_is_pruned(
 
         def ready() -> Any:
             sundial_operator.assert_alive()
+            runner.assert_alive()
             body = get_json(kubectl, "-n", namespace, "sj", "hello")
             found = condition(body, "Ready")
             return body if found and found["status"] == "True" else None
@@ -110,7 +117,18 @@ def test_runs_appear_succeed_and_history_is_pruned(
         wait_until(
             lambda: completed_runs() >= 5, timeout=30, what="the cron fire's run to complete"
         )
-        assert worker.finished
+        # The runner's handler executed each completed run once, and its finish is what
+        # completed them (the lease owner is the runner's worker id).
+        with psycopg.connect(operator_dsn) as conn:
+            completed = conn.execute(
+                "SELECT id, attempt, lease_owner FROM job_runs"
+                " WHERE schedule_id = %s AND state = 'completed' ORDER BY id",
+                (body["metadata"]["uid"],),
+            ).fetchall()
+        ran = runner.ran()
+        assert {(run_id, attempt) for run_id, attempt, _ in completed} <= set(ran)
+        assert len(ran) == len(set(ran))
+        assert {owner for _, _, owner in completed} == {runner.worker_id}
 
         table = kubectl("get", "sj,jr", "-n", namespace).stdout
         lines = table.splitlines()

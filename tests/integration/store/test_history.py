@@ -8,7 +8,7 @@ import uuid
 import psycopg
 
 from sundial.api import common, scheduled_job
-from sundial.store import claims, history, maintenance, runs, schedules
+from sundial.store import claims, history, maintenance, pod_runs, runs, schedules
 from sundial.store import pool as store_pool
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
@@ -80,3 +80,45 @@ async def test_an_inline_job_definition_is_submittable_by_its_uid(pool: store_po
     again = await runs.submit(pool, uid, idempotency_key=str(uid))
     assert submitted.created and not again.created
     assert again.run_id == submitted.run_id
+
+
+async def test_the_window_and_runs_by_id_carry_the_pod_of_the_latest_attempt(
+    pool: store_pool.Pool,
+):
+    schedule_id = await make_schedule(pool)
+    pod_run = await fire(pool, schedule_id, 1)
+    plain_run = await fire(pool, schedule_id, 2)
+    claimed = {run.id: run for run in await claims.claim(pool, "launcher", limit=10)}
+    assert await pod_runs.record_pod(
+        pool, "launcher", pod_run, claimed[pod_run].attempt, pod_name="windowed-abc-1"
+    )
+    assert await pod_runs.record_pod(
+        pool,
+        "launcher",
+        pod_run,
+        claimed[pod_run].attempt,
+        pod_name="windowed-abc-1",
+        exit_code=137,
+        reason="OOMKilled",
+    )
+
+    window = (
+        await history.window(pool, [history.WindowRequest(schedule_id, successful=1, failed=1)])
+    )[schedule_id]
+    by_id = {run.id: run for run in window.active}
+    assert (by_id[pod_run].pod_name, by_id[pod_run].pod_exit_code, by_id[pod_run].pod_reason) == (
+        "windowed-abc-1",
+        137,
+        "OOMKilled",
+    )
+    assert by_id[plain_run].pod_name is None
+    found = await history.runs(pool, [pod_run])
+    assert found[pod_run].pod_reason == "OOMKilled"
+
+    # Archived runs keep no Pod columns: they read as unknown (NULL), never as an error.
+    await claims.finish(pool, "launcher", [claims.Outcome.succeeded(r) for r in claimed.values()])
+    await maintenance.ensure_partitions(pool)
+    assert await maintenance.archive_finished(pool, older_than_seconds=0) == 2
+    archived = await history.runs(pool, [pod_run])
+    assert archived[pod_run].state == "completed"
+    assert archived[pod_run].pod_name is None

@@ -148,3 +148,50 @@ def test_a_finished_run_maps_to_phase_duration_and_removes_stale_fields():
     assert patch["phase"] == "DeadLettered"
     assert patch["fireTime"] is None
     assert patch["lastError"] == "boom"
+
+
+def test_a_pod_run_shows_its_pod_exit_code_and_the_pods_reason():
+    dead = history.RunView(
+        11,
+        "dead_lettered",
+        3,
+        "oom",
+        "OOMKilled, exit code 137",
+        None,
+        datetime.datetime(2026, 11, 29, 11, 0, tzinfo=datetime.UTC),
+        datetime.datetime(2026, 11, 29, 11, 0, 30, tzinfo=datetime.UTC),
+        pod_name="report-0123456789-3",
+        pod_exit_code=137,
+        pod_reason="OOMKilled",
+    )
+    desired = status.job_run_status(dead, generation=1)
+    assert (desired["podName"], desired["exitCode"], desired["reason"]) == (
+        "report-0123456789-3",
+        137,
+        "OOMKilled",
+    )
+    # Only differences are written: the same run again patches nothing.
+    assert status.changes({**desired}, status.job_run_status(dead, generation=1)) == {}
+
+
+def test_a_retry_clears_the_previous_exit_code_but_a_run_without_pod_columns_keeps_them():
+    retrying = history.RunView(
+        12, "running", 2, "oom", None, None, None, None, pod_name="report-x-2"
+    )
+    before = {"podName": "report-x-1", "exitCode": 137, "reason": "OOMKilled"}
+    patch = status.changes(before, status.job_run_status(retrying, generation=1))
+    assert (patch["podName"], patch["exitCode"], patch["reason"]) == ("report-x-2", None, "oom")
+
+    archived = history.RunView(12, "completed", 2, None, None, None, None, None)
+    patch = status.changes(
+        {"podName": "report-x-2", "exitCode": 0}, status.job_run_status(archived, generation=1)
+    )
+    assert "podName" not in patch and "exitCode" not in patch
+
+
+def test_a_succeeded_pod_run_keeps_an_empty_reason():
+    done = history.RunView(
+        13, "completed", 1, None, None, None, None, None, "report-y-1", 0, "Completed"
+    )
+    desired = status.job_run_status(done, generation=1)
+    assert (desired["podName"], desired["exitCode"], desired["reason"]) == ("report-y-1", 0, None)

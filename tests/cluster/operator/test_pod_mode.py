@@ -1,0 +1,234 @@
+"""Pod mode through the operator: its pod launcher runs ScheduledJobs with a ``template``.
+
+The operator is a subprocess (``python -m sundial operator``); kwok plays the kubelet, steered
+by the ``sundial.dev/kwok-outcome`` annotation on the template (hack/cluster/kwok/stages.yaml).
+Runs start at once through the ``sundial.dev/run-now`` annotation. Everything is asserted
+through the API (JobRun status, Pods, Events) and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from operator_testing import OperatorProcess, events_for, get_json, wait_until
+
+pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
+
+
+@pytest.fixture
+def pod_operator(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[OperatorProcess]:
+    """An operator whose launcher labels its Pods with the test's namespace, so it never
+    mistakes another test's Pods for stale ones of its own."""
+    process = OperatorProcess(
+        operator_dsn, kubeconfig, namespace, tmp_path, extra_args=["--pod-instance", namespace]
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        code = process.stop()
+        if code not in (0, None, -9):
+            print(process.logs()[-5000:])
+
+
+def pod_job(name: str, outcome: str, **spec: Any) -> str:
+    body = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name, "annotations": {"sundial.dev/run-now": "1"}},
+        "spec": {
+            "schedule": "0 0 1 1 *",  # once a year: the runs here come from run-now
+            "template": {
+                "metadata": {"annotations": {"sundial.dev/kwok-outcome": outcome}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.36",
+                            "command": ["true"],
+                            "resources": {"limits": {"memory": "64Mi"}},
+                        }
+                    ],
+                },
+            },
+            **spec,
+        },
+    }
+    return json.dumps(body)
+
+
+def mirrored_runs(kubectl: Any, namespace: str, job: str) -> list[dict[str, Any]]:
+    listing = get_json(kubectl, "-n", namespace, "jr", "-l", f"sundial.dev/scheduledjob={job}")
+    return list(listing["items"])
+
+
+def finished_run(
+    operator: OperatorProcess, kubectl: Any, namespace: str, job: str, phase: str
+) -> dict[str, Any]:
+    def done() -> Any:
+        operator.assert_alive()
+        for run in mirrored_runs(kubectl, namespace, job):
+            status = run.get("status") or {}
+            if status.get("phase") == phase and "exitCode" in status:
+                return run
+        return None
+
+    found: dict[str, Any] = wait_until(
+        done, timeout=60, what=f"a {phase} JobRun of {job} with its exit code"
+    )
+    return found
+
+
+def test_a_template_job_runs_as_an_owned_pod_and_its_jobrun_shows_the_pod(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+):
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("report", "succeed"))
+
+    run = finished_run(pod_operator, kubectl, namespace, "report", "Succeeded")
+    status = run["status"]
+    assert status["exitCode"] == 0
+    assert status["attempt"] == 1
+    assert not status.get("reason")
+    pod = get_json(kubectl, "-n", namespace, "pod", status["podName"])
+    assert pod["status"]["phase"] == "Succeeded"
+    assert pod["metadata"]["labels"]["sundial.dev/run-id"] == status["runId"]
+    scheduled_job = get_json(kubectl, "-n", namespace, "sj", "report")
+    [owner] = pod["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == (
+        "ScheduledJob",
+        "report",
+        scheduled_job["metadata"]["uid"],
+    )
+    with psycopg.connect(operator_dsn) as conn:
+        row = conn.execute(
+            "SELECT state, lease_owner, pod_name FROM job_runs WHERE id = %s",
+            (int(status["runId"]),),
+        ).fetchone()
+    # The operator's holder id is the launcher's worker id: a restart re-adopts its Pods.
+    assert row == ("completed", pod_operator.holder, status["podName"])
+
+
+def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=pod_job(
+            "hungry",
+            "oom",
+            retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        ),
+    )
+
+    run = finished_run(pod_operator, kubectl, namespace, "hungry", "DeadLettered")
+    status = run["status"]
+    assert (status["attempt"], status["reason"], status["exitCode"]) == (2, "OOMKilled", 137)
+    assert "OOMKilled" in status["lastError"]
+    assert status["podName"].endswith("-2")
+
+    def reasons() -> Any:
+        found = [event["reason"] for event in events_for(kubectl, namespace, "hungry")]
+        return found if found.count("OOMKilled") == 2 and "DeadLettered" in found else None
+
+    found = wait_until(reasons, timeout=30, what="two OOMKilled Events and a DeadLettered one")
+    # Reported by the launcher and by the mirror, keyed by (run, attempt): one Event.
+    assert found.count("DeadLettered") == 1
+    oom_events = [
+        event
+        for event in events_for(kubectl, namespace, "hungry")
+        if event["reason"] == "OOMKilled"
+    ]
+    assert {event["type"] for event in oom_events} == {"Warning"}
+    assert all(event["count"] == 1 for event in oom_events)
+    assert sorted(event["message"].split(":")[0] for event in oom_events) == [
+        f"run {status['runId']} attempt 1",
+        f"run {status['runId']} attempt 2",
+    ]
+
+
+def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launcher(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+    kubectl: Any,
+):
+    operator = OperatorProcess(
+        operator_dsn,
+        kubeconfig,
+        namespace,
+        tmp_path,
+        extra_args=["--no-pod-launcher", "--pod-instance", namespace],
+    )
+    operator.start()
+    try:
+        kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("elsewhere", "succeed"))
+
+        def pending_run() -> Any:
+            operator.assert_alive()
+            with psycopg.connect(operator_dsn) as conn:
+                return conn.execute(
+                    "SELECT r.id, r.state, r.lease_owner FROM job_runs r"
+                    " JOIN job_definitions j ON j.id = r.job_id WHERE j.name = 'elsewhere'"
+                ).fetchone()
+
+        run_id, state, owner = wait_until(pending_run, timeout=30, what="the run-now run")
+        assert (state, owner) == ("pending", None)
+        running = json.loads(
+            wait_until(
+                lambda: [
+                    line for line in operator.logs().splitlines() if '"operator running"' in line
+                ],
+                timeout=30,
+                what="the operator to log its start",
+            )[0]
+        )
+        assert running["pod_launcher"] is False
+
+        launcher_log = tmp_path / "pod-launcher.log"
+        command = [
+            sys.executable, "-m", "sundial", "pod-launcher",
+            "--dsn", operator_dsn,
+            "--kubeconfig", str(kubeconfig),
+            "--namespace", namespace,
+            "--instance", namespace,
+            "--worker", "standalone-launcher",
+            "--poll-seconds", "0.2",
+        ]  # fmt: skip
+        with launcher_log.open("wb") as log:
+            launcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            run = finished_run(operator, kubectl, namespace, "elsewhere", "Succeeded")
+        finally:
+            launcher.send_signal(signal.SIGTERM)
+            code = launcher.wait(timeout=30)
+        assert code == 0, launcher_log.read_text()
+        assert run["status"]["runId"] == str(run_id)
+        assert run["status"]["exitCode"] == 0
+        with psycopg.connect(operator_dsn) as conn:
+            row = conn.execute("SELECT lease_owner FROM job_runs WHERE id = %s", (run_id,))
+            assert row.fetchone() == ("standalone-launcher",)
+    finally:
+        code = operator.stop()
+        if code not in (0, None):
+            print(operator.logs()[-5000:])

@@ -1,0 +1,31 @@
+"""Handlers the operator's cluster tests run in a real ``sundial runner`` process.
+
+Loaded with ``--handlers handlers.operator_jobs`` and ``tests/`` on PYTHONPATH. Each appends
+"run_id attempt" to the file named by ``SUNDIAL_TEST_RECORD`` (when set), so a test can see
+that the runner, not something else, executed the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import sundial
+
+
+def _record(ctx: sundial.JobContext) -> None:
+    path = os.environ.get("SUNDIAL_TEST_RECORD")
+    if not path:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{ctx.run_id} {ctx.attempt}\n".encode())
+    finally:
+        os.close(fd)
+
+
+@sundial.job("tests.ok")
+async def ok(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    await asyncio.sleep(0)
+    _record(ctx)
