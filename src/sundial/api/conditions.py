@@ -97,6 +97,9 @@ class EventReason(enum.StrEnum):
     """Warning: the dependency's circuit breaker opened; runs wait instead of failing."""
     DEAD_LETTERED = "DeadLettered"
     """Warning: a run used up its retries and was dead-lettered (replayable)."""
+    TIMED_OUT = "TimedOut"
+    """Warning: a run's attempts kept exceeding ``timeoutSeconds`` until its retries were spent
+    (the run ends ``timed_out``, replayable)."""
     OOM_KILLED = "OOMKilled"
     """Warning: an attempt was killed for running out of memory."""
     EVICTED = "Evicted"

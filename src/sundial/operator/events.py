@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sundial.api import conditions
 from sundial.operator import kube
 from sundial.scheduling import clock as clocks
 
@@ -122,6 +123,13 @@ def event_name(object_name: str, reason: str, key: str) -> str:
     tail = f"{reason}.{key}".lower()
     tail = _NOT_NAME.sub("-", tail).strip("-.")
     return f"{object_name[: 252 - len(tail)]}.{tail}"[:253]
+
+
+#: The terminal phases that warn: a run that used up its retries, by how it ended.
+TERMINAL_WARNINGS = {
+    "DeadLettered": conditions.EventReason.DEAD_LETTERED,
+    "TimedOut": conditions.EventReason.TIMED_OUT,
+}
 
 
 def dead_lettered_key(run_id: int, attempt: int) -> str:

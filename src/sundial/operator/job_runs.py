@@ -88,11 +88,12 @@ async def reconcile(
             (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
         ],
     )
-    if desired["phase"] != current.get("phase") and desired["phase"] == "DeadLettered":
+    warning = events.TERMINAL_WARNINGS.get(desired["phase"])
+    if warning and desired["phase"] != current.get("phase"):
         ctx.recorder.record(
             body,
             events.WARNING,
-            conditions.EventReason.DEAD_LETTERED,
+            warning,
             events.dead_lettered_message(run.id, run.last_error or run.failure_reason),
             key=events.dead_lettered_key(run.id, run.attempt),
         )

@@ -253,14 +253,12 @@ class Mirror:
             patch = status.changes(before, desired)
             if patch:
                 await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
-                if desired["phase"] == "DeadLettered" and before.get("phase") not in (
-                    None,
-                    "DeadLettered",
-                ):
+                warning = events.TERMINAL_WARNINGS.get(desired["phase"])
+                if warning and before.get("phase") not in (None, desired["phase"]):
                     self.ctx.recorder.record(
                         owner,
                         events.WARNING,
-                        conditions.EventReason.DEAD_LETTERED,
+                        warning,
                         events.dead_lettered_message(run.id, run.last_error or run.failure_reason),
                         key=events.dead_lettered_key(run.id, run.attempt),
                     )
