@@ -9,6 +9,14 @@ import click
 import sundial
 from sundial.api import crd
 
+#: Every command that talks to PostgreSQL takes the database the same way.
+dsn_option = click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+
 
 @click.group()
 @click.version_option(sundial.__version__, prog_name="sundial")
@@ -71,12 +79,7 @@ def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None)
 
 
 @main.command()
-@click.option(
-    "--dsn",
-    envvar="SUNDIAL_DSN",
-    required=True,
-    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
-)
+@dsn_option
 @click.option("--target", type=int, default=None, help="Stop after this migration version.")
 def migrate(dsn: str, target: int | None) -> None:
     """Apply the database migrations that are not applied yet (safe to run concurrently)."""
@@ -90,12 +93,7 @@ def migrate(dsn: str, target: int | None) -> None:
 
 
 @main.command()
-@click.option(
-    "--dsn",
-    envvar="SUNDIAL_DSN",
-    required=True,
-    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
-)
+@dsn_option
 @click.option("--holder", default=None, help="Lease holder name (default: host-pid).")
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True)
 @click.option(
@@ -183,7 +181,7 @@ def _parse_concurrency(
 
 
 @main.command()
-@click.option("--dsn", envvar="SUNDIAL_DSN", required=True, help="PostgreSQL URL (or SUNDIAL_DSN).")
+@dsn_option
 @click.option(
     "--handlers",
     "handler_modules",
@@ -300,12 +298,7 @@ def runner(
 
 
 @main.command("pod-launcher")
-@click.option(
-    "--dsn",
-    envvar="SUNDIAL_DSN",
-    required=True,
-    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
-)
+@dsn_option
 @click.option(
     "--namespace",
     "namespaces",
@@ -389,12 +382,7 @@ def pod_launcher(
 
 
 @main.command()
-@click.option(
-    "--dsn",
-    envvar="SUNDIAL_DSN",
-    required=True,
-    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
-)
+@dsn_option
 @click.option(
     "--namespace",
     "namespaces",
@@ -496,12 +484,7 @@ def operator(
 
 
 @main.command("runs")
-@click.option(
-    "--dsn",
-    envvar="SUNDIAL_DSN",
-    required=True,
-    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
-)
+@dsn_option
 @click.option("--job", default=None, help="Only this job: namespace/name (or name in default).")
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
 def runs_(dsn: str, job: str | None, limit: int) -> None:
