@@ -51,7 +51,9 @@ def crds(output: pathlib.Path | None) -> None:
     "handler_modules",
     multiple=True,
     required=True,
-    help="Module that registers handlers with @sundial.job (repeatable).",
+    envvar="SUNDIAL_HANDLERS",
+    help="Module that registers handlers with @sundial.job (repeatable; or SUNDIAL_HANDLERS, "
+    "space-separated, as the runner image sets it).",
 )
 @click.option(
     "--args-file",
@@ -187,7 +189,9 @@ def _parse_concurrency(
     "handler_modules",
     multiple=True,
     required=True,
-    help="Module that registers handlers with @sundial.job (repeatable).",
+    envvar="SUNDIAL_HANDLERS",
+    help="Module that registers handlers with @sundial.job (repeatable; or SUNDIAL_HANDLERS, "
+    "space-separated, as the runner image sets it).",
 )
 @click.option(
     "--queue", "queues", multiple=True, default=("default",), help="Queue to serve (repeatable)."

@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
 import pytest
 
+from sundial.operator import pod_manifest
 from sundial.runner import exec_command
 
 SUNDIAL_EXEC = [sys.executable, "-m", "sundial", "exec"]
@@ -91,3 +93,41 @@ def test_sigterm_cancels_a_cooperative_handler_with_exit_143(
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_handler_pod_runs_its_command_as_written(
+    child_env: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    """A handler job with executionModel pod: the container's command and environment, taken
+    from the launcher's manifest unchanged, run the handler. The image names the handler
+    modules with SUNDIAL_HANDLERS (runner/Dockerfile), since the command cannot."""
+    out = tmp_path / "ctx"
+    spec = pod_manifest.LaunchSpec(
+        run_id=42,
+        attempt=3,
+        job_id="4f1c2b7e-0000-4000-8000-000000000001",
+        job_namespace="team-a",
+        job_name="echo",
+        handler="sample.echo_context",
+        template={},
+        args={"out": str(out), "n": 7},
+        idempotency_key="run:42",
+        fire_time=datetime(2026, 11, 29, 12, 0, tzinfo=UTC),
+        timeout_seconds=60,
+    )
+    (container,) = pod_manifest.pod_manifest(spec, pod_manifest.ManifestSettings())["spec"][
+        "containers"
+    ]
+    executable = pathlib.Path(sys.executable).parent / container["command"][0]
+    pod_env = {variable["name"]: variable["value"] for variable in container["env"]}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("SUNDIAL_")}
+    result = subprocess.run(
+        [str(executable), *container["command"][1:]],
+        env={**inherited, **child_env, "SUNDIAL_HANDLERS": "handlers.sample_jobs", **pod_env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == exec_command.EXIT_SUCCEEDED, result.stderr
+    assert out.read_text() == "42|3|run:42|2026-11-29 12:00:00+00:00|7"
