@@ -113,7 +113,9 @@ async def _lead(
         recorder=recorder,
         clock=clock,
         settings=context.OperatorSettings(
-            namespaces=config.namespaces, mirror_interval=config.mirror_interval
+            namespaces=config.namespaces,
+            mirror_interval=config.mirror_interval,
+            pod_instance=config.pods.instance,
         ),
     )
     triggers = announcer.AnnouncingTriggerLoop(
