@@ -57,3 +57,25 @@ def sundial_operator(
         code = process.stop()
         if code not in (0, None, -9):
             print(process.logs()[-5000:])
+
+
+@pytest.fixture
+def pod_operator(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[OperatorProcess]:
+    """An operator whose launcher labels its Pods with the test's namespace, so it never
+    mistakes another test's Pods for stale ones of its own (nor collects them)."""
+    process = OperatorProcess(
+        operator_dsn, kubeconfig, namespace, tmp_path, extra_args=["--pod-instance", namespace]
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        code = process.stop()
+        if code not in (0, None, -9):
+            print(process.logs()[-5000:])
