@@ -15,10 +15,11 @@ PostgreSQL, ``sundial runs`` shows them), so the API write rate grows with the n
 and their windows, never with the run rate. User-created JobRuns are followed here too
 (``job_runs.reconcile``), until they are deleted or their ``ttlSecondsAfterFinished`` passes.
 
-A pass reads four things in bulk - the ScheduledJobs, the JobRuns, this installation's ended
-Pods (metadata only), the window rows (one SQL statement for all schedules) - and writes with
-bounded concurrency. Ended Pods whose run left its window, or was never in it, are deleted
-(``pod_gc``), so a job's Pods stay bounded by its window like its JobRuns.
+A pass reads three things in bulk - the ScheduledJobs, the JobRuns, the window rows (one SQL
+statement for all schedules) - and writes with bounded concurrency. At most every
+``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
+run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
+window like its JobRuns.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Mirror:
         self.ctx = ctx
         self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
         self._last_maintenance = 0.0
+        self._last_pod_sweep: float | None = None
         self.passes = 0
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -99,7 +101,7 @@ class Mirror:
         ]
         # Listed before the window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
-        ended_pods = await self._ended_pods()
+        ended_pods = await self._ended_pods() if self._pod_sweep_due() else None
         try:
             windows = await history.window(self.ctx.pool, requests)
             views = await history.schedules(self.ctx.pool, parsed)
@@ -132,12 +134,13 @@ class Mirror:
             )
         work.append(self._sync_user_runs(users))
         await asyncio.gather(*work)
-        kept = {
-            schedule_id: {run.id for run in _window_runs(body, windows[schedule_id])}
-            for schedule_id, (body, _, _) in parsed.items()
-            if schedule_id in windows
-        }
-        await self._collect_pods(ended_pods, kept, users)
+        if ended_pods is not None:
+            kept = {
+                schedule_id: {run.id for run in _window_runs(body, windows[schedule_id])}
+                for schedule_id, (body, _, _) in parsed.items()
+                if schedule_id in windows
+            }
+            await self._collect_pods(ended_pods, kept, users)
         await self._maintain()
         self.passes += 1
         log.debug(
@@ -310,15 +313,25 @@ class Mirror:
 
         await asyncio.gather(*(one(body) for body in bodies))
 
-    async def _ended_pods(self) -> list[pod_gc.EndedPod]:
+    def _pod_sweep_due(self) -> bool:
+        if self.ctx.settings.pod_instance is None:
+            return False
+        now = time.monotonic()
+        interval = self.ctx.settings.pod_gc_interval.total_seconds()
+        if self._last_pod_sweep is not None and now - self._last_pod_sweep < interval:
+            return False
+        self._last_pod_sweep = now
+        return True
+
+    async def _ended_pods(self) -> list[pod_gc.EndedPod] | None:
         instance = self.ctx.settings.pod_instance
         if instance is None:
-            return []
+            return None
         try:
             return await pod_gc.ended_pods(self.ctx.api, self.ctx.settings.namespaces, instance)
         except Exception:
             log.exception("could not list finished Pods; they are collected on a later pass")
-            return []
+            return None
 
     async def _collect_pods(
         self,

@@ -1,8 +1,9 @@
 """Finished Pods go with their run's JobRun window (docs/adr/0011-finished-pod-gc.md).
 
 Pod-mode Pods are owned by their ScheduledJob (``pod_hooks``), so without this the Pods of
-finished runs would pile up until the ScheduledJob is deleted. Each status-mirror pass sweeps
-them, level-triggered like the rest of the mirror:
+finished runs would pile up until the ScheduledJob is deleted. A status-mirror pass sweeps
+them (at most every ``OperatorSettings.pod_gc_interval``, ``--pod-gc-seconds``),
+level-triggered like the rest of the mirror:
 
 1. Before it reads the window from PostgreSQL, the pass lists the *ended* Pods (phase
    Succeeded or Failed, filtered by the apiserver) of this installation
@@ -20,9 +21,9 @@ Guarantees:
   a run that finished between the two reads is in the window that is compared - never mistaken
   for one that left it.
 * A finished run that was never mirrored (many runs finished between two passes) is outside the
-  window, so its Pods go on the next pass.
+  window, so its Pods go on the next sweep.
 * Nothing is remembered: a restarted operator, or a delete that failed, is caught up by the
-  next pass. Deletes carry the Pod's uid as a precondition.
+  next sweep. Deletes carry the Pod's uid as a precondition.
 * Pods with no ScheduledJob owner (inline JobRun jobs, ``sundial pod-launcher`` without owner
   references) are left alone, as before.
 """

@@ -68,9 +68,14 @@ def pod_operator(
     tmp_path: Path,
 ) -> Iterator[OperatorProcess]:
     """An operator whose launcher labels its Pods with the test's namespace, so it never
-    mistakes another test's Pods for stale ones of its own (nor collects them)."""
+    mistakes another test's Pods for stale ones of its own (nor collects them); it sweeps
+    ended Pods on every mirror pass (``--pod-gc-seconds 1``)."""
     process = OperatorProcess(
-        operator_dsn, kubeconfig, namespace, tmp_path, extra_args=["--pod-instance", namespace]
+        operator_dsn,
+        kubeconfig,
+        namespace,
+        tmp_path,
+        extra_args=["--pod-instance", namespace, "--pod-gc-seconds", "1"],
     )
     process.start()
     try:
