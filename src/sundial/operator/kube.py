@@ -196,7 +196,8 @@ class KubeApi:
                 response = core.list_pod_for_all_namespaces(**options)
             else:
                 response = core.list_namespaced_pod(namespace, **options)
-            items: list[dict[str, Any]] = json.loads(response.data)["items"]
+            # An empty PartialObjectMetadataList has "items": null, not [].
+            items: list[dict[str, Any]] = json.loads(response.data).get("items") or []
             return items
 
         targets: Sequence[str | None] = [None] if namespaces is None else list(namespaces)

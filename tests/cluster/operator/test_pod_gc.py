@@ -35,11 +35,13 @@ def job_pods(core_api: client.CoreV1Api, namespace: str, job: str) -> list[clien
 
 
 def job_runs(dsn: str, job: str) -> list[tuple[int, str, int, str | None]]:
-    """(id, state, attempt, failure reason) of every run of the job, from PostgreSQL."""
+    """(id, state, attempt, failure reason) of every run of the job, from PostgreSQL, the
+    last finished last (runs overlap, so they need not finish in the order they started)."""
     with psycopg.connect(dsn) as conn:
         return conn.execute(
             "SELECT r.id, r.state, r.attempt, r.failure_reason FROM job_runs r"
-            " JOIN job_definitions j ON j.id = r.job_id WHERE j.name = %s ORDER BY r.id",
+            " JOIN job_definitions j ON j.id = r.job_id WHERE j.name = %s"
+            " ORDER BY r.finished_at NULLS LAST, r.id",
             (job,),
         ).fetchall()
 
@@ -115,14 +117,19 @@ def test_finished_pods_are_deleted_with_their_window_and_running_ones_are_left(
             pod.metadata.labels["sundial.dev/run-id"]
             for pod in job_pods(core_api, namespace, "ticker")
         }
-        mirrored = {
-            run["status"].get("runId") for run in mirrored_runs(kubectl, namespace, "ticker")
-        }
-        return (pod_runs, mirrored) if pod_runs == mirrored else None
+        jobruns = mirrored_runs(kubectl, namespace, "ticker")
+        mirrored = {run["status"].get("runId") for run in jobruns}
+        final = len(jobruns) == SUCCESSFUL_LIMIT and all(
+            run["status"].get("phase") == "Succeeded" for run in jobruns
+        )
+        return (pod_runs, mirrored) if final and pod_runs == mirrored else None
 
     pod_runs, _ = wait_until(
-        settled, timeout=20, what="the Pods of ticker to be those of its JobRuns", every=1
+        settled, timeout=20, what="the Pods of ticker to be those of its last JobRuns", every=1
     )
     newest = {str(run_id) for run_id, *_ in runs[-SUCCESSFUL_LIMIT:]}
     assert pod_runs == newest
     assert len(runs) >= RUNS
+    # Every sweep worked: a failed LIST or delete is logged and retried, which would hide here.
+    errors = [line for line in pod_operator.logs().splitlines() if '"level": "error"' in line]
+    assert not errors, errors[:3]
