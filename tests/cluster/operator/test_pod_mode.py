@@ -27,6 +27,8 @@ from operator_testing import (
     warnings_once,
 )
 
+from sundial.scheduling import failures
+
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
 
 
@@ -153,3 +155,74 @@ def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launch
         code = operator.stop()
         if code not in (0, None):
             print(operator.logs()[-5000:])
+
+
+def test_an_evicted_pod_leaves_one_evicted_event_per_attempt_until_dead_lettered(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    # Evictions are retried outside maxRetries, up to the infrastructure retry limit.
+    kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=pod_job(
+            "evicted",
+            "evict",
+            retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        ),
+    )
+
+    run = finished_run(
+        pod_operator, kubectl, namespace, "evicted", "DeadLettered", with_exit_code=False
+    )
+    status = run["status"]
+    attempts = failures.INFRASTRUCTURE_RETRY_LIMIT + 1
+    assert (status["attempt"], status["reason"]) == (attempts, "Evicted")
+    assert status["podName"].endswith(f"-{attempts}")
+    # The 137 of an evicted container is the kill's, not the job's: pod_outcomes records none.
+    assert status.get("exitCode") is None
+    warnings_once(kubectl, namespace, "evicted", "Evicted", attempts_of(status["runId"], attempts))
+    warnings_once(kubectl, namespace, "evicted", "DeadLettered", [f"run {status['runId']} used"])
+
+
+def test_a_pod_that_never_starts_fails_fast_with_one_failed_start_event(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("unpulled", "image-pull-backoff"))
+
+    run = finished_run(pod_operator, kubectl, namespace, "unpulled", "Failed", with_exit_code=False)
+    status = run["status"]
+    assert (status["attempt"], status["reason"]) == (1, "ImagePullBackOff")
+    assert status["podName"].endswith("-1")
+    assert status.get("exitCode") is None  # its container never ran
+    assert "ImagePullBackOff" in status["lastError"]
+    warnings_once(kubectl, namespace, "unpulled", "FailedStart", attempts_of(status["runId"], 1))
+
+
+def test_a_pod_past_its_timeout_leaves_one_deadline_exceeded_event_per_attempt(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=pod_job(
+            "sleepy",
+            "run-forever",
+            timeoutSeconds=2,
+            retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        ),
+    )
+
+    run = finished_run(pod_operator, kubectl, namespace, "sleepy", "TimedOut", with_exit_code=False)
+    status = run["status"]
+    assert (status["attempt"], status["reason"]) == (2, "DeadlineExceeded")
+    assert status["podName"].endswith("-2")
+    assert status.get("exitCode") is None  # deleted while it ran: no exit code
+    run_id = status["runId"]
+    warnings_once(kubectl, namespace, "sleepy", "DeadlineExceeded", attempts_of(run_id, 2))
+    warnings_once(kubectl, namespace, "sleepy", "TimedOut", [f"run {run_id} "])
