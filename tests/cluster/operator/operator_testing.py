@@ -336,6 +336,11 @@ def pod_job(
     return json.dumps(body)
 
 
+def apply(kubectl: Callable[..., Any], namespace: str, manifest: str) -> None:
+    """``kubectl apply`` of a JSON or YAML ``manifest`` in ``namespace``."""
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=manifest)
+
+
 def mirrored_runs(kubectl: Callable[..., Any], namespace: str, job: str) -> list[dict[str, Any]]:
     listing = get_json(kubectl, "-n", namespace, "jr", "-l", f"sundial.dev/scheduledjob={job}")
     return list(listing["items"])

@@ -16,6 +16,7 @@ from kubernetes import client
 from operator_testing import (
     KWOK_RUNNING_SECONDS,
     OperatorProcess,
+    apply,
     mirrored_runs,
     pod_job,
     wait_until,
@@ -46,6 +47,21 @@ def job_runs(dsn: str, job: str) -> list[tuple[int, str, int, str | None]]:
         ).fetchall()
 
 
+def ticker(**changes: Any) -> str:
+    """Fires every 2 s; its Pods run 3 s, so two overlap (concurrencyPolicy Allow)."""
+    return pod_job(
+        "ticker",
+        "succeed",
+        run_now=False,
+        pod_annotations={KWOK_RUNNING_SECONDS: "3"},
+        schedule="@every 2s",
+        concurrencyPolicy="Allow",
+        successfulRunsHistoryLimit=SUCCESSFUL_LIMIT,
+        failedRunsHistoryLimit=FAILED_LIMIT,
+        **changes,
+    )
+
+
 def test_finished_pods_are_deleted_with_their_window_and_running_ones_are_left(
     pod_operator: OperatorProcess,
     kubectl: Any,
@@ -53,21 +69,7 @@ def test_finished_pods_are_deleted_with_their_window_and_running_ones_are_left(
     namespace: str,
     operator_dsn: str,
 ):
-    manifest = {
-        "schedule": "@every 2s",
-        "concurrencyPolicy": "Allow",
-        "successfulRunsHistoryLimit": SUCCESSFUL_LIMIT,
-        "failedRunsHistoryLimit": FAILED_LIMIT,
-    }
-    running = {KWOK_RUNNING_SECONDS: "3"}
-    kubectl(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        stdin=pod_job("ticker", "succeed", run_now=False, pod_annotations=running, **manifest),
-    )
+    apply(kubectl, namespace, ticker())
 
     most_pods = 0
     seen_running = 0
@@ -81,21 +83,7 @@ def test_finished_pods_are_deleted_with_their_window_and_running_ones_are_left(
         time.sleep(0.3)
 
     # Stop firing, then let the runs that are still going finish.
-    kubectl(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        stdin=pod_job(
-            "ticker",
-            "succeed",
-            run_now=False,
-            pod_annotations=running,
-            **manifest,
-            suspend=True,
-        ),
-    )
+    apply(kubectl, namespace, ticker(suspend=True))
     wait_until(
         lambda: all(run[1] == "completed" for run in job_runs(operator_dsn, "ticker")),
         timeout=30,

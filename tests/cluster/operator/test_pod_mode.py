@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from operator_testing import (
     OperatorProcess,
+    apply,
     attempts_of,
     finished_run,
     get_json,
@@ -35,7 +36,7 @@ pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
 def test_a_template_job_runs_as_an_owned_pod_and_its_jobrun_shows_the_pod(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
 ):
-    kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("report", "succeed"))
+    apply(kubectl, namespace, pod_job("report", "succeed"))
 
     run = finished_run(pod_operator, kubectl, namespace, "report", "Succeeded")
     status = run["status"]
@@ -64,13 +65,10 @@ def test_a_template_job_runs_as_an_owned_pod_and_its_jobrun_shows_the_pod(
 def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str
 ):
-    kubectl(
-        "apply",
-        "-n",
+    apply(
+        kubectl,
         namespace,
-        "-f",
-        "-",
-        stdin=pod_job(
+        pod_job(
             "hungry",
             "oom",
             retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
@@ -105,7 +103,7 @@ def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launch
     )
     operator.start()
     try:
-        kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("elsewhere", "succeed"))
+        apply(kubectl, namespace, pod_job("elsewhere", "succeed"))
 
         def pending_run() -> Any:
             operator.assert_alive()
@@ -161,13 +159,10 @@ def test_an_evicted_pod_leaves_one_evicted_event_per_attempt_until_dead_lettered
     pod_operator: OperatorProcess, kubectl: Any, namespace: str
 ):
     # Evictions are retried outside maxRetries, up to the infrastructure retry limit.
-    kubectl(
-        "apply",
-        "-n",
+    apply(
+        kubectl,
         namespace,
-        "-f",
-        "-",
-        stdin=pod_job(
+        pod_job(
             "evicted",
             "evict",
             retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
@@ -190,7 +185,7 @@ def test_an_evicted_pod_leaves_one_evicted_event_per_attempt_until_dead_lettered
 def test_a_pod_that_never_starts_fails_fast_with_one_failed_start_event(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str
 ):
-    kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("unpulled", "image-pull-backoff"))
+    apply(kubectl, namespace, pod_job("unpulled", "image-pull-backoff"))
 
     run = finished_run(pod_operator, kubectl, namespace, "unpulled", "Failed", with_exit_code=False)
     status = run["status"]
@@ -204,13 +199,10 @@ def test_a_pod_that_never_starts_fails_fast_with_one_failed_start_event(
 def test_a_pod_past_its_timeout_leaves_one_deadline_exceeded_event_per_attempt(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str
 ):
-    kubectl(
-        "apply",
-        "-n",
+    apply(
+        kubectl,
         namespace,
-        "-f",
-        "-",
-        stdin=pod_job(
+        pod_job(
             "sleepy",
             "run-forever",
             timeoutSeconds=2,
