@@ -417,6 +417,13 @@ def pod_launcher(
     help="Longest time between two status-mirror passes.",
 )
 @click.option(
+    "--pod-gc-seconds",
+    type=click.FloatRange(0.2, 3600),
+    default=30.0,
+    show_default=True,
+    help="Longest time between two deletions of ended Pods whose run left its JobRun window.",
+)
+@click.option(
     "--pod-launcher/--no-pod-launcher",
     default=True,
     show_default=True,
@@ -447,6 +454,7 @@ def operator(
     holder: str | None,
     lease_ttl: float,
     mirror_seconds: float,
+    pod_gc_seconds: float,
     pod_launcher: bool,
     pod_instance: str,
     pod_queues: tuple[str, ...],
@@ -475,6 +483,7 @@ def operator(
         holder=holder or trigger.default_holder(),
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
+        pod_gc_interval=datetime.timedelta(seconds=pod_gc_seconds),
         pod_launcher=pod_launcher,
         pod_queues=pod_queues,
         max_pods=max_pods,

@@ -44,6 +44,12 @@ class OperatorSettings:
     write_concurrency: int = 16
     #: Finished runs older than this move to the month partitions.
     archive_after: timedelta = timedelta(hours=1)
+    #: The ``sundial.dev/instance`` label of this installation's Pods: the mirror deletes the
+    #: ended ones whose run left its window (``pod_gc``). ``None``: Pods are left alone.
+    pod_instance: str | None = None
+    #: The longest time between two sweeps of ended Pods (one per mirror pass at most): each
+    #: sweep lists the ended Pods the windows keep, so it is rarer than the pass by default.
+    pod_gc_interval: timedelta = timedelta(seconds=30)
 
 
 @dataclass

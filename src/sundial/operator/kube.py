@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,6 +24,9 @@ __all__ = ["JOB_RUNS", "SCHEDULED_JOBS", "KubeApi", "is_conflict", "is_not_found
 
 SCHEDULED_JOBS = "scheduledjobs"
 JOB_RUNS = "jobruns"
+
+#: Ask the apiserver for metadata only (labels, owners): a tenth of a Pod's JSON.
+_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 def is_not_found(error: BaseException) -> bool:
@@ -171,6 +175,42 @@ class KubeApi:
             )
         except exceptions.ApiException as error:
             if error.status == 404:
+                return False
+            raise
+        return True
+
+    async def list_pod_metadata(
+        self, namespaces: Sequence[str] | None, *, label_selector: str, field_selector: str
+    ) -> Sequence[dict[str, Any]]:
+        """The metadata (``PartialObjectMetadata``) of the Pods that match both selectors."""
+        core: Any = self.core  # raw responses (_preload_content=False) are not in the stubs
+
+        def list_in(namespace: str | None) -> list[dict[str, Any]]:
+            options: dict[str, Any] = {
+                "label_selector": label_selector,
+                "field_selector": field_selector,
+                "_preload_content": False,
+                "_headers": {"Accept": _METADATA_ONLY},
+            }
+            if namespace is None:
+                response = core.list_pod_for_all_namespaces(**options)
+            else:
+                response = core.list_namespaced_pod(namespace, **options)
+            # An empty PartialObjectMetadataList has "items": null, not [].
+            items: list[dict[str, Any]] = json.loads(response.data).get("items") or []
+            return items
+
+        targets: Sequence[str | None] = [None] if namespaces is None else list(namespaces)
+        listings = await asyncio.gather(*(_call(list_in, namespace) for namespace in targets))
+        return [item for listing in listings for item in listing]
+
+    async def delete_pod(self, namespace: str, name: str, uid: str) -> bool:
+        """Delete the Pod if it is still the one with ``uid``; False if it is gone or replaced."""
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        try:
+            await _call(self.core.delete_namespaced_pod, name, namespace, body=options)
+        except exceptions.ApiException as error:
+            if error.status in (404, 409):
                 return False
             raise
         return True

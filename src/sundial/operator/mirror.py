@@ -16,7 +16,10 @@ and their windows, never with the run rate. User-created JobRuns are followed he
 (``job_runs.reconcile``), until they are deleted or their ``ttlSecondsAfterFinished`` passes.
 
 A pass reads three things in bulk - the ScheduledJobs, the JobRuns, the window rows (one SQL
-statement for all schedules) - and writes with bounded concurrency.
+statement for all schedules) - and writes with bounded concurrency. At most every
+``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
+run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
+window like its JobRuns.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import psycopg
 import psycopg_pool
 
 from sundial.api import common, conditions, job_run, scheduled_job
-from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
+from sundial.operator import context, events, job_runs, kube, pod_gc, scheduled_jobs, status
 from sundial.store import history, maintenance
 
 __all__ = ["Mirror"]
@@ -49,6 +52,7 @@ class Mirror:
         self.ctx = ctx
         self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
         self._last_maintenance = 0.0
+        self._last_pod_sweep: float | None = None
         self.passes = 0
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -95,6 +99,9 @@ class Mirror:
                 (schedule_id, _limits(body)) for schedule_id, (body, _, _) in parsed.items()
             )
         ]
+        # Listed before the window is read (pod_gc: a run that finishes in between is then
+        # in the window compared, never taken for one that left it).
+        ended_pods = await self._ended_pods() if self._pod_sweep_due() else None
         try:
             windows = await history.window(self.ctx.pool, requests)
             views = await history.schedules(self.ctx.pool, parsed)
@@ -127,6 +134,13 @@ class Mirror:
             )
         work.append(self._sync_user_runs(users))
         await asyncio.gather(*work)
+        if ended_pods is not None:
+            kept = {
+                schedule_id: {run.id for run in _window_runs(body, windows[schedule_id])}
+                for schedule_id, (body, _, _) in parsed.items()
+                if schedule_id in windows
+            }
+            await self._collect_pods(ended_pods, kept, users)
         await self._maintain()
         self.passes += 1
         log.debug(
@@ -187,10 +201,10 @@ class Mirror:
             if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
                 await scheduled_jobs.run_now(self.ctx, body)
             if window is not None:
-                successful, failed = _limits(body)
-                desired: dict[str, history.RunView] = {}
-                for run in window.active + window.successful[:successful] + window.failed[:failed]:
-                    desired[status.mirror_name(metadata["name"], run.id)] = run
+                desired = {
+                    status.mirror_name(metadata["name"], run.id): run
+                    for run in _window_runs(body, window)
+                }
                 await self._sync_mirrored(body, desired, existing)
             schedule_id = status.schedule_id(body)
             desired_status = status.scheduled_job_status(
@@ -299,6 +313,53 @@ class Mirror:
 
         await asyncio.gather(*(one(body) for body in bodies))
 
+    def _pod_sweep_due(self) -> bool:
+        if self.ctx.settings.pod_instance is None:
+            return False
+        now = time.monotonic()
+        interval = self.ctx.settings.pod_gc_interval.total_seconds()
+        if self._last_pod_sweep is not None and now - self._last_pod_sweep < interval:
+            return False
+        self._last_pod_sweep = now
+        return True
+
+    async def _ended_pods(self) -> list[pod_gc.EndedPod] | None:
+        instance = self.ctx.settings.pod_instance
+        if instance is None:
+            return None
+        try:
+            return await pod_gc.ended_pods(self.ctx.api, self.ctx.settings.namespaces, instance)
+        except Exception:
+            log.exception("could not list finished Pods; they are collected on a later pass")
+            return None
+
+    async def _collect_pods(
+        self,
+        ended_pods: list[pod_gc.EndedPod],
+        kept: Mapping[uuid.UUID, set[int]],
+        users: list[Mapping[str, Any]],
+    ) -> None:
+        """Delete the ended Pods whose run left its window (``pod_gc``)."""
+        followed = {
+            int(body["status"]["runId"])
+            for body in users
+            if (body.get("status") or {}).get("runId") is not None
+        }
+        candidates = pod_gc.unkept(ended_pods, kept, followed)
+        if not candidates:
+            return
+        try:
+            known = await history.runs(self.ctx.pool, [pod.run_id for pod in candidates])
+        except Exception:
+            log.exception("could not read the runs of finished Pods; collected on a later pass")
+            return
+        states = {run_id: run.state for run_id, run in known.items()}
+        deleted = await pod_gc.delete(
+            self.ctx.api, pod_gc.collectable(candidates, states), self._writes
+        )
+        if deleted:
+            log.info("deleted finished Pods outside their window", extra={"pods": deleted})
+
     async def _maintain(self) -> None:
         now = time.monotonic()
         if now - self._last_maintenance < _MAINTENANCE_EVERY:
@@ -329,6 +390,12 @@ def _limits(body: Mapping[str, Any]) -> tuple[int, int]:
         ),
         int(defaults["failed_runs_history_limit"].default if failed is None else failed),
     )
+
+
+def _window_runs(body: Mapping[str, Any], window: history.Window) -> list[history.RunView]:
+    """The runs a ScheduledJob mirrors: active ones, then the newest of each history limit."""
+    successful, failed = _limits(body)
+    return window.active + window.successful[:successful] + window.failed[:failed]
 
 
 def _owner_uid(body: Mapping[str, Any]) -> uuid.UUID | None:

@@ -64,6 +64,8 @@ class OperatorConfig:
     holder: str = field(default_factory=trigger.default_holder)
     lease_ttl_seconds: float = 15.0
     mirror_interval: timedelta = timedelta(seconds=3)
+    #: The longest time between two sweeps of ended Pods outside their window (``pod_gc``).
+    pod_gc_interval: timedelta = timedelta(seconds=30)
     trigger_poll: timedelta = timedelta(seconds=1)
     #: Host the pod launcher (off: pod-mode runs wait for a ``sundial pod-launcher``).
     pod_launcher: bool = True
@@ -113,7 +115,10 @@ async def _lead(
         recorder=recorder,
         clock=clock,
         settings=context.OperatorSettings(
-            namespaces=config.namespaces, mirror_interval=config.mirror_interval
+            namespaces=config.namespaces,
+            mirror_interval=config.mirror_interval,
+            pod_instance=config.pods.instance,
+            pod_gc_interval=config.pod_gc_interval,
         ),
     )
     triggers = announcer.AnnouncingTriggerLoop(

@@ -3,6 +3,7 @@ and the operator as a subprocess (``operator_testing.OperatorProcess``)."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,7 +50,31 @@ def sundial_operator(
     tmp_path: Path,
 ) -> Iterator[OperatorProcess]:
     """A running operator watching the test's namespace; stopped (SIGTERM) afterwards."""
-    process = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path)
+    with running(OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path)) as process:
+        yield process
+
+
+@pytest.fixture
+def pod_operator(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[OperatorProcess]:
+    """An operator whose launcher labels its Pods with the test's namespace, so it never
+    mistakes another test's Pods for stale ones of its own (nor collects them); it sweeps
+    ended Pods on every mirror pass (``--pod-gc-seconds 1``)."""
+    arguments = ["--pod-instance", namespace, "--pod-gc-seconds", "1"]
+    with running(
+        OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, extra_args=arguments)
+    ) as process:
+        yield process
+
+
+@contextlib.contextmanager
+def running(process: OperatorProcess) -> Iterator[OperatorProcess]:
+    """``process`` started, then stopped (SIGTERM); its log is printed if it failed."""
     process.start()
     try:
         yield process

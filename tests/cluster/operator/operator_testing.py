@@ -289,3 +289,119 @@ def events_for(kubectl: Callable[..., Any], namespace: str, name: str) -> list[d
         kubectl, "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}"
     )
     return list(listing["items"])
+
+
+#: The kwok stages' annotations (hack/cluster/kwok/stages.yaml) that choose a Pod's end.
+KWOK_OUTCOME = "sundial.dev/kwok-outcome"
+KWOK_RUNNING_SECONDS = "sundial.dev/kwok-running-seconds"
+
+
+def pod_job(
+    name: str,
+    outcome: str,
+    *,
+    schedule: str = "0 0 1 1 *",
+    run_now: bool = True,
+    pod_annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> str:
+    """A pod-mode ScheduledJob whose Pods end as ``outcome`` says (kwok). By default it fires
+    once a year and its run comes from ``sundial.dev/run-now``."""
+    metadata: dict[str, Any] = {"name": name}
+    if run_now:
+        metadata["annotations"] = {"sundial.dev/run-now": "1"}
+    body = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": metadata,
+        "spec": {
+            "schedule": schedule,
+            "template": {
+                "metadata": {"annotations": {KWOK_OUTCOME: outcome, **(pod_annotations or {})}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.36",
+                            "command": ["true"],
+                            "resources": {"limits": {"memory": "64Mi"}},
+                        }
+                    ],
+                },
+            },
+            **spec,
+        },
+    }
+    return json.dumps(body)
+
+
+def apply(kubectl: Callable[..., Any], namespace: str, manifest: str) -> None:
+    """``kubectl apply`` of a JSON or YAML ``manifest`` in ``namespace``."""
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=manifest)
+
+
+def mirrored_runs(kubectl: Callable[..., Any], namespace: str, job: str) -> list[dict[str, Any]]:
+    listing = get_json(kubectl, "-n", namespace, "jr", "-l", f"sundial.dev/scheduledjob={job}")
+    return list(listing["items"])
+
+
+def finished_run(
+    operator: OperatorProcess,
+    kubectl: Callable[..., Any],
+    namespace: str,
+    job: str,
+    phase: str,
+    *,
+    with_exit_code: bool = True,
+    timeout: float = 60,
+) -> dict[str, Any]:
+    """The first mirrored JobRun of ``job`` in ``phase`` (showing its Pod's exit code, unless
+    ``with_exit_code`` is False: a Pod that never started has none)."""
+
+    def done() -> Any:
+        operator.assert_alive()
+        for run in mirrored_runs(kubectl, namespace, job):
+            status = run.get("status") or {}
+            if status.get("phase") == phase and (not with_exit_code or "exitCode" in status):
+                return run
+        return None
+
+    found: dict[str, Any] = wait_until(
+        done, timeout=timeout, what=f"a {phase} JobRun of {job} with its Pod's data"
+    )
+    return found
+
+
+def attempts_of(run_id: str, attempts: int) -> list[str]:
+    """How the Pod Events of attempts 1..``attempts`` of a run begin (``pod_hooks``)."""
+    return [f"run {run_id} attempt {attempt}:" for attempt in range(1, attempts + 1)]
+
+
+def warnings_once(
+    kubectl: Callable[..., Any],
+    namespace: str,
+    name: str,
+    reason: str,
+    subjects: Sequence[str],
+    *,
+    timeout: float = 30,
+) -> list[dict[str, Any]]:
+    """The Warning Events ``reason`` on the object ``name``, once there is one whose message
+    begins with each of ``subjects``; fails unless each subject has exactly one Event, posted
+    once (``count`` 1), and there is no other."""
+
+    def found() -> Any:
+        events = [e for e in events_for(kubectl, namespace, name) if e["reason"] == reason]
+        return events if len(events) >= len(subjects) else None
+
+    events: list[dict[str, Any]] = wait_until(
+        found, timeout=timeout, what=f"{len(subjects)} {reason} Events on {name}"
+    )
+    assert {event["type"] for event in events} == {"Warning"}, events
+    assert all(event["count"] == 1 for event in events), events
+    matched = sorted(
+        subject for event in events for subject in subjects if event["message"].startswith(subject)
+    )
+    assert (len(events), matched) == (len(subjects), sorted(subjects)), events
+    return events

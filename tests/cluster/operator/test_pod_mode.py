@@ -12,92 +12,31 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from operator_testing import OperatorProcess, events_for, get_json, wait_until
+from operator_testing import (
+    OperatorProcess,
+    apply,
+    attempts_of,
+    finished_run,
+    get_json,
+    pod_job,
+    wait_until,
+    warnings_once,
+)
+
+from sundial.scheduling import failures
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
-
-
-@pytest.fixture
-def pod_operator(
-    sundial_crds_applied: None,
-    operator_dsn: str,
-    kubeconfig: Path,
-    namespace: str,
-    tmp_path: Path,
-) -> Iterator[OperatorProcess]:
-    """An operator whose launcher labels its Pods with the test's namespace, so it never
-    mistakes another test's Pods for stale ones of its own."""
-    process = OperatorProcess(
-        operator_dsn, kubeconfig, namespace, tmp_path, extra_args=["--pod-instance", namespace]
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        code = process.stop()
-        if code not in (0, None, -9):
-            print(process.logs()[-5000:])
-
-
-def pod_job(name: str, outcome: str, **spec: Any) -> str:
-    body = {
-        "apiVersion": "sundial.dev/v1alpha1",
-        "kind": "ScheduledJob",
-        "metadata": {"name": name, "annotations": {"sundial.dev/run-now": "1"}},
-        "spec": {
-            "schedule": "0 0 1 1 *",  # once a year: the runs here come from run-now
-            "template": {
-                "metadata": {"annotations": {"sundial.dev/kwok-outcome": outcome}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 1,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox:1.36",
-                            "command": ["true"],
-                            "resources": {"limits": {"memory": "64Mi"}},
-                        }
-                    ],
-                },
-            },
-            **spec,
-        },
-    }
-    return json.dumps(body)
-
-
-def mirrored_runs(kubectl: Any, namespace: str, job: str) -> list[dict[str, Any]]:
-    listing = get_json(kubectl, "-n", namespace, "jr", "-l", f"sundial.dev/scheduledjob={job}")
-    return list(listing["items"])
-
-
-def finished_run(
-    operator: OperatorProcess, kubectl: Any, namespace: str, job: str, phase: str
-) -> dict[str, Any]:
-    def done() -> Any:
-        operator.assert_alive()
-        for run in mirrored_runs(kubectl, namespace, job):
-            status = run.get("status") or {}
-            if status.get("phase") == phase and "exitCode" in status:
-                return run
-        return None
-
-    found: dict[str, Any] = wait_until(
-        done, timeout=60, what=f"a {phase} JobRun of {job} with its exit code"
-    )
-    return found
 
 
 def test_a_template_job_runs_as_an_owned_pod_and_its_jobrun_shows_the_pod(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
 ):
-    kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("report", "succeed"))
+    apply(kubectl, namespace, pod_job("report", "succeed"))
 
     run = finished_run(pod_operator, kubectl, namespace, "report", "Succeeded")
     status = run["status"]
@@ -126,13 +65,10 @@ def test_a_template_job_runs_as_an_owned_pod_and_its_jobrun_shows_the_pod(
 def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str
 ):
-    kubectl(
-        "apply",
-        "-n",
+    apply(
+        kubectl,
         namespace,
-        "-f",
-        "-",
-        stdin=pod_job(
+        pod_job(
             "hungry",
             "oom",
             retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
@@ -145,24 +81,9 @@ def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
     assert "OOMKilled" in status["lastError"]
     assert status["podName"].endswith("-2")
 
-    def reasons() -> Any:
-        found = [event["reason"] for event in events_for(kubectl, namespace, "hungry")]
-        return found if found.count("OOMKilled") == 2 and "DeadLettered" in found else None
-
-    found = wait_until(reasons, timeout=30, what="two OOMKilled Events and a DeadLettered one")
+    warnings_once(kubectl, namespace, "hungry", "OOMKilled", attempts_of(status["runId"], 2))
     # Reported by the launcher and by the mirror, keyed by (run, attempt): one Event.
-    assert found.count("DeadLettered") == 1
-    oom_events = [
-        event
-        for event in events_for(kubectl, namespace, "hungry")
-        if event["reason"] == "OOMKilled"
-    ]
-    assert {event["type"] for event in oom_events} == {"Warning"}
-    assert all(event["count"] == 1 for event in oom_events)
-    assert sorted(event["message"].split(":")[0] for event in oom_events) == [
-        f"run {status['runId']} attempt 1",
-        f"run {status['runId']} attempt 2",
-    ]
+    warnings_once(kubectl, namespace, "hungry", "DeadLettered", [f"run {status['runId']} used"])
 
 
 def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launcher(
@@ -182,7 +103,7 @@ def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launch
     )
     operator.start()
     try:
-        kubectl("apply", "-n", namespace, "-f", "-", stdin=pod_job("elsewhere", "succeed"))
+        apply(kubectl, namespace, pod_job("elsewhere", "succeed"))
 
         def pending_run() -> Any:
             operator.assert_alive()
@@ -232,3 +153,68 @@ def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launch
         code = operator.stop()
         if code not in (0, None):
             print(operator.logs()[-5000:])
+
+
+def test_an_evicted_pod_leaves_one_evicted_event_per_attempt_until_dead_lettered(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    # Evictions are retried outside maxRetries, up to the infrastructure retry limit.
+    apply(
+        kubectl,
+        namespace,
+        pod_job(
+            "evicted",
+            "evict",
+            retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        ),
+    )
+
+    run = finished_run(
+        pod_operator, kubectl, namespace, "evicted", "DeadLettered", with_exit_code=False
+    )
+    status = run["status"]
+    attempts = failures.INFRASTRUCTURE_RETRY_LIMIT + 1
+    assert (status["attempt"], status["reason"]) == (attempts, "Evicted")
+    assert status["podName"].endswith(f"-{attempts}")
+    # The 137 of an evicted container is the kill's, not the job's: pod_outcomes records none.
+    assert status.get("exitCode") is None
+    warnings_once(kubectl, namespace, "evicted", "Evicted", attempts_of(status["runId"], attempts))
+    warnings_once(kubectl, namespace, "evicted", "DeadLettered", [f"run {status['runId']} used"])
+
+
+def test_a_pod_that_never_starts_fails_fast_with_one_failed_start_event(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    apply(kubectl, namespace, pod_job("unpulled", "image-pull-backoff"))
+
+    run = finished_run(pod_operator, kubectl, namespace, "unpulled", "Failed", with_exit_code=False)
+    status = run["status"]
+    assert (status["attempt"], status["reason"]) == (1, "ImagePullBackOff")
+    assert status["podName"].endswith("-1")
+    assert status.get("exitCode") is None  # its container never ran
+    assert "ImagePullBackOff" in status["lastError"]
+    warnings_once(kubectl, namespace, "unpulled", "FailedStart", attempts_of(status["runId"], 1))
+
+
+def test_a_pod_past_its_timeout_leaves_one_deadline_exceeded_event_per_attempt(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    apply(
+        kubectl,
+        namespace,
+        pod_job(
+            "sleepy",
+            "run-forever",
+            timeoutSeconds=2,
+            retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        ),
+    )
+
+    run = finished_run(pod_operator, kubectl, namespace, "sleepy", "TimedOut", with_exit_code=False)
+    status = run["status"]
+    assert (status["attempt"], status["reason"]) == (2, "DeadlineExceeded")
+    assert status["podName"].endswith("-2")
+    assert status.get("exitCode") is None  # deleted while it ran: no exit code
+    run_id = status["runId"]
+    warnings_once(kubectl, namespace, "sleepy", "DeadlineExceeded", attempts_of(run_id, 2))
+    warnings_once(kubectl, namespace, "sleepy", "TimedOut", [f"run {run_id} "])
