@@ -524,7 +524,19 @@ def runs_(dsn: str, job: str | None, limit: int) -> None:
         return "-" if moment is None else f"{moment:%Y-%m-%dT%H:%M:%SZ}"
 
     rows = asyncio.run(read())
-    header = ("ID", "JOB", "STATE", "ATTEMPT", "FIRE TIME", "STARTED", "FINISHED", "REASON")
+    header = (
+        "ID",
+        "JOB",
+        "STATE",
+        "ATTEMPT",
+        "FIRE TIME",
+        "STARTED",
+        "FINISHED",
+        "REASON",
+        "POD",
+        "EXIT",
+        "POD REASON",
+    )
     table = [header] + [
         (
             str(row.id),
@@ -535,6 +547,9 @@ def runs_(dsn: str, job: str | None, limit: int) -> None:
             when(row.started_at),
             when(row.finished_at),
             row.failure_reason or "-",
+            row.pod_name or "-",
+            "-" if row.pod_exit_code is None else str(row.pod_exit_code),
+            row.pod_reason or "-",
         )
         for row in rows
     ]

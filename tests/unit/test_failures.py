@@ -21,12 +21,25 @@ def test_infrastructure_failures_do_not_spend_max_retries_but_are_bounded() -> N
 @pytest.mark.parametrize(
     ("failure", "terminal_state"),
     [("error", "dead_lettered"), ("timeout", "timed_out"), ("crash", "dead_lettered"),
-     ("oom", "dead_lettered"), ("lease_expired", "dead_lettered")],
+     ("lease_expired", "dead_lettered")],
 )  # fmt: skip
 def test_job_faults_are_retried_and_counted(failure: str, terminal_state: str) -> None:
     rule = failures.rule_for(failure)
     assert rule.retryable and rule.counts_against_max_retries
+    assert rule.budget is failures.Budget.MAX_RETRIES
     assert rule.terminal_state == terminal_state
+
+
+def test_oom_kills_spend_their_own_budget_and_end_dead_lettered() -> None:
+    rule = failures.rule_for("oom")
+    assert rule.retryable and not rule.counts_against_max_retries
+    assert rule.budget is failures.Budget.OOM
+    assert rule.terminal_state == "dead_lettered"
+
+
+def test_only_retried_classes_have_a_budget() -> None:
+    for failure, rule in failures.RULES.items():
+        assert (rule.budget is failures.Budget.NONE) == (not rule.retryable), failure
 
 
 def test_retried_classes_end_dead_lettered_or_timed_out_once_their_budget_is_spent() -> None:

@@ -38,6 +38,7 @@ ExecutionModel = Literal["async", "thread", "process", "subprocess", "pod"]
 """Where a handler runs: in a runner pool (the first four) or in a Pod of the runner image."""
 
 FailureAction = Literal["Retry", "Ignore", "Fail", "Quarantine"]
+PodDeletionPolicy = Literal["Retry", "Cancel"]
 ExitCodeOperator = Literal["In", "NotIn"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -236,6 +237,48 @@ class FailurePolicy(ApiModel):
     rules: list[FailurePolicyRule] = pydantic.Field(min_length=1, max_length=20)
 
 
+MEMORY_QUANTITY_PATTERN = (
+    r"^(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[kMGTPE]|([eE][0-9]{1,2}))?$"
+)
+"""A Kubernetes quantity of bytes (``512Mi``, ``4Gi``, ``1e9``): no sign, no milli-bytes."""
+
+
+class OomSpec(ApiModel):
+    """What an OOMKilled attempt does (a Pod whose container ended ``OOMKilled``, or exit 137).
+
+    OOM kills have their own retry budget: they never spend ``retry.maxRetries``, and errors
+    never spend ``oom.maxRetries``. Each retry after an OOM kill may get more memory: every
+    container's memory request and limit grow by ``memoryIncreasePercent`` per earlier OOM
+    kill of the run (compounded), never above ``maxMemory``. When the budget is spent the run
+    is dead-lettered with reason ``oom``.
+    """
+
+    max_retries: int = pydantic.Field(default=2, ge=0, le=100)
+    """Retries after OOM kills, apart from retry.maxRetries; 0: the first OOM kill ends the run."""
+    memory_increase_percent: int | None = pydantic.Field(default=None, ge=0, le=1000)
+    """Grow memory requests and limits by this percentage per earlier OOM kill (50: x1.5, then
+    x2.25). 0 never grows them. Absent: the operator's default (no growth unless configured)."""
+    max_memory: str | None = pydantic.Field(
+        default=None, min_length=1, max_length=64, pattern=MEMORY_QUANTITY_PATTERN
+    )
+    """The most memory a grown request or limit may reach, as a quantity (e.g. 4Gi); a template
+    that asks for more keeps what it asks. Absent: the operator's cap (8Gi by default)."""
+
+    @pydantic.field_validator("max_memory")
+    @classmethod
+    def _positive_quantity(cls, value: str | None) -> str | None:
+        if value is not None and not validate.memory_bytes(value):
+            raise ValueError(
+                f"oom.maxMemory {value!r} is not a positive memory quantity:"
+                " write it like 512Mi or 4Gi"
+            )
+        return value
+
+    @property
+    def max_memory_bytes(self) -> int | None:
+        return None if self.max_memory is None else validate.memory_bytes(self.max_memory)
+
+
 class Container(FreeFormModel):
     """A container of the Pod template; only the fields the operator reads are declared."""
 
@@ -272,7 +315,27 @@ START_TIMEOUT_ONLY_FOR_PODS = CelRule(
     message="startTimeoutSeconds applies only to Pod jobs (template or executionModel pod)",
     field_path=".startTimeoutSeconds",
 )
-JOB_RULES = (EXACTLY_ONE_OF_HANDLER_OR_TEMPLATE, START_TIMEOUT_ONLY_FOR_PODS)
+_RUNS_IN_POD = (
+    "has(self.template)"
+    " || (has(self.handler) && has(self.handler.executionModel)"
+    " && self.handler.executionModel == 'pod')"
+)
+OOM_ONLY_FOR_PODS = CelRule(
+    rule=f"!has(self.oom) || {_RUNS_IN_POD}",
+    message="oom applies only to Pod jobs (template or executionModel pod)",
+    field_path=".oom",
+)
+POD_DELETION_POLICY_ONLY_FOR_PODS = CelRule(
+    rule=f"!has(self.podDeletionPolicy) || {_RUNS_IN_POD}",
+    message="podDeletionPolicy applies only to Pod jobs (template or executionModel pod)",
+    field_path=".podDeletionPolicy",
+)
+JOB_RULES = (
+    EXACTLY_ONE_OF_HANDLER_OR_TEMPLATE,
+    START_TIMEOUT_ONLY_FOR_PODS,
+    OOM_ONLY_FOR_PODS,
+    POD_DELETION_POLICY_ONLY_FOR_PODS,
+)
 
 
 class JobSpec(ApiModel):
@@ -298,6 +361,16 @@ class JobSpec(ApiModel):
     """Pod jobs only: fail an attempt whose Pod is not running after this long."""
     retry: RetrySpec | None = None
     failure_policy: FailurePolicy | None = None
+    oom: OomSpec | None = None
+    """Pod jobs only: the retry budget of OOMKilled attempts and the memory bump on retry.
+    Absent: 2 retries after OOM kills, with the operator's default bump."""
+    pod_deletion_policy: PodDeletionPolicy | None = None
+    """Pod jobs only: what happens when someone else deletes an attempt's running Pod (kubectl
+    delete, a namespace clean-up). Retry (the default): the attempt failed as a crash and is
+    retried with backoff, spending retry.maxRetries. Cancel: the run ends Cancelled, as with
+    a JobRun's ``cancel: true``, and its dependents are cancelled. A Pod that Kubernetes evicts
+    or preempts (a DisruptionTarget condition) is a disruption, not a deletion: it is retried
+    without spending maxRetries whatever this says. failurePolicy rules do not see deletions."""
     dependency: str | None = pydantic.Field(
         default=None, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN
     )
@@ -312,6 +385,10 @@ class JobSpec(ApiModel):
         )
         if self.start_timeout_seconds is not None and not runs_in_pod:
             raise ValueError(START_TIMEOUT_ONLY_FOR_PODS.message)
+        if self.oom is not None and not runs_in_pod:
+            raise ValueError(OOM_ONLY_FOR_PODS.message)
+        if self.pod_deletion_policy is not None and not runs_in_pod:
+            raise ValueError(POD_DELETION_POLICY_ONLY_FOR_PODS.message)
         return self
 
 

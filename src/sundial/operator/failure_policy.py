@@ -12,8 +12,8 @@ OOM_KILLED or DISRUPTED (what a Kubernetes Job's ``podFailurePolicy`` sees). Mat
 
 Actions, as failure classes of ``sundial.scheduling.failures``:
 
-* ``Retry`` -> retried with backoff, counted against ``maxRetries`` (``oom`` for an OOMKilled
-  attempt, so the memory bump applies; ``error`` otherwise).
+* ``Retry`` -> retried with backoff, counted against ``maxRetries`` (``error``); an OOMKilled
+  attempt stays ``oom``, so it spends the job's ``oom.maxRetries`` and the memory bump applies.
 * ``Ignore`` -> retried without counting against ``maxRetries``: Kubernetes Job's meaning
   ("do not count towards backoffLimit; create a replacement"), NOT "treat as success". It
   uses the ``infrastructure`` class, whose separate budget is capped, so an always-ignored
@@ -22,9 +22,14 @@ Actions, as failure classes of ``sundial.scheduling.failures``:
 * ``Quarantine`` -> ``permanent``, and the launcher quarantines the run's schedule.
 
 No rule matched: the default of the failure table (DESIGN.md section 6) - a non-zero exit is
-``error``, OOMKilled ``oom``, a disruption ``infrastructure``, a Pod that never started
-``start_failure``, a deadline ``timeout``, a Pod deleted by someone else ``crash`` (retried and
-counted: a person deleting a Pod is read as "try again", and a Pod deleted every time ends).
+``error``, OOMKilled ``oom`` (its own budget, ``oom.maxRetries``), a disruption
+``infrastructure``, a Pod that never started ``start_failure``, a deadline ``timeout``.
+
+A Pod deleted by someone else before it ended (``GONE``) is not a failure of the workload, so
+``failurePolicy`` rules do not see it (nor does a Kubernetes Job's ``podFailurePolicy``); the
+job's ``podDeletionPolicy`` decides instead: ``Retry`` (the default) -> ``crash``, retried and
+counted (a person deleting a Pod is read as "try again", and a Pod deleted every time still
+ends dead-lettered); ``Cancel`` -> ``cancelled``: the run ends as if cancelled on request.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import Any
 from sundial.operator.pod_outcomes import PodOutcome, PodState
 from sundial.scheduling.failures import FailureClass
 
-__all__ = ["DEFAULT_CLASSES", "Verdict", "decide", "matching_rule"]
+__all__ = ["DEFAULT_CLASSES", "POD_DELETION_POLICIES", "Verdict", "decide", "matching_rule"]
 
 DEFAULT_CLASSES: dict[PodState, FailureClass] = {
     PodState.FAILED: FailureClass.ERROR,
@@ -47,6 +52,11 @@ DEFAULT_CLASSES: dict[PodState, FailureClass] = {
     PodState.GONE: FailureClass.CRASH,
 }
 _POLICY_APPLIES = frozenset({PodState.FAILED, PodState.OOM_KILLED, PodState.DISRUPTED})
+#: podDeletionPolicy -> the class of an attempt whose Pod someone else deleted.
+POD_DELETION_POLICIES: dict[str, FailureClass] = {
+    "Retry": FailureClass.CRASH,
+    "Cancel": FailureClass.CANCELLED,
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,9 @@ class Verdict:
     """What to record: ``failure`` None means the attempt succeeded."""
 
     failure: FailureClass | None
-    action: str | None = None  # the matching rule's action, None when no rule matched
+    #: The matching rule's action, or ``podDeletionPolicy``'s for a deleted Pod (``Cancel``);
+    #: None when no rule matched and the default applied.
+    action: str | None = None
     quarantine: bool = False
 
 
@@ -70,12 +82,25 @@ def matching_rule(
     return None
 
 
-def decide(rules: Sequence[Mapping[str, Any]], outcome: PodOutcome) -> Verdict:
+def decide(
+    rules: Sequence[Mapping[str, Any]],
+    outcome: PodOutcome,
+    *,
+    pod_deletion_policy: str = "Retry",
+) -> Verdict:
     """The store's failure class for a terminal ``outcome``; see the module docstring."""
     if outcome.state is PodState.SUCCEEDED:
         return Verdict(None)
     if not outcome.state.terminal:
         raise ValueError(f"a {outcome.state} Pod has not ended; classify it again later")
+    if outcome.state is PodState.GONE:
+        try:
+            failure = POD_DELETION_POLICIES[pod_deletion_policy]
+        except KeyError:
+            raise ValueError(
+                f"unknown podDeletionPolicy {pod_deletion_policy!r}: use Retry or Cancel"
+            ) from None
+        return Verdict(failure, "Cancel" if failure is FailureClass.CANCELLED else None)
     rule = matching_rule(rules, outcome)
     if rule is None:
         return Verdict(DEFAULT_CLASSES[outcome.state])

@@ -18,8 +18,10 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    (``pod_outcomes``), and finish the ended ones in one batch through the job's failure
    policy (``failure_policy``), after recording the Pod's name, exit code and reason on the
    run. The timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop),
-   and a Pod that never starts, delete the Pod. A Pod of ours whose attempt is not current
-   (its run moved on, or is not running) is deleted; its outcome is never recorded.
+   and a Pod that never starts, delete the Pod. A Pod someone else deleted before it ended is
+   retried (a crash) or ends the run cancelled, as the job's ``podDeletionPolicy`` says. A Pod
+   of ours whose attempt is not current (its run moved on, or is not running) is deleted; its
+   outcome is never recorded.
 
 Hooks (``LaunchHooks``, optional): the host may give each Pod an owner reference (the operator
 points it at the job's ScheduledJob when one exists) and is told of every attempt whose Pod
@@ -277,6 +279,8 @@ class PodLauncher:
             fire_time=attempt.run.fire_time,
             timeout_seconds=attempt.run.timeout_seconds,
             oom_kills_before=attempt.context.oom_kills,
+            oom_memory_increase_percent=attempt.context.oom_memory_increase_percent,
+            oom_max_memory_bytes=attempt.context.oom_max_memory_bytes,
             owner=await self._owner(attempt),
         )
         manifest = pod_manifest.pod_manifest(spec, self._settings.manifest)
@@ -397,7 +401,11 @@ class PodLauncher:
         for attempt, outcome in ended:
             if outcome.state in (PodState.NEVER_STARTED, PodState.DEADLINE_EXCEEDED):
                 await self._pods.delete(attempt.namespace, attempt.pod_name)
-            verdict = failure_policy.decide(attempt.context.failure_policy, outcome)
+            verdict = failure_policy.decide(
+                attempt.context.failure_policy,
+                outcome,
+                pod_deletion_policy=attempt.context.pod_deletion_policy,
+            )
             await pod_runs.record_pod(
                 self._pool,
                 self._settings.worker,
@@ -409,6 +417,10 @@ class PodLauncher:
             )
             if verdict.failure is None:
                 finishes.append((attempt, claims.Outcome.succeeded(attempt.run), verdict))
+            elif verdict.failure is failures.FailureClass.CANCELLED:
+                # The same fenced end as a cancel request: state cancelled, dependents cancelled.
+                reason = f"{outcome.describe()} (podDeletionPolicy: Cancel)"
+                finishes.append((attempt, claims.Outcome.cancelled(attempt.run, reason), verdict))
             else:
                 error = outcome.describe()
                 if verdict.action:

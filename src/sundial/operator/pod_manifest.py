@@ -18,6 +18,10 @@ Guarantees:
   ``SUNDIAL_DSN`` is never set. Other variables of the template are the user's and kept.
 * ``restartPolicy: Never`` (one attempt is one Pod; retries are new Pods with a new attempt)
   and ``activeDeadlineSeconds`` from the run's timeout.
+* **More memory after OOM kills**, when asked: after n OOMKilled attempts of the run, every
+  container's memory request and limit is multiplied by ``factor ** n`` and capped. The job's
+  ``oom.memoryIncreasePercent`` / ``oom.maxMemory`` decide when set (``memory_bump``); the
+  installation's ``oom_memory_factor`` / ``oom_memory_cap_bytes`` are the defaults.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sundial.api import validate
+
 __all__ = [
     "ANNOTATION_FIRE_TIME",
     "LABEL_ATTEMPT",
@@ -44,6 +50,7 @@ __all__ = [
     "ManifestSettings",
     "bump_memory",
     "environment",
+    "memory_bump",
     "pod_manifest",
     "pod_name",
 ]
@@ -93,6 +100,9 @@ class LaunchSpec:
     fire_time: datetime | None
     timeout_seconds: int
     oom_kills_before: int = 0  # earlier attempts of this run that were OOMKilled
+    #: The job's oom.memoryIncreasePercent and oom.maxMemory; None: the installation's default.
+    oom_memory_increase_percent: int | None = None
+    oom_max_memory_bytes: int | None = None
     owner: Mapping[str, Any] | None = field(default=None)  # an explicit ownerReference
 
 
@@ -166,18 +176,36 @@ def pod_manifest(spec: LaunchSpec, settings: ManifestSettings) -> dict[str, Any]
     pod_spec["activeDeadlineSeconds"] = int(spec.timeout_seconds)
     _restrict(pod_spec, settings)
     run_env = environment(spec)
+    factor, cap_bytes = memory_bump(spec, settings)
     for key in ("containers", "initContainers"):
         containers = [dict(c) for c in pod_spec.get(key) or []]
         for container in containers:
             container["env"] = _with_run_env(container.get("env") or [], run_env)
-            if spec.oom_kills_before and settings.oom_memory_factor > 1:
-                factor = settings.oom_memory_factor**spec.oom_kills_before
+            if factor > 1:
                 container["resources"] = bump_memory(
-                    container.get("resources") or {}, factor, settings.oom_memory_cap_bytes
+                    container.get("resources") or {}, factor, cap_bytes
                 )
         if containers:
             pod_spec[key] = containers
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_metadata, "spec": pod_spec}
+
+
+def memory_bump(spec: LaunchSpec, settings: ManifestSettings) -> tuple[float, int]:
+    """The factor this attempt's memory is multiplied by, and the cap in bytes: the job's
+    ``oom`` settings where given, else the installation's; factor 1 before any OOM kill."""
+    per_kill = (
+        settings.oom_memory_factor
+        if spec.oom_memory_increase_percent is None
+        else 1 + spec.oom_memory_increase_percent / 100
+    )
+    cap_bytes = (
+        settings.oom_memory_cap_bytes
+        if spec.oom_max_memory_bytes is None
+        else spec.oom_max_memory_bytes
+    )
+    if spec.oom_kills_before <= 0 or per_kill <= 1:
+        return 1.0, cap_bytes
+    return per_kill**spec.oom_kills_before, cap_bytes
 
 
 def _label_value(value: str) -> str:
@@ -213,20 +241,6 @@ def _with_run_env(
     return kept + [{"name": name, "value": value} for name, value in run_env.items()]
 
 
-_QUANTITY = re.compile(r"^([0-9.]+)([A-Za-z]*)$")
-_UNITS = {
-    "": 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-}
-
-
 def bump_memory(resources: Mapping[str, Any], factor: float, cap_bytes: int) -> dict[str, Any]:
     """``resources`` with memory requests and limits multiplied by ``factor``, capped at
     ``cap_bytes`` (never lowered below what was asked). Quantities it cannot read are kept."""
@@ -244,7 +258,4 @@ def bump_memory(resources: Mapping[str, Any], factor: float, cap_bytes: int) -> 
 
 
 def _memory_bytes(quantity: str) -> int | None:
-    match = _QUANTITY.match(quantity.strip())
-    if match is None or match.group(2) not in _UNITS:
-        return None
-    return math.ceil(float(match.group(1)) * _UNITS[match.group(2)])
+    return validate.memory_bytes(quantity)

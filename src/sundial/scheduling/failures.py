@@ -2,9 +2,15 @@
 
 One table (``RULES``) decides, for every failure class, whether the run is retried, whether
 the retry spends the job's ``maxRetries`` budget, and which terminal state the run ends in
-when it is not retried. Infrastructure failures (an evicted Pod, a drained node) are not the
-job's fault, so they draw on a separate, larger budget (``INFRASTRUCTURE_RETRY_LIMIT``) —
-still bounded, so that nothing retries forever.
+when it is not retried. Two classes draw on budgets of their own instead (``FailureRule.budget``):
+
+* Infrastructure failures (an evicted Pod, a drained node) are not the job's fault, so they
+  draw on a separate, larger budget (``INFRASTRUCTURE_RETRY_LIMIT``) — still bounded, so that
+  nothing retries forever.
+* An OOMKilled attempt spends the job's ``oom.maxRetries`` (DESIGN.md section 6: "its own
+  retry budget"), copied to the run at submit; the store picks that budget by the class name
+  (migration 0060), so a job that runs out of memory cannot use up the retries meant for its
+  errors, nor the other way round. ``oom`` never spends ``maxRetries``.
 
 A class that is never retried ends the run at once in its ``terminal_state``; a retried class
 ends it there once its budget is spent. That is ``dead_lettered`` (visible, replayable) for
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 __all__ = [
     "INFRASTRUCTURE_RETRY_LIMIT",
     "RULES",
+    "Budget",
     "FailureClass",
     "FailureRule",
     "rule_for",
@@ -43,25 +50,40 @@ class FailureClass(enum.StrEnum):
     UPSTREAM_FAILED = "upstream_failed"  # a run it depends on did not complete
 
 
+class Budget(enum.StrEnum):
+    """Which retry budget a retried failure spends."""
+
+    MAX_RETRIES = "maxRetries"  # the job's retry.maxRetries (job_runs.retries_used)
+    INFRASTRUCTURE = "infrastructure"  # INFRASTRUCTURE_RETRY_LIMIT (infra_retries_used)
+    OOM = "oom"  # the job's oom.maxRetries (oom_retries_used)
+    NONE = "none"  # not retried
+
+
 @dataclass(frozen=True)
 class FailureRule:
     retryable: bool
-    counts_against_max_retries: bool
+    budget: Budget  # what a retry spends; NONE for a class that is never retried
     terminal_state: str  # the run's state when this class ends it: at once, or retries spent
+
+    @property
+    def counts_against_max_retries(self) -> bool:
+        """What the store's finish is told (``p_counts``); the OOM budget it chooses by the
+        class name, and a class that is never retried spends nothing either way."""
+        return self.budget is Budget.MAX_RETRIES
 
 
 RULES: dict[FailureClass, FailureRule] = {
-    FailureClass.ERROR: FailureRule(True, True, "dead_lettered"),
-    FailureClass.TIMEOUT: FailureRule(True, True, "timed_out"),
-    FailureClass.CRASH: FailureRule(True, True, "dead_lettered"),
-    FailureClass.OOM: FailureRule(True, True, "dead_lettered"),
-    FailureClass.INFRASTRUCTURE: FailureRule(True, False, "dead_lettered"),
+    FailureClass.ERROR: FailureRule(True, Budget.MAX_RETRIES, "dead_lettered"),
+    FailureClass.TIMEOUT: FailureRule(True, Budget.MAX_RETRIES, "timed_out"),
+    FailureClass.CRASH: FailureRule(True, Budget.MAX_RETRIES, "dead_lettered"),
+    FailureClass.OOM: FailureRule(True, Budget.OOM, "dead_lettered"),
+    FailureClass.INFRASTRUCTURE: FailureRule(True, Budget.INFRASTRUCTURE, "dead_lettered"),
     # A handler that kills its worker every time must not loop forever, so this counts.
-    FailureClass.LEASE_EXPIRED: FailureRule(True, True, "dead_lettered"),
-    FailureClass.START_FAILURE: FailureRule(False, True, "failed"),
-    FailureClass.PERMANENT: FailureRule(False, True, "failed"),
-    FailureClass.CANCELLED: FailureRule(False, False, "cancelled"),
-    FailureClass.UPSTREAM_FAILED: FailureRule(False, False, "failed"),
+    FailureClass.LEASE_EXPIRED: FailureRule(True, Budget.MAX_RETRIES, "dead_lettered"),
+    FailureClass.START_FAILURE: FailureRule(False, Budget.NONE, "failed"),
+    FailureClass.PERMANENT: FailureRule(False, Budget.NONE, "failed"),
+    FailureClass.CANCELLED: FailureRule(False, Budget.NONE, "cancelled"),
+    FailureClass.UPSTREAM_FAILED: FailureRule(False, Budget.NONE, "failed"),
 }
 
 

@@ -37,8 +37,8 @@ class RunView:
     """The part of a run a JobRun's status shows.
 
     The ``pod_*`` fields are the Pod of the run's latest attempt, as the pod launcher recorded
-    it; None for runs that are not pod runs, and for archived runs (``finished_runs`` keeps no
-    Pod columns).
+    it, live or archived; None for runs that are not pod runs (and for runs archived before
+    migration 0060, which kept no Pod columns).
     """
 
     id: int
@@ -140,6 +140,10 @@ class HistoryRow:
     started_at: datetime | None
     finished_at: datetime | None
     failure_reason: str | None
+    #: The Pod of the latest attempt of a pod run, as JobRun status shows it; None otherwise.
+    pod_name: str | None = None
+    pod_exit_code: int | None = None
+    pod_reason: str | None = None
 
 
 async def recent(

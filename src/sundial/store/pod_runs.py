@@ -1,7 +1,8 @@
 """What the pod launcher reads and writes besides claim, heartbeat and finish.
 
-* ``launch_context``: the job's template, namespace, failure policy and start timeout for
-  claimed runs, and how many of each run's earlier attempts were OOMKilled.
+* ``launch_context``: the job's template, namespace, failure policy, start timeout, OOM
+  memory bump and pod deletion policy for claimed runs, and how many of each run's earlier
+  attempts were OOMKilled.
 * ``record_pod``: the Pod of the current attempt (name, then exit code and reason), fenced on
   ``(id, attempt, lease owner, running)`` like every worker write: a stale launcher's write
   changes nothing and returns False.
@@ -40,6 +41,11 @@ class LaunchContext:
     pod_template: dict[str, Any]
     failure_policy: list[dict[str, Any]]
     start_timeout_seconds: int | None
+    #: The job's oom.memoryIncreasePercent and oom.maxMemory (bytes); None: the launcher's.
+    oom_memory_increase_percent: int | None
+    oom_max_memory_bytes: int | None
+    #: podDeletionPolicy: ``Retry`` or ``Cancel``.
+    pod_deletion_policy: str
     oom_kills: int
 
 
@@ -58,7 +64,18 @@ async def launch_context(pool: Pool, run_ids: Sequence[int]) -> dict[int, Launch
         cursor = await conn.execute(queries.get("pod_launch_context"), {"ids": list(run_ids)})
         rows = await cursor.fetchall()
     return {
-        row[0]: LaunchContext(row[0], row[1], row[2], row[3] or {}, row[4] or [], row[5], row[6])
+        row[0]: LaunchContext(
+            row[0],
+            row[1],
+            row[2],
+            row[3] or {},
+            row[4] or [],
+            row[5],
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+        )
         for row in rows
     }
 

@@ -234,6 +234,7 @@ def _job_row(
         assert handler is not None  # the CRD's CEL rule: exactly one of handler / template
         handler_name, model = handler.name, handler.execution_model
     policy = spec.failure_policy
+    oom = spec.oom or common.OomSpec()
     return {
         "id": job_id,
         "namespace": namespace,
@@ -266,6 +267,12 @@ def _job_row(
         # A JobRun's inline job has no history limits of its own; the columns' defaults apply.
         "successful_runs_history_limit": getattr(spec, "successful_runs_history_limit", 3),
         "failed_runs_history_limit": getattr(spec, "failed_runs_history_limit", 1),
+        # Pod jobs only (the CRD's CEL rules); NULL: the launcher's default.
+        "start_timeout_seconds": spec.start_timeout_seconds,
+        "oom_max_retries": oom.max_retries,
+        "oom_memory_increase_percent": oom.memory_increase_percent,
+        "oom_max_memory_bytes": oom.max_memory_bytes,
+        "pod_deletion_policy": spec.pod_deletion_policy or "Retry",
     }
 
 

@@ -71,7 +71,9 @@ def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
         pod_job(
             "hungry",
             "oom",
-            retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+            # OOM kills spend oom.maxRetries, never retry.maxRetries (ADR 0010).
+            retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+            oom={"maxRetries": 1},
         ),
     )
 
@@ -84,6 +86,46 @@ def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
     warnings_once(kubectl, namespace, "hungry", "OOMKilled", attempts_of(status["runId"], 2))
     # Reported by the launcher and by the mirror, keyed by (run, attempt): one Event.
     warnings_once(kubectl, namespace, "hungry", "DeadLettered", [f"run {status['runId']} used"])
+
+
+def test_a_pod_deleted_by_hand_cancels_its_run_under_pod_deletion_policy_cancel(
+    pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+):
+    kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=pod_job("doomed", "run-forever", podDeletionPolicy="Cancel"),
+    )
+
+    def running_pod() -> Any:
+        pod_operator.assert_alive()
+        pods = get_json(kubectl, "-n", namespace, "pod", "-l", "sundial.dev/job=doomed")["items"]
+        return pods[0] if pods and pods[0]["status"].get("phase") == "Running" else None
+
+    pod = wait_until(running_pod, timeout=60, what="the Running Pod of doomed")
+    kubectl("delete", "-n", namespace, "pod", pod["metadata"]["name"], "--wait=false")
+
+    def cancelled() -> Any:
+        pod_operator.assert_alive()
+        for run in mirrored_runs(kubectl, namespace, "doomed"):
+            if (run.get("status") or {}).get("phase") == "Cancelled":
+                return run
+        return None
+
+    run = wait_until(cancelled, timeout=60, what="a Cancelled JobRun of doomed")
+    status = run["status"]
+    assert status["attempt"] == 1
+    assert "podDeletionPolicy: Cancel" in status["lastError"]
+    with psycopg.connect(operator_dsn) as conn:
+        row = conn.execute(
+            "SELECT state, failure_reason, pod_reason FROM job_runs WHERE id = %s",
+            (int(status["runId"]),),
+        ).fetchone()
+    assert row == ("cancelled", "cancelled", "PodDeleted")
+    assert get_json(kubectl, "-n", namespace, "pod", "-l", "sundial.dev/job=doomed")["items"] == []
 
 
 def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launcher(

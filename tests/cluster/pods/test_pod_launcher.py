@@ -101,10 +101,13 @@ async def test_exit_1_is_retried_and_the_retry_succeeds(pool, api_client, core_a
 async def test_oom_killed_every_time_ends_dead_lettered_as_oom(
     pool, api_client, core_api, namespace
 ):
+    """OOM kills spend oom.maxRetries, not maxRetries (0 here), and each retry gets the job's
+    memory bump: the installation's default (factor 1) would leave it at 64Mi."""
     job = Job(pool, namespace)
     await job.define(
         template({OUTCOME: "oom"}, resources={"limits": {"memory": "64Mi"}}),
-        retry={"maxRetries": 1, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+        oom={"maxRetries": 2, "memoryIncreasePercent": 100, "maxMemory": "200Mi"},
     )
     run_id = await job.submit()
 
@@ -112,11 +115,14 @@ async def test_oom_killed_every_time_ends_dead_lettered_as_oom(
         row = await wait_state(pool, run_id, "dead_lettered", "failed", "completed")
 
     assert row["state"] == "dead_lettered"
-    assert (row["attempt"], row["failure_reason"]) == (2, "oom")
+    assert (row["attempt"], row["failure_reason"]) == (3, "oom")
+    assert (row["retries_used"], row["oom_retries_used"]) == (0, 2)
     assert (row["pod_reason"], row["pod_exit_code"]) == ("OOMKilled", 137)
     assert "OOMKilled" in row["last_error"]
     pods = run_pods(core_api, namespace, run_id)
-    assert [p.metadata.labels[pod_manifest.LABEL_ATTEMPT] for p in pods] == ["1", "2"]
+    assert [p.metadata.labels[pod_manifest.LABEL_ATTEMPT] for p in pods] == ["1", "2", "3"]
+    limits = [p.spec.containers[0].resources.limits["memory"] for p in pods]
+    assert limits == ["64Mi", str(128 * 2**20), str(200 * 2**20)]  # doubled, then capped
 
 
 async def test_an_evicted_pod_is_retried_without_spending_max_retries(

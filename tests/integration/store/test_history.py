@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import uuid
 
 import psycopg
+from click.testing import CliRunner
 
+from sundial import cli
 from sundial.api import common, scheduled_job
+from sundial.scheduling import failures
 from sundial.store import claims, history, maintenance, pod_runs, runs, schedules
 from sundial.store import pool as store_pool
 
@@ -115,10 +119,51 @@ async def test_the_window_and_runs_by_id_carry_the_pod_of_the_latest_attempt(
     found = await history.runs(pool, [pod_run])
     assert found[pod_run].pod_reason == "OOMKilled"
 
-    # Archived runs keep no Pod columns: they read as unknown (NULL), never as an error.
-    await claims.finish(pool, "launcher", [claims.Outcome.succeeded(r) for r in claimed.values()])
+
+async def test_archived_runs_keep_the_pod_of_their_latest_attempt(
+    pool: store_pool.Pool, store_dsn: str
+):
+    schedule_id = await make_schedule(pool)
+    pod_run = await fire(pool, schedule_id, 1)
+    plain_run = await fire(pool, schedule_id, 2)
+    claimed = {run.id: run for run in await claims.claim(pool, "launcher", limit=10)}
+    assert await pod_runs.record_pod(
+        pool,
+        "launcher",
+        pod_run,
+        claimed[pod_run].attempt,
+        pod_name="windowed-abc-1",
+        exit_code=137,
+        reason="OOMKilled",
+    )
+    outcomes = [
+        claims.Outcome.failed(claimed[pod_run], "OOMKilled", failures.FailureClass.PERMANENT),
+        claims.Outcome.succeeded(claimed[plain_run]),
+    ]
+    await claims.finish(pool, "launcher", outcomes)
     await maintenance.ensure_partitions(pool)
     assert await maintenance.archive_finished(pool, older_than_seconds=0) == 2
-    archived = await history.runs(pool, [pod_run])
-    assert archived[pod_run].state == "completed"
-    assert archived[pod_run].pod_name is None
+    with psycopg.connect(store_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM job_runs").fetchone() == (0,)
+
+    archived = await history.runs(pool, [pod_run, plain_run])
+    assert (archived[pod_run].state, archived[pod_run].pod_name) == ("failed", "windowed-abc-1")
+    assert (archived[pod_run].pod_exit_code, archived[pod_run].pod_reason) == (137, "OOMKilled")
+    assert archived[plain_run].pod_name is None
+    window = (
+        await history.window(pool, [history.WindowRequest(schedule_id, successful=1, failed=1)])
+    )[schedule_id]
+    assert [(run.id, run.pod_reason) for run in window.failed] == [(pod_run, "OOMKilled")]
+    recent = {row.id: row for row in await history.recent(pool, namespace="default")}
+    assert (recent[pod_run].pod_name, recent[pod_run].pod_exit_code) == ("windowed-abc-1", 137)
+    assert recent[pod_run].pod_reason == "OOMKilled"
+
+    # `sundial runs` prints them, read from the month partition.
+    printed = await asyncio.to_thread(
+        CliRunner().invoke, cli.main, ["runs", "--dsn", store_dsn, "--job", "windowed"]
+    )
+    assert printed.exit_code == 0, printed.output
+    header, *lines = printed.output.splitlines()
+    assert header.split()[-4:] == ["POD", "EXIT", "POD", "REASON"]
+    [pod_line] = [line for line in lines if line.startswith(f"{pod_run} ")]
+    assert pod_line.split()[-3:] == ["windowed-abc-1", "137", "OOMKilled"]

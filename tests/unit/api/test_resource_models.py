@@ -48,6 +48,17 @@ def test_a_minimal_scheduled_job_gets_the_documented_defaults() -> None:
     assert (job.spec.queue, job.spec.priority, job.spec.spread_seconds) == ("default", 1, 0)
 
 
+def test_a_pod_jobs_oom_settings_have_documented_defaults_and_kubernetes_names() -> None:
+    spec = scheduled_job.ScheduledJobSpec.model_validate(
+        {"schedule": "@hourly", "template": POD_TEMPLATE, "oom": {"maxMemory": "1.5Gi"}}
+    )
+    assert spec.oom is not None
+    assert (spec.oom.max_retries, spec.oom.memory_increase_percent) == (2, None)
+    assert spec.oom.max_memory_bytes == 3 * 2**29
+    assert spec.pod_deletion_policy is None  # the store reads absent as Retry
+    assert spec.to_manifest()["oom"] == {"maxRetries": 2, "maxMemory": "1.5Gi"}
+
+
 def test_snake_case_names_work_in_python_and_camel_case_on_the_wire() -> None:
     spec = scheduled_job.ScheduledJobSpec(
         schedule="@hourly",
@@ -68,6 +79,28 @@ def test_snake_case_names_work_in_python_and_camel_case_on_the_wire() -> None:
         ({"handler": None}, "exactly one of handler or template must be set"),
         ({"maxBackfill": 3}, "maxBackfill is only valid with missedFirePolicy Backfill"),
         ({"startTimeoutSeconds": 30}, "startTimeoutSeconds applies only to Pod jobs"),
+        ({"oom": {"maxRetries": 1}}, "oom applies only to Pod jobs"),
+        ({"podDeletionPolicy": "Cancel"}, "podDeletionPolicy applies only to Pod jobs"),
+        (
+            {"handler": None, "template": POD_TEMPLATE, "podDeletionPolicy": "Ignore"},
+            "'Retry' or 'Cancel'",
+        ),
+        (
+            {"handler": None, "template": POD_TEMPLATE, "oom": {"maxRetries": -1}},
+            "greater than or equal to 0",
+        ),
+        (
+            {"handler": None, "template": POD_TEMPLATE, "oom": {"memoryIncreasePercent": 1001}},
+            "less than or equal to 1000",
+        ),
+        (
+            {"handler": None, "template": POD_TEMPLATE, "oom": {"maxMemory": "lots"}},
+            "should match pattern",
+        ),
+        (
+            {"handler": None, "template": POD_TEMPLATE, "oom": {"maxMemory": "0Gi"}},
+            "is not a positive memory quantity: write it like 512Mi or 4Gi",
+        ),
         ({"retry": {"backoffBaseSeconds": 60, "backoffCapSeconds": 10}}, "backoffCapSeconds must"),
         ({"schedule": "every minute"}, "should match pattern"),
         ({"schedule": "* * * *"}, "should match pattern"),

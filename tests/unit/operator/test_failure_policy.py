@@ -134,3 +134,40 @@ def test_rules_written_by_the_api_model_are_read() -> None:
     assert (
         failure_policy.decide(stored, exited(("main", 75))).failure is FailureClass.INFRASTRUCTURE
     )
+
+
+GONE = PodOutcome(PodState.GONE, "PodDeleted", message="the Pod was deleted before it ended")
+
+
+def test_a_deleted_pod_is_retried_as_a_crash_by_default_and_cancelled_on_request() -> None:
+    assert failure_policy.decide([], GONE) == failure_policy.Verdict(FailureClass.CRASH)
+    retried = failure_policy.decide([], GONE, pod_deletion_policy="Retry")
+    assert retried == failure_policy.Verdict(FailureClass.CRASH)
+    cancelled = failure_policy.decide([], GONE, pod_deletion_policy="Cancel")
+    assert cancelled == failure_policy.Verdict(FailureClass.CANCELLED, "Cancel")
+    assert failures.rule_for(cancelled.failure).terminal_state == "cancelled"
+
+
+def test_the_pod_deletion_policy_applies_only_to_deleted_pods() -> None:
+    assert failure_policy.decide([], OOM, pod_deletion_policy="Cancel").failure is (
+        FailureClass.OOM
+    )
+    assert failure_policy.decide([], EVICTED, pod_deletion_policy="Cancel").failure is (
+        FailureClass.INFRASTRUCTURE
+    )
+
+
+def test_failure_policy_rules_never_see_a_deleted_pod() -> None:
+    # A rule matching every non-zero exit must not turn a deletion into a permanent failure.
+    rules = [rule("Fail", onExitCodes={"operator": "NotIn", "values": [0]})]
+    assert failure_policy.decide(rules, GONE).failure is FailureClass.CRASH
+
+
+def test_an_unknown_pod_deletion_policy_names_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="use Retry or Cancel"):
+        failure_policy.decide([], GONE, pod_deletion_policy="Ignore")
+
+
+def test_an_oom_kill_matched_by_retry_spends_the_oom_budget_not_max_retries() -> None:
+    verdict = failure_policy.decide([rule("Retry", onOOMKilled=True)], OOM)
+    assert failures.rule_for(verdict.failure).budget is failures.Budget.OOM

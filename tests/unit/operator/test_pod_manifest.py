@@ -212,3 +212,42 @@ def test_no_bump_without_a_factor_and_unreadable_quantities_are_kept() -> None:
     chosen["spec"]["containers"][0]["resources"] = {"limits": {"memory": "128Mi"}}
     pod = pod_manifest.pod_manifest(launch(template=chosen, oom_kills_before=3), SETTINGS)
     assert pod["spec"]["containers"][0]["resources"]["limits"]["memory"] == "128Mi"
+
+
+def limits_after(kills: int, settings: pod_manifest.ManifestSettings, **job: Any) -> str:
+    chosen = template()
+    chosen["spec"]["containers"][0]["resources"] = {"limits": {"memory": "100Mi"}}
+    pod = pod_manifest.pod_manifest(
+        launch(template=chosen, oom_kills_before=kills, **job), settings
+    )
+    return str(pod["spec"]["containers"][0]["resources"]["limits"]["memory"])
+
+
+def test_the_jobs_memory_increase_overrides_the_installation_default() -> None:
+    # No bump configured for the installation (factor 1): the job's 50% still applies.
+    assert limits_after(1, SETTINGS, oom_memory_increase_percent=50) == str(150 * 2**20)
+    assert limits_after(2, SETTINGS, oom_memory_increase_percent=50) == str(225 * 2**20)
+    assert limits_after(0, SETTINGS, oom_memory_increase_percent=50) == "100Mi"
+    # The job's 0% switches off an installation-wide bump.
+    doubling = pod_manifest.ManifestSettings(oom_memory_factor=2.0)
+    assert limits_after(1, doubling) == str(200 * 2**20)
+    assert limits_after(1, doubling, oom_memory_increase_percent=0) == "100Mi"
+
+
+def test_the_jobs_max_memory_caps_the_bump_but_never_lowers_the_template() -> None:
+    cap = 180 * 2**20
+    job = {"oom_memory_increase_percent": 100, "oom_max_memory_bytes": cap}
+    assert limits_after(1, SETTINGS, **job) == str(cap)
+    assert limits_after(3, SETTINGS, **job) == str(cap)
+    small = {"oom_memory_increase_percent": 100, "oom_max_memory_bytes": 50 * 2**20}
+    assert limits_after(1, SETTINGS, **small) == str(100 * 2**20)  # asked for 100Mi: kept
+    # The installation's cap applies when the job sets none.
+    capped = pod_manifest.ManifestSettings(oom_memory_cap_bytes=120 * 2**20)
+    assert limits_after(1, capped, oom_memory_increase_percent=100) == str(120 * 2**20)
+
+
+def test_memory_bump_reports_the_factor_and_cap_it_applies() -> None:
+    spec = launch(oom_kills_before=2, oom_memory_increase_percent=10, oom_max_memory_bytes=2**30)
+    factor, cap = pod_manifest.memory_bump(spec, SETTINGS)
+    assert (round(factor, 6), cap) == (1.21, 2**30)
+    assert pod_manifest.memory_bump(launch(), SETTINGS) == (1.0, SETTINGS.oom_memory_cap_bytes)

@@ -1,7 +1,7 @@
 -- The status mirror's window for each schedule: its unfinished runs (at most 100), then its
 -- newest completed runs and its newest failed ones (failed, timed out, dead-lettered or
 -- cancelled), from the hot table and the month partitions. `kind` says which part a row is.
--- The Pod columns come from the hot table only (archived runs keep none: NULL).
+-- Archived runs keep their Pod columns (migration 0060).
 SELECT q.schedule_id, w.kind, w.id, w.state, w.attempt, w.failure_reason, w.last_error,
        w.fire_time, w.started_at, w.finished_at, w.pod_name, w.pod_exit_code, w.pod_reason
 FROM unnest(%(schedule_ids)s::uuid[], %(successful)s::int[], %(failed)s::int[])
@@ -23,7 +23,7 @@ CROSS JOIN LATERAL (
              AND r.state = 'completed'
            UNION ALL
            SELECT f.id, f.state, f.attempt, f.failure_reason, f.last_error, f.fire_time,
-                  f.started_at, f.finished_at, NULL, NULL::integer, NULL
+                  f.started_at, f.finished_at, f.pod_name, f.pod_exit_code, f.pod_reason
            FROM finished_runs f
            WHERE f.job_id = q.schedule_id AND f.schedule_id = q.schedule_id
              AND f.state = 'completed') h
@@ -39,7 +39,7 @@ CROSS JOIN LATERAL (
              AND r.state <> 'completed'
            UNION ALL
            SELECT f.id, f.state, f.attempt, f.failure_reason, f.last_error, f.fire_time,
-                  f.started_at, f.finished_at, NULL, NULL::integer, NULL
+                  f.started_at, f.finished_at, f.pod_name, f.pod_exit_code, f.pod_reason
            FROM finished_runs f
            WHERE f.job_id = q.schedule_id AND f.schedule_id = q.schedule_id
              AND f.state <> 'completed') h
