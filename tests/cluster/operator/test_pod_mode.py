@@ -23,6 +23,7 @@ from operator_testing import (
     attempts_of,
     finished_run,
     get_json,
+    mirrored_runs,
     pod_job,
     wait_until,
     warnings_once,
@@ -91,14 +92,7 @@ def test_oom_killed_every_time_ends_dead_lettered_with_one_event_per_attempt(
 def test_a_pod_deleted_by_hand_cancels_its_run_under_pod_deletion_policy_cancel(
     pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
 ):
-    kubectl(
-        "apply",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        stdin=pod_job("doomed", "run-forever", podDeletionPolicy="Cancel"),
-    )
+    apply(kubectl, namespace, pod_job("doomed", "run-forever", podDeletionPolicy="Cancel"))
 
     def running_pod() -> Any:
         pod_operator.assert_alive()
