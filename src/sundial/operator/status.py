@@ -249,7 +249,7 @@ def scheduled_job_status(
         "nextScheduleTime": rfc3339(next_fire),
         "lastSuccessfulTime": rfc3339(last_successful),
         "active": active or None,
-        "activeCount": len(window.active) if window is not None else 0,
+        "activeCount": window.active_count if window is not None else 0,
         "consecutiveFailures": streak,
     }
 

@@ -68,6 +68,13 @@ class Window:
     active: list[RunView]
     successful: list[RunView]
     failed: list[RunView]
+    #: How many unfinished runs the schedule has (``active`` lists at most MAX_ACTIVE_LISTED);
+    #: the length of ``active`` when not given.
+    active_count: int = -1
+
+    def __post_init__(self) -> None:
+        if self.active_count < 0:
+            self.active_count = len(self.active)
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,17 @@ async def window(pool: Pool, requests: Sequence[WindowRequest]) -> dict[uuid.UUI
             },
         )
         rows = await cursor.fetchall()
-    for schedule_id, kind, *columns in rows:
-        getattr(result[schedule_id], kind).append(RunView(*columns))
+        for schedule_id, kind, *columns in rows:
+            getattr(result[schedule_id], kind).append(RunView(*columns))
+        capped = [key for key, found in result.items() if len(found.active) >= MAX_ACTIVE_LISTED]
+        counts: dict[uuid.UUID, int] = {}
+        if capped:  # rare: count only where the list stopped short
+            cursor = await conn.execute(
+                queries.get("history_active_counts"), {"schedule_ids": capped}
+            )
+            counts = dict(await cursor.fetchall())
+    for key, found in result.items():
+        found.active_count = counts.get(key, len(found.active))
     return result
 
 

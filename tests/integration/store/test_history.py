@@ -18,13 +18,13 @@ from sundial.store import pool as store_pool
 NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
 
 
-async def make_schedule(pool: store_pool.Pool) -> uuid.UUID:
+async def make_schedule(pool: store_pool.Pool, name: str = "windowed") -> uuid.UUID:
     uid = uuid.uuid4()
     spec = scheduled_job.ScheduledJobSpec(
         schedule="*/5 * * * *", handler=common.HandlerSpec(name="handlers.ok")
     )
     await schedules.upsert(
-        pool, uid=uid, namespace="default", name="windowed", generation=3, spec=spec, now=NOW
+        pool, uid=uid, namespace="default", name=name, generation=3, spec=spec, now=NOW
     )
     return uid
 
@@ -167,3 +167,28 @@ async def test_archived_runs_keep_the_pod_of_their_latest_attempt(
     assert header.split()[-4:] == ["POD", "EXIT", "POD", "REASON"]
     [pod_line] = [line for line in lines if line.startswith(f"{pod_run} ")]
     assert pod_line.split()[-3:] == ["windowed-abc-1", "137", "OOMKilled"]
+
+
+async def test_active_count_is_exact_beyond_the_listed_runs(pool: store_pool.Pool):
+    schedule_id = await make_schedule(pool)
+    listed_at_most = history.MAX_ACTIVE_LISTED
+    for second in range(listed_at_most + 20):
+        await runs.submit(
+            pool,
+            schedule_id,
+            schedule_id=schedule_id,
+            fire_time=NOW + datetime.timedelta(seconds=second),
+        )
+    small = await make_schedule(pool, "small")
+    await fire(pool, small, 1)
+
+    windows = await history.window(
+        pool,
+        [
+            history.WindowRequest(schedule_id, successful=1, failed=1),
+            history.WindowRequest(small, successful=1, failed=1),
+        ],
+    )
+    assert len(windows[schedule_id].active) == listed_at_most
+    assert windows[schedule_id].active_count == listed_at_most + 20
+    assert windows[small].active_count == 1

@@ -195,3 +195,13 @@ def test_a_succeeded_pod_run_keeps_an_empty_reason():
     )
     desired = status.job_run_status(done, generation=1)
     assert (desired["podName"], desired["exitCode"], desired["reason"]) == ("report-y-1", 0, None)
+
+
+def test_active_count_is_the_stores_count_not_the_listed_runs():
+    listed = [run(run_id, "running") for run_id in range(100, 0, -1)]
+    window = history.Window(listed, [], [], active_count=250)
+    result = status.scheduled_job_status(
+        body(), spec_error=None, schedule=schedule(), window=window, missed=None, now=NOW
+    )
+    assert result["activeCount"] == 250
+    assert len(result["active"]) == 100
