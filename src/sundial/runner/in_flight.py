@@ -8,12 +8,14 @@ and ``released`` (the runner gave it back while draining).
 
 from __future__ import annotations
 
+import asyncio
+
 from sundial.runner import invocation, registry
 from sundial.store import claims
 
 
 class Attempt:
-    __slots__ = ("finishing", "invocation", "lost", "model", "released", "run")
+    __slots__ = ("finishing", "invocation", "lost", "model", "released", "run", "task")
 
     def __init__(
         self,
@@ -27,6 +29,7 @@ class Attempt:
         self.lost = False
         self.released = False
         self.finishing = False  # the outcome is queued or being written
+        self.task: asyncio.Task[None] | None = None  # the runner's task running it
 
     @property
     def key(self) -> tuple[int, int]:
