@@ -87,6 +87,12 @@ class RunnerMetrics:
             ["handler", "outcome"],
             registry=r,
         )
+        self.lease_extensions = Counter(
+            "sundial_lease_extensions",
+            "Leases extended by heartbeats (attempts that end within a third of their lease "
+            "are never heartbeated).",
+            registry=r,
+        )
         self.process_crashes = Counter(
             "sundial_process_crashes",
             "Worker processes a handler killed (os._exit, signal, OOM).",

@@ -217,6 +217,7 @@ class Worker:
                     lease_seconds=self.settings.lease_seconds,
                     on_lost=self._lost,
                     on_connection=self.connection,
+                    extended=self.metrics.lease_extensions.inc,
                 )
                 listener = wakeup.Listener(self.settings.dsn, self.settings.queues, self._wake)
                 background = [
@@ -293,6 +294,7 @@ class Worker:
                     if free <= 0 or not names:
                         continue
                     limit = min(free, self.settings.max_claim_batch)
+                    sent = time.monotonic()  # no later than the database's now() of the lease
                     started = time.perf_counter()
                     runs = await claims.claim(
                         self.pool(),
@@ -305,7 +307,7 @@ class Worker:
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
                     for run in runs:
-                        self._start(run, model)
+                        self._start(run, model, sent)
                     if len(runs) == limit:
                         full = True
                         self._slot_limited = True
@@ -329,7 +331,7 @@ class Worker:
                 continue
             await _wait_any((self._wake, stop.requested), self.settings.poll_seconds)
 
-    def _start(self, run: claims.ClaimedRun, model: Model) -> None:
+    def _start(self, run: claims.ClaimedRun, model: Model, claimed_at: float) -> None:
         # Called once per claimed run: keep it lean (ADR 0012). Positional arguments, no
         # datetime arithmetic beyond one subtraction, no look-ups that a dict could answer.
         args = run.args
@@ -344,7 +346,7 @@ class Worker:
         )
         if run.cancel_requested:
             job.cancel.set()
-        attempt = in_flight.Attempt(run, job, model)
+        attempt = in_flight.Attempt(run, job, model, claimed_at)
         self.attempts[run.id] = attempt
         self._busy[model] += 1
         # started_at = lease_until - lease, so the lag is (lease_until - run_at) - lease.
