@@ -99,6 +99,20 @@ class RunnerMetrics:
             ["handler"],
             registry=r,
         )
+        self.retries_deferred = Counter(
+            "sundial_retries_deferred",
+            "Retries deferred past the retry budget's window because the dependency's budget "
+            "of quick retries was spent (the failure still counts against maxRetries).",
+            ["dependency"],
+            registry=r,
+        )
+        self.retry_budget_remaining = Gauge(
+            "sundial_retry_budget_remaining",
+            "Quick retries left in the dependency's retry budget for the current window, as of "
+            "the last failure.",
+            ["dependency"],
+            registry=r,
+        )
         self.circuit_state = Gauge(
             "sundial_circuit_state",
             "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",

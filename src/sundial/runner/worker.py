@@ -37,6 +37,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import random
 import time
 from collections.abc import Mapping
 
@@ -94,6 +95,9 @@ class Settings:
     poll_seconds: float = 1.0
     grace_seconds: float = 30.0
     quarantine_after_crashes: int = 3
+    # Quick retries per dependency per window; more are deferred (breaker.RetryBudget).
+    retry_budget: int = 100
+    retry_budget_window_seconds: float = 60.0
     maintenance_seconds: float = 1.0
     max_claim_batch: int = 500
     finish_linger_seconds: float = 0.002
@@ -119,6 +123,7 @@ class Worker:
         self.router = router.ExecutorRouter(handlers, self.executors)
         self.router.track(self.metrics)
         self.breakers = breaker.Breakers()
+        self.retry_budgets: dict[str, breaker.RetryBudget] = {}
         # Handler name -> its declared dependency, read once per job.
         self._dependencies = {h.name: h.dependency for h in handlers}
         self.quarantined: set[str] = set()
@@ -441,12 +446,15 @@ class Worker:
                 if not outcome.retryable:
                     failure = failures.FailureClass.PERMANENT
                 result = claims.Outcome.failed(run, outcome.error, failure)
+                if outcome.failure_class is outcomes.FailureClass.HANDLER_ERROR:
+                    result = self._budget_retry(run, result)
                 log.info(
                     "attempt failed",
                     extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
                 )
             case outcomes.TimedOut():
                 result = claims.Outcome.timed_out(run, outcome.error)
+                result = self._budget_retry(run, result)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:
                     self._release(attempt, 0.0, outcome.error, "released")
@@ -457,6 +465,55 @@ class Worker:
             case outcomes.Cancelled():
                 result = claims.Outcome.cancelled(run, outcome.error)
         self.finisher.submit(attempt, result, outcome.status.value)
+
+    def _budget_retry(self, run: claims.ClaimedRun, result: claims.Outcome) -> claims.Outcome:
+        """Spend the dependency's retry budget on this failure's retry, or defer the retry.
+
+        Only failures that speak about the dependency come here (a handler error, a
+        timeout), and only if the run will be retried at all; see ``breaker.RetryBudget``
+        for why a retry over budget is deferred rather than dropped.
+        """
+        name = self._dependencies.get(run.handler)
+        if name is None or result.failure is None:
+            return result
+        rule = failures.rule_for(result.failure)
+        if not rule.retryable or (
+            rule.counts_against_max_retries and run.retries_used >= run.max_retries
+        ):
+            return result  # this failure ends the run: no retry to budget
+        budget = self.retry_budgets.get(name)
+        if budget is None:
+            budget = self.retry_budgets[name] = breaker.RetryBudget(
+                self.settings.retry_budget, self.settings.retry_budget_window_seconds
+            )
+        remaining = self.metrics.retry_budget_remaining.labels(dependency=name)
+        if budget.try_spend():
+            remaining.set(budget.remaining())
+            return result
+        remaining.set(0)
+        window = budget.window_seconds
+        delay = max(
+            result.retry_delay_seconds,
+            # Spread over one window so deferred runs do not come back all at once.
+            budget.retry_after_seconds() + random.uniform(0.0, window),
+        )
+        self.metrics.retries_deferred.labels(dependency=name).inc()
+        note = (
+            f"\nretry deferred by {delay:.0f}s: the retry budget of dependency {name!r} "
+            f"({budget.max_retries} retries per {window:g}s in this runner) is spent"
+        )
+        log.info(
+            "retry deferred: retry budget spent",
+            extra={
+                "run_id": run.id,
+                "attempt": run.attempt,
+                "handler": run.handler,
+                "dependency": name,
+                "delay_seconds": round(delay, 3),
+            },
+        )
+        error = (result.error or "")[-(claims.MAX_ERROR_CHARS - len(note)) :] + note
+        return result._replace(error=error, retry_delay_seconds=delay)
 
     def _release(self, attempt: in_flight.Attempt, delay: float, reason: str, label: str) -> None:
         run = attempt.run
