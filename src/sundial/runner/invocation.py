@@ -39,10 +39,21 @@ class CancelEvent(asyncio.Event):
         self._callbacks.append(callback)
 
         def remove() -> None:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
+            self.discard(callback)
 
         return remove
+
+    def add(self, callback: Callable[[], None]) -> None:
+        """``on_set`` without building a remover: undo it with ``discard(callback)``. For the
+        per-job path, where the remover closure was measurable."""
+        if self.is_set():
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def discard(self, callback: Callable[[], None]) -> None:
+        if callback in self._callbacks:
+            self._callbacks.remove(callback)
 
 
 def _nothing() -> None:

@@ -85,7 +85,12 @@ class AsyncExecutor:
         self._running.add(attempt)
         bucket = self._deadline_bucket(prepared.timeout_seconds)
         bucket.add(attempt)
-        remove = _watch(cancel, attempt.cancelled)
+        watched = cancel if isinstance(cancel, invocation.CancelEvent) else None
+        remove: Callable[[], None] | None = None
+        if watched is not None:
+            watched.add(attempt)  # the attempt is its own callback: no closure per job
+        else:
+            remove = _watch(cancel, attempt)
         try:
             await handler.function(prepared.args, ctx)
         except asyncio.CancelledError:
@@ -105,7 +110,10 @@ class AsyncExecutor:
             current.uncancel()
         finally:
             bucket.discard(attempt)
-            remove()
+            if watched is not None:
+                watched.discard(attempt)
+            elif remove is not None:
+                remove()
             self._running.discard(attempt)
         if attempt.stopped is base.Stop.CANCELLED:
             return outcomes.Cancelled()
@@ -151,7 +159,8 @@ class _Attempt:
             self.stopped = reason
             self.task.cancel()
 
-    def cancelled(self) -> None:
+    def __call__(self) -> None:
+        """The attempt's cancel event was set."""
         self.interrupt(base.Stop.CANCELLED)
 
 
