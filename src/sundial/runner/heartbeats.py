@@ -79,13 +79,16 @@ class Heartbeats:
                 failures += 1
                 self._on_connection(error)
                 delay = min(connection_errors.retry_delay(failures), self.tick_seconds)
-                log.warning(
-                    "heartbeat failed; leases are kept until they expire",
-                    extra={
-                        "error": connection_errors.describe(error),
-                        "in_flight": len(self._attempts),
-                    },
-                )
+                # Retried every tick: log the first failure and then about once an interval.
+                if failures == 1 or failures % 10 == 0:
+                    log.warning(
+                        "heartbeat failed; leases are kept until they expire",
+                        extra={
+                            "error": connection_errors.describe(error),
+                            "in_flight": len(self._attempts),
+                            "failures_in_a_row": failures,
+                        },
+                    )
             await asyncio.sleep(delay)
 
     async def beat(self) -> None:
