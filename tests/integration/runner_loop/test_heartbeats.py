@@ -14,13 +14,14 @@ def test_runs_that_end_within_a_third_of_their_lease_are_never_heartbeated(
     dsn: str, runners: Runners
 ) -> None:
     # A 9 s lease: extended once it was last set 2.7 s ago (a third, less a tick of 0.3 s).
-    # Runs of 2 s in waves at different phases: a heartbeater that extended every in-flight
-    # lease every 3 s (as before ADR 0012) would catch about two waves in three.
+    # Runs of 1.5 s (1.2 s of slack for a loaded machine) in six waves at different phases: a
+    # heartbeater that extended every in-flight lease every 3 s (as before ADR 0012) catches
+    # about one wave in two, so it fails this test with a probability of about 98%.
     runner = runners.start(dsn, "--lease-seconds", "9")
     job = create_job(dsn, "loop.sleep")
     submit(dsn, create_job(dsn, "loop.noop"), 50)
-    for wave in range(1, 6):
-        submit(dsn, job, 3, args={"seconds": 2.0})
+    for wave in range(1, 7):
+        submit(dsn, job, 3, args={"seconds": 1.5})
         eventually(
             lambda wave=wave: states(dsn) == {"completed": 50 + 3 * wave},  # type: ignore[misc]
             what=f"wave {wave} to complete",
