@@ -15,6 +15,13 @@ default), each system in its own database, over the same number of jobs, one aft
   jobs deferred with ``batch_defer_async``; best of a few ``concurrency`` settings.
 * raw: the seed's claim statement + a batched ``(id, attempt)``-fenced finish on one
   connection, no job execution (bench/store_throughput.py's ``raw_loop``): the ceiling.
+* raw, array claim: the same loop with the claim's picked ids handed to the UPDATE as an
+  array (``id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED))``) instead of a CTE join, which
+  PostgreSQL plans as a hash join over a sequential scan of the whole table; sundial's own
+  claim does this since ADR 0012, so this is the ceiling for the same SQL shape.
+
+The sundial leg waits for the end by polling the two small partial indexes (pending,
+running), not by counting the table, so the poll does not steal CPU from the runner.
 
 A peer that is not installed is skipped with a message. Install them only for the bench:
 ``.venv/bin/pip install pgqueuer procrastinate asyncpg``.
@@ -60,6 +67,47 @@ def create_database(admin_dsn: str, name: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
 
 
+# -- CPU per job ------------------------------------------------------------------------------
+
+# Wall-clock jobs/s on a shared 2-core machine mostly measure the neighbours; CPU time per job
+# of the worker process plus its PostgreSQL backends is what the machine pays whatever else
+# runs. Read from /proc, so only with a local server (else not printed).
+CPU_MICROSECONDS_PER_JOB: dict[str, tuple[float, float]] = {}
+
+
+def _cpu_seconds(pid: int) -> float:
+    value = store_throughput._backend_cpu(pid)
+    return 0.0 if value is None else value
+
+
+class CpuMeter:
+    """CPU of one worker process (``pid``, or this process if None) and of every backend of
+    ``conn``'s database except ``conn``'s own, from now until ``per_job``."""
+
+    def __init__(self, conn: psycopg.Connection[Any], pid: int | None) -> None:
+        self.pid = pid
+        self.worker = self._worker_cpu()
+        self.backends = self._backend_cpus(conn)
+
+    def _worker_cpu(self) -> float:
+        return time.process_time() if self.pid is None else _cpu_seconds(self.pid)
+
+    @staticmethod
+    def _backend_cpus(conn: psycopg.Connection[Any]) -> dict[int, float]:
+        pids = conn.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        return {pid: _cpu_seconds(pid) for (pid,) in pids}
+
+    def per_job(self, conn: psycopg.Connection[Any], jobs: int) -> tuple[float, float]:
+        """(worker, PostgreSQL) CPU microseconds per job since the meter started."""
+        worker = self._worker_cpu() - self.worker
+        now = self._backend_cpus(conn)
+        database = sum(cpu - self.backends.get(pid, 0.0) for pid, cpu in now.items())
+        return worker / jobs * 1e6, database / jobs * 1e6
+
+
 # -- sundial ----------------------------------------------------------------------------------
 
 
@@ -96,19 +144,37 @@ def sundial_leg(admin_dsn: str, jobs: int, concurrency: int) -> float:
     try:
         deadline = time.monotonic() + 600
         with psycopg.connect(dsn, autocommit=True) as conn:
+            # CPU from the first claim on (start-up imports are not the protocol's cost).
+            while not conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM job_runs WHERE state = 'running')"
+                " OR EXISTS (SELECT 1 FROM job_runs WHERE finished_at IS NOT NULL)"
+            ).fetchone()[0]:  # type: ignore[index]
+                if runner.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("sundial runner stopped before its first claim")
+                time.sleep(0.005)
+            cpu = CpuMeter(conn, runner.pid)
+            # Poll through the two partial indexes (pending, running) only: counting the
+            # whole table every poll took ~16 ms of the database's CPU each time, competing
+            # with the runner being measured.
             while True:
                 row = conn.execute(
-                    "SELECT count(*) FILTER (WHERE state = 'completed'),"
-                    " extract(epoch FROM max(finished_at) - min(started_at))"
-                    " FROM job_runs"
+                    "SELECT NOT EXISTS (SELECT 1 FROM job_runs WHERE state = 'pending')"
+                    " AND NOT EXISTS (SELECT 1 FROM job_runs WHERE state = 'running')"
                 ).fetchone()
                 assert row is not None
-                if row[0] == jobs:
-                    seconds = float(row[1])
+                if row[0]:
                     break
                 if runner.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"sundial runner stopped early or stalled: {row[0]} done")
-                time.sleep(0.25)
+                    raise RuntimeError("sundial runner stopped early or stalled")
+                time.sleep(0.1)
+            row = conn.execute(
+                "SELECT count(*) FILTER (WHERE state = 'completed'),"
+                " extract(epoch FROM max(finished_at) - min(started_at))"
+                " FROM job_runs"
+            ).fetchone()
+            assert row is not None and row[0] == jobs, f"only {row} runs completed"
+            seconds = float(row[1])
+            CPU_MICROSECONDS_PER_JOB["sundial"] = cpu.per_job(conn, jobs)
             attempts = conn.execute("SELECT max(attempt) FROM job_runs").fetchone()
             assert attempts is not None and attempts[0] == 1, "a run was executed twice"
     finally:
@@ -140,13 +206,18 @@ async def _pgqueuer_once(dsn: str, jobs: int, batch_size: int) -> float:
             nonlocal done
             done += 1
 
-        started = time.perf_counter()
-        await manager.run(
-            batch_size=batch_size,
-            mode=QueueExecutionMode.drain,
-            dequeue_timeout=timedelta(seconds=0.1),
-        )
-        seconds = time.perf_counter() - started
+        with psycopg.connect(dsn, autocommit=True) as meter_conn:
+            cpu = CpuMeter(meter_conn, None)
+            started = time.perf_counter()
+            await manager.run(
+                batch_size=batch_size,
+                mode=QueueExecutionMode.drain,
+                dequeue_timeout=timedelta(seconds=0.1),
+            )
+            seconds = time.perf_counter() - started
+            CPU_MICROSECONDS_PER_JOB[f"pgqueuer batch_size={batch_size}"] = cpu.per_job(
+                meter_conn, jobs
+            )
         assert done == jobs, f"pgqueuer ran {done} of {jobs}"
         return jobs / seconds
     finally:
@@ -238,12 +309,16 @@ def procrastinate_leg(admin_dsn: str, jobs: int) -> tuple[float, str] | str:
 # -- raw ceiling ------------------------------------------------------------------------------
 
 
-def raw_leg(admin_dsn: str, jobs: int, batch: int) -> float:
+def raw_leg(admin_dsn: str, jobs: int, batch: int, *, array_claim: bool = False) -> float:
     dsn = create_database(admin_dsn, "bench_raw")
     job = store_throughput.prepare(dsn)
     store_throughput.fill(dsn, job, jobs)
-    measured = asyncio.run(store_throughput.raw_loop(dsn, batch))
+    measured = asyncio.run(store_throughput.raw_loop(dsn, batch, array_claim=array_claim))
     assert measured.done == jobs
+    if measured.cpu_seconds is not None:
+        name = "raw (array claim)" if array_claim else "raw"
+        # raw_loop measures client + backend together.
+        CPU_MICROSECONDS_PER_JOB[name] = (float("nan"), measured.cpu_seconds / jobs * 1e6)
     return measured.jobs_per_second
 
 
@@ -265,8 +340,14 @@ def main() -> int:
         results["pgqueuer"] = pgqueuer_leg(admin_dsn, options.jobs)
         results["procrastinate"] = procrastinate_leg(admin_dsn, options.jobs)
         results["raw"] = raw_leg(admin_dsn, options.jobs, options.raw_batch)
+        print(f"  raw (seed claim): {results['raw']:,.0f} jobs/s", flush=True)
+        results["raw_array_claim"] = raw_leg(
+            admin_dsn, options.jobs, options.raw_batch, array_claim=True
+        )
+        print(f"  raw (array claim): {results['raw_array_claim']:,.0f} jobs/s", flush=True)
         return results
 
+    load_before = os.getloadavg()
     if options.dsn:
         results = run(options.dsn)
     else:
@@ -288,18 +369,44 @@ def main() -> int:
     print(
         f"{'raw claim + batched fenced finish SQL (ceiling)':<53}: {results['raw']:10,.0f} jobs/s"
     )
+    print(
+        f"{'raw, claim probing ids as an array (no hash join)':<53}: "
+        f"{results['raw_array_claim']:10,.0f} jobs/s"
+    )
     if not isinstance(results["pgqueuer"], str):
-        ratio = sundial_rate / results["pgqueuer"][0]
-        print(f"ratio sundial / pgqueuer (its best batch_size): {ratio:.1f}x  (target >= 4x)")
         if PGQUEUER_AT_DEFAULT:
             default_ratio = sundial_rate / PGQUEUER_AT_DEFAULT[0]
             print(
                 f"ratio sundial / pgqueuer at its default batch_size="
-                f"{PGQUEUER_DEFAULT_BATCH_SIZE}: {default_ratio:.1f}x"
+                f"{PGQUEUER_DEFAULT_BATCH_SIZE}: {default_ratio:.2f}x  (target >= 4x)"
             )
+        ratio = sundial_rate / results["pgqueuer"][0]
+        print(f"ratio sundial / pgqueuer (its best batch_size): {ratio:.2f}x")
     if not isinstance(results["procrastinate"], str):
         print(f"ratio sundial / procrastinate: {sundial_rate / results['procrastinate'][0]:.1f}x")
-    print(f"sundial / raw ceiling: {sundial_rate / results['raw']:.0%}")
+    print(f"ratio sundial / raw ceiling: {sundial_rate / results['raw']:.0%}")
+    print(
+        f"ratio sundial / raw with the array claim: {sundial_rate / results['raw_array_claim']:.0%}"
+    )
+    if CPU_MICROSECONDS_PER_JOB:
+        print("CPU per job (worker process + its PostgreSQL backends), microseconds:")
+        for name, (worker_us, database_us) in CPU_MICROSECONDS_PER_JOB.items():
+            if worker_us != worker_us:  # NaN: measured together
+                print(f"  {name:<28} total {database_us:6.1f}  (client + backend together)")
+            else:
+                total = worker_us + database_us
+                print(
+                    f"  {name:<28} total {total:6.1f}  worker {worker_us:6.1f}"
+                    f"  postgres {database_us:6.1f}  ({1e6 / total:,.0f} jobs per CPU-second)"
+                )
+    load_after = os.getloadavg()
+    print(
+        "load average (1, 5, 15 min) before: "
+        + ", ".join(f"{x:.2f}" for x in load_before)
+        + "; after: "
+        + ", ".join(f"{x:.2f}" for x in load_after)
+        + f"; {os.cpu_count()} CPUs (other work on the machine shares them)"
+    )
     print(json.dumps({k: (v if not isinstance(v, tuple) else v[0]) for k, v in results.items()}))
     print(
         f"reproduce: .venv/bin/pip install pgqueuer procrastinate asyncpg && "

@@ -75,6 +75,22 @@ FROM picked WHERE r.id = picked.id
 RETURNING r.id, r.attempt
 """
 
+# The same claim with the picked ids probed through the primary key as an array: a CTE joined
+# on id is planned as a hash join over a sequential scan of the whole table (ADR 0012).
+SEED_CLAIM_ARRAY = """
+UPDATE seed.job_runs r
+SET status = 'RUNNING', lease_owner = %(worker)s, lease_until = now() + interval '30 seconds',
+    attempt = attempt + 1, started_at = now()
+WHERE r.id = ANY(ARRAY(
+    SELECT id FROM seed.job_runs
+    WHERE status = 'PENDING' AND run_at <= now()
+    ORDER BY priority DESC, run_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+))
+RETURNING r.id, r.attempt
+"""
+
 # The seed's finish statement as written: one conditional UPDATE per run.
 SEED_FINISH_ONE = """
 UPDATE seed.job_runs SET status = 'COMPLETED', finished_at = now()
@@ -201,12 +217,15 @@ async def store_loop(dsn: str, batch: int) -> Measured:
         await pool.close()
 
 
-async def raw_loop(dsn: str, batch: int, *, batched_finish: bool = True) -> Measured:
+async def raw_loop(
+    dsn: str, batch: int, *, batched_finish: bool = True, array_claim: bool = False
+) -> Measured:
     done = 0
+    claim = SEED_CLAIM_ARRAY if array_claim else SEED_CLAIM
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         meter = _Meter(conn.info.backend_pid)
         while True:
-            cursor = await conn.execute(SEED_CLAIM, {"limit": batch, "worker": "bench"})
+            cursor = await conn.execute(claim, {"limit": batch, "worker": "bench"})
             rows = await cursor.fetchall()
             if not rows:
                 break

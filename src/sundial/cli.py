@@ -225,6 +225,21 @@ def _parse_concurrency(
     help="Stop claiming a handler once this many of its attempts crashed their process.",
 )
 @click.option(
+    "--retry-budget",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="Quick retries per declared dependency per window; retries past it are deferred "
+    "to after the window (they still count against maxRetries).",
+)
+@click.option(
+    "--retry-budget-window-seconds",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="The sliding window of --retry-budget.",
+)
+@click.option(
     "--maintenance-seconds",
     type=click.FloatRange(min=0),
     default=1.0,
@@ -250,6 +265,8 @@ def runner(
     grace_seconds: float,
     poll_seconds: float,
     quarantine_after: int,
+    retry_budget: int,
+    retry_budget_window_seconds: float,
     maintenance_seconds: float,
     metrics_port: int,
     metrics_host: str,
@@ -288,6 +305,8 @@ def runner(
         poll_seconds=poll_seconds,
         grace_seconds=grace_seconds,
         quarantine_after_crashes=quarantine_after,
+        retry_budget=retry_budget,
+        retry_budget_window_seconds=retry_budget_window_seconds,
         maintenance_seconds=maintenance_seconds,
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,

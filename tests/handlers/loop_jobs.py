@@ -93,3 +93,10 @@ async def explode(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 @sundial.job("loop.flaky_downstream", dependency="flaky-api")
 async def flaky_downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     raise ConnectionError("flaky-api is down")
+
+
+@sundial.job("loop.budgeted", dependency="budget-api")
+async def budgeted(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Fails its first attempt when ``args["fail"]``; every retry succeeds."""
+    if args.get("fail") and ctx.attempt == 1:
+        raise ConnectionError("budget-api answered 503")

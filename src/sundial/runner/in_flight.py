@@ -8,18 +8,30 @@ and ``released`` (the runner gave it back while draining).
 
 from __future__ import annotations
 
+import asyncio
+
 from sundial.runner import invocation, registry
 from sundial.store import claims
 
 
 class Attempt:
-    __slots__ = ("finishing", "invocation", "lost", "model", "released", "run")
+    __slots__ = (
+        "extended_at",
+        "finishing",
+        "invocation",
+        "lost",
+        "model",
+        "released",
+        "run",
+        "task",
+    )
 
     def __init__(
         self,
         run: claims.ClaimedRun,
         job: invocation.Invocation,
         model: registry.ExecutionModel,
+        extended_at: float,
     ) -> None:
         self.run = run
         self.invocation = job
@@ -27,6 +39,10 @@ class Attempt:
         self.lost = False
         self.released = False
         self.finishing = False  # the outcome is queued or being written
+        self.task: asyncio.Task[None] | None = None  # the runner's task running it
+        # time.monotonic() when the claim or the last successful heartbeat of this attempt
+        # was sent: the lease runs at least lease_seconds from then (see heartbeats).
+        self.extended_at = extended_at
 
     @property
     def key(self) -> tuple[int, int]:

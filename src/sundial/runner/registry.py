@@ -138,8 +138,8 @@ class Registry:
         return decorate
 
     def get(self, name: str) -> Handler:
-        with self._lock:
-            handler = self._handlers.get(name)
+        # No lock: a dict read is atomic, and get() runs once per job on the claim path.
+        handler = self._handlers.get(name)
         if handler is None:
             raise UnknownHandlerError(
                 f"no handler named {name!r} is registered in this runner; registered: "

@@ -35,12 +35,11 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import functools
 import logging
 import os
+import random
 import time
 from collections.abc import Mapping
-from datetime import timedelta
 
 from prometheus_client import Gauge
 
@@ -96,6 +95,9 @@ class Settings:
     poll_seconds: float = 1.0
     grace_seconds: float = 30.0
     quarantine_after_crashes: int = 3
+    # Quick retries per dependency per window; more are deferred (breaker.RetryBudget).
+    retry_budget: int = 100
+    retry_budget_window_seconds: float = 60.0
     maintenance_seconds: float = 1.0
     max_claim_batch: int = 500
     finish_linger_seconds: float = 0.002
@@ -121,11 +123,14 @@ class Worker:
         self.router = router.ExecutorRouter(handlers, self.executors)
         self.router.track(self.metrics)
         self.breakers = breaker.Breakers()
+        self.retry_budgets: dict[str, breaker.RetryBudget] = {}
+        # Handler name -> its declared dependency, read once per job.
+        self._dependencies = {h.name: h.dependency for h in handlers}
         self.quarantined: set[str] = set()
         self.attempts: dict[int, in_flight.Attempt] = {}
         self.port: int | None = None
         self._busy: collections.Counter[Model] = collections.Counter()
-        self._tasks: set[asyncio.Future[outcomes.Outcome]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._pool: store_pool.Pool | None = None
         self._db_error: str | None = "not connected yet"
         self._draining = False
@@ -176,6 +181,7 @@ class Worker:
         stop = shutdown.Shutdown()
         stop.install()
         self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
         lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
         lag.start()
         server: health.HealthServer | None = None
@@ -216,6 +222,7 @@ class Worker:
                     lease_seconds=self.settings.lease_seconds,
                     on_lost=self._lost,
                     on_connection=self.connection,
+                    extended=self.metrics.lease_extensions.inc,
                 )
                 listener = wakeup.Listener(self.settings.dsn, self.settings.queues, self._wake)
                 background = [
@@ -292,6 +299,7 @@ class Worker:
                     if free <= 0 or not names:
                         continue
                     limit = min(free, self.settings.max_claim_batch)
+                    sent = time.monotonic()  # no later than the database's now() of the lease
                     started = time.perf_counter()
                     runs = await claims.claim(
                         self.pool(),
@@ -304,7 +312,7 @@ class Worker:
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
                     for run in runs:
-                        self._start(run, model)
+                        self._start(run, model, sent)
                     if len(runs) == limit:
                         full = True
                         self._slot_limited = True
@@ -328,30 +336,33 @@ class Worker:
                 continue
             await _wait_any((self._wake, stop.requested), self.settings.poll_seconds)
 
-    def _start(self, run: claims.ClaimedRun, model: Model) -> None:
+    def _start(self, run: claims.ClaimedRun, model: Model, claimed_at: float) -> None:
+        # Called once per claimed run: keep it lean (ADR 0012). Positional arguments, no
+        # datetime arithmetic beyond one subtraction, no look-ups that a dict could answer.
+        args = run.args
         job = invocation.Invocation(
-            handler=run.handler,
-            run_id=str(run.id),
-            attempt=run.attempt,
-            idempotency_key=run.idempotency_key,
-            args=run.args if isinstance(run.args, dict) else {},
-            fire_time=run.fire_time,
-            timeout_seconds=float(run.timeout_seconds),
+            run.handler,
+            str(run.id),
+            run.attempt,
+            run.idempotency_key,
+            args if isinstance(args, dict) else {},
+            run.fire_time,
+            float(run.timeout_seconds),
         )
         if run.cancel_requested:
             job.cancel.set()
-        attempt = in_flight.Attempt(run, job, model)
+        attempt = in_flight.Attempt(run, job, model, claimed_at)
         self.attempts[run.id] = attempt
         self._busy[model] += 1
-        started_at = run.lease_until - timedelta(seconds=self.settings.lease_seconds)
-        self.metrics.schedule_lag.observe(max((started_at - run.run_at).total_seconds(), 0.0))
+        # started_at = lease_until - lease, so the lag is (lease_until - run_at) - lease.
+        lag = (run.lease_until - run.run_at).total_seconds() - self.settings.lease_seconds
+        self.metrics.schedule_lag.observe(lag if lag > 0.0 else 0.0)
         self._execute(attempt)
 
     # -- executing ------------------------------------------------------------------------
 
     def _execute(self, attempt: in_flight.Attempt) -> None:
-        """Start the attempt in its executor; ``_ran`` settles it. No task of our own per
-        attempt: the executor's coroutine is the task (a task per job was measurable)."""
+        """Start the attempt in its executor: one task per attempt, which also settles it."""
         run = attempt.run
         if not isinstance(run.args, dict):
             failed = outcomes.Failed(
@@ -361,7 +372,7 @@ class Worker:
             self._settle(attempt, failed)
             return
         dependency: breaker.CircuitBreaker | None = None
-        name = self._dependency_of(run.handler)
+        name = self._dependencies.get(run.handler)
         if name is not None:
             dependency = self.breakers[name]
             admission = dependency.admit()
@@ -375,32 +386,43 @@ class Worker:
                     "circuit_open",
                 )
                 return
-        # Straight to the executor: the claim only returned handlers registered with this
-        # model, so the router's look-up would be repeated work per job.
-        task = asyncio.ensure_future(self.executors[attempt.model].run(attempt.invocation))
+        task = self._loop.create_task(self._attempt(attempt, dependency))
+        # Set before the task's first step (create_task only schedules it).
+        attempt.task = task
         self._tasks.add(task)
-        task.add_done_callback(functools.partial(self._ran, attempt, dependency))
+
+    async def _attempt(
+        self, attempt: in_flight.Attempt, dependency: breaker.CircuitBreaker | None
+    ) -> None:
+        """The task of one attempt: run it, then settle it in the same step.
+
+        Settling here rather than in a done-callback saves a loop callback per job (ADR 0012).
+        Straight to the executor: the claim only returned handlers registered with this
+        model, so the router's look-up would be repeated work per job.
+        """
+        outcome: outcomes.Outcome
+        try:
+            outcome = await self.executors[attempt.model].run(attempt.invocation)
+        except asyncio.CancelledError:
+            self._ran(attempt, dependency, outcomes.Cancelled("the runner stopped the attempt"))
+            raise
+        except Exception as error:
+            # Executors return outcomes for whatever a handler does; this is our own bug.
+            log.error("executor failed", extra=attempt.log_fields(), exc_info=error)
+            outcome = outcomes.Failed(base.format_exception(error))
+        self._ran(attempt, dependency, outcome)
 
     def _ran(
         self,
         attempt: in_flight.Attempt,
         dependency: breaker.CircuitBreaker | None,
-        task: asyncio.Future[outcomes.Outcome],
+        outcome: outcomes.Outcome,
     ) -> None:
-        self._tasks.discard(task)
+        self._tasks.discard(attempt.task)
         self._free_slot(attempt)
-        outcome: outcomes.Outcome
-        if task.cancelled():
-            outcome = outcomes.Cancelled("the runner stopped the attempt")
-        elif (error := task.exception()) is not None:
-            # Executors return outcomes for whatever a handler does; this is our own bug.
-            log.error("executor failed", extra=attempt.log_fields(), exc_info=error)
-            outcome = outcomes.Failed(base.format_exception(error))
-        else:
-            outcome = task.result()
         if dependency is not None:
             dependency.record(outcome)
-            name = self._dependency_of(attempt.run.handler)
+            name = self._dependencies.get(attempt.run.handler)
             if name is not None:
                 self.metrics.set_circuit_state(name, dependency.state.value)
         self._settle(attempt, outcome)
@@ -410,11 +432,6 @@ class Worker:
         if self._slot_limited:
             self._wake.set()
 
-    def _dependency_of(self, handler_name: str) -> str | None:
-        if handler_name not in self.handlers:
-            return None
-        return self.handlers.get(handler_name).dependency
-
     def _settle(self, attempt: in_flight.Attempt, outcome: outcomes.Outcome) -> None:
         run = attempt.run
         if attempt.lost or attempt.released:
@@ -423,18 +440,21 @@ class Worker:
         result: claims.Outcome
         match outcome:
             case outcomes.Succeeded():
-                result = claims.Outcome.succeeded(run)
+                result = claims.Outcome(run.id, run.attempt)
             case outcomes.Failed():
                 failure = failures.FailureClass.ERROR
                 if not outcome.retryable:
                     failure = failures.FailureClass.PERMANENT
                 result = claims.Outcome.failed(run, outcome.error, failure)
+                if outcome.failure_class is outcomes.FailureClass.HANDLER_ERROR:
+                    result = self._budget_retry(run, result)
                 log.info(
                     "attempt failed",
                     extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
                 )
             case outcomes.TimedOut():
                 result = claims.Outcome.timed_out(run, outcome.error)
+                result = self._budget_retry(run, result)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:
                     self._release(attempt, 0.0, outcome.error, "released")
@@ -445,6 +465,55 @@ class Worker:
             case outcomes.Cancelled():
                 result = claims.Outcome.cancelled(run, outcome.error)
         self.finisher.submit(attempt, result, outcome.status.value)
+
+    def _budget_retry(self, run: claims.ClaimedRun, result: claims.Outcome) -> claims.Outcome:
+        """Spend the dependency's retry budget on this failure's retry, or defer the retry.
+
+        Only failures that speak about the dependency come here (a handler error, a
+        timeout), and only if the run will be retried at all; see ``breaker.RetryBudget``
+        for why a retry over budget is deferred rather than dropped.
+        """
+        name = self._dependencies.get(run.handler)
+        if name is None or result.failure is None:
+            return result
+        rule = failures.rule_for(result.failure)
+        if not rule.retryable or (
+            rule.counts_against_max_retries and run.retries_used >= run.max_retries
+        ):
+            return result  # this failure ends the run: no retry to budget
+        budget = self.retry_budgets.get(name)
+        if budget is None:
+            budget = self.retry_budgets[name] = breaker.RetryBudget(
+                self.settings.retry_budget, self.settings.retry_budget_window_seconds
+            )
+        remaining = self.metrics.retry_budget_remaining.labels(dependency=name)
+        if budget.try_spend():
+            remaining.set(budget.remaining())
+            return result
+        remaining.set(0)
+        window = budget.window_seconds
+        delay = max(
+            result.retry_delay_seconds,
+            # Spread over one window so deferred runs do not come back all at once.
+            budget.retry_after_seconds() + random.uniform(0.0, window),
+        )
+        self.metrics.retries_deferred.labels(dependency=name).inc()
+        note = (
+            f"\nretry deferred by {delay:.0f}s: the retry budget of dependency {name!r} "
+            f"({budget.max_retries} retries per {window:g}s in this runner) is spent"
+        )
+        log.info(
+            "retry deferred: retry budget spent",
+            extra={
+                "run_id": run.id,
+                "attempt": run.attempt,
+                "handler": run.handler,
+                "dependency": name,
+                "delay_seconds": round(delay, 3),
+            },
+        )
+        error = (result.error or "")[-(claims.MAX_ERROR_CHARS - len(note)) :] + note
+        return result._replace(error=error, retry_delay_seconds=delay)
 
     def _release(self, attempt: in_flight.Attempt, delay: float, reason: str, label: str) -> None:
         run = attempt.run

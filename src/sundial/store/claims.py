@@ -31,6 +31,7 @@ from sundial.store.pool import Pool
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
+    "MAX_ERROR_CHARS",
     "ClaimedRun",
     "FinishResult",
     "HeartbeatResult",
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
-_MAX_ERROR_CHARS = 4000  # last_error is bounded at 8 KiB in the schema; leave room for UTF-8
+MAX_ERROR_CHARS = 4000  # last_error is bounded at 8 KiB in the schema; leave room for UTF-8
 
 
 class ClaimedRun(NamedTuple):
@@ -98,7 +99,7 @@ class Outcome(NamedTuple):
             rng=rng,
         )
         return cls(
-            run.id, run.attempt, failures.FailureClass(failure), error[-_MAX_ERROR_CHARS:], delay
+            run.id, run.attempt, failures.FailureClass(failure), error[-MAX_ERROR_CHARS:], delay
         )
 
     @classmethod

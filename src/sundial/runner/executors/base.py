@@ -10,8 +10,7 @@ import contextlib
 import enum
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import pydantic
 
@@ -44,8 +43,9 @@ class Executor(Protocol):
     async def close(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
+    """A named tuple: one is built per attempt, and a tuple is the cheapest immutable record."""
+
     handler: registry.Handler
     args: Any
     timeout_seconds: float
@@ -67,7 +67,7 @@ def prepare(
             outcomes.FailureClass.BAD_ARGS,
         )
     timeout = invocation.timeout_seconds or handler.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
-    return Prepared(handler=handler, args=args, timeout_seconds=timeout)
+    return Prepared(handler, args, timeout)
 
 
 def format_exception(error: BaseException) -> str:
