@@ -14,6 +14,15 @@ and, for comparison, S LISTs of what the step listed before the change (every Po
 installation, no field selector), through the same client. Medians:
 
     .venv/bin/python bench/pod_launcher_reads.py [--kept 1000] [--held 20] [--steps 10]
+
+Measured 2026-11-30 on this machine (2 shared cores, load ~4.5), defaults:
+
+    1000 ended Pods kept, 20 running runs held, medians of 10:
+    step (live LIST + GETs)   requests   1  objects    20  bytes     91,138  median    17.3 ms
+    before: LIST of all Pods  requests   1  objects  1020  bytes  5,042,402  median   421.8 ms
+
+Requests, objects and bytes are exact; the times include Python's JSON decoding and move with
+the machine's load (a run beside a cluster test suite: 14.0 ms and 1,357.5 ms).
 """
 
 from __future__ import annotations
@@ -107,15 +116,14 @@ async def submit_held_runs(pool: store_pool.Pool, held: int) -> None:
         await runs.submit(pool, uid)
 
 
-def report(name: str, samples: list[tuple[kube_reads.Reads, float]], kept: int, held: int) -> None:
+def report(name: str, samples: list[tuple[kube_reads.Reads, float]]) -> None:
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
     print(
-        f"{name:22s} kept {kept:6d}  held {held:4d}"
-        f"  requests {median([r.requests for r, _ in samples]):4.0f}"
-        f"  objects {median([r.objects for r, _ in samples]):6.0f}"
-        f"  bytes {median([r.body_bytes for r, _ in samples]):11,.0f}"
+        f"{name:24s}  requests {median([r.requests for r, _ in samples]):3.0f}"
+        f"  objects {median([r.objects for r, _ in samples]):5.0f}"
+        f"  bytes {median([r.body_bytes for r, _ in samples]):10,.0f}"
         f"  median {1000 * median([seconds for _, seconds in samples]):7.1f} ms"
     )
 
@@ -176,8 +184,9 @@ async def bench(dsn: str, kubeconfig: Path, kept: int, held: int, steps: int) ->
             list_samples.append((reads.take(), time.perf_counter() - started))
     finally:
         await pool.close()
-    report("step (live LIST + GETs)", step_samples, kept, held)
-    report("before: LIST of all", list_samples, kept, held)
+    print(f"{kept} ended Pods kept, {held} running runs held, medians of {steps}:")
+    report("step (live LIST + GETs)", step_samples)
+    report("before: LIST of all Pods", list_samples)
 
 
 def main() -> None:
