@@ -13,8 +13,9 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    name is deterministic per attempt: a second create is a 409, adopted, never a second Pod.
    A template the apiserver rejects (400/422, or 403 from Pod Security) fails the run at once
    with the apiserver's message (class ``permanent``: no retry storm).
-3. **Observe** the Pods (one LIST per namespace by label ``sundial.dev/instance``: level
-   triggered, see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
+3. **Observe** the Pods (one LIST per namespace by label ``sundial.dev/instance`` of the Pods
+   that have not ended, plus a GET for each held attempt missing from it: level triggered,
+   see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
    (``pod_outcomes``), and finish the ended ones in one batch through the job's failure
    policy (``failure_policy``), after recording the Pod's name, exit code and reason on the
    run. The timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop),
@@ -364,9 +365,27 @@ class PodLauncher:
     # -- observing Pods --------------------------------------------------------------------
 
     async def _observe(self) -> None:
+        """Classify the Pods of the attempts we hold; delete live Pods of stale attempts.
+
+        Reads only what is live: the LIST skips ended Pods (``pod_watch.NOT_ENDED``), which the
+        mirror keeps for the JobRun window and which can outnumber the live ones a hundred to
+        one. An attempt whose Pod is not in the list has ended or is gone; one GET by its name
+        says which — once per attempt, since an ended attempt is finished and let go.
+        """
         selector = f"{pod_manifest.LABEL_INSTANCE}={self._settings.manifest.instance}"
-        pods = await self._pods.list(self._settings.namespaces, selector)
-        by_attempt = {(pod_watch.run_of(pod), pod_watch.attempt_of(pod)): pod for pod in pods}
+        pods = await self._pods.list(
+            self._settings.namespaces, selector, field_selector=pod_watch.NOT_ENDED
+        )
+        by_attempt: dict[tuple[int, int], dict[str, Any] | None] = {
+            (pod_watch.run_of(pod), pod_watch.attempt_of(pod)): pod for pod in pods
+        }
+        watched = [
+            a for a in self._attempts.values() if a.created_at is not None and a.ended is None
+        ]
+        missing = [a for a in watched if a.key not in by_attempt]
+        if missing:
+            found = await self._pods.get_many([(a.namespace, a.pod_name) for a in missing])
+            by_attempt.update(zip((a.key for a in missing), found, strict=True))
         now = self._clock.now()
         ended: list[tuple[_Attempt, PodOutcome]] = []
         for attempt in list(self._attempts.values()):
@@ -376,8 +395,6 @@ class PodLauncher:
                 ended.append((attempt, attempt.ended))
                 continue
             pod = by_attempt.get(attempt.key)
-            if pod is None:
-                pod = await self._pods.get(attempt.namespace, attempt.pod_name)
             outcome = pod_outcomes.classify(
                 pod, now=now, start_timeout=self._start_timeout(attempt)
             )
@@ -476,7 +493,10 @@ class PodLauncher:
             log.exception("run %s attempt %s: reporting its end failed", *attempt.key)
 
     async def _delete_stale(self, pods: Sequence[Mapping[str, Any]]) -> None:
-        """Delete our Pods that are alive although their attempt is not current."""
+        """Delete our Pods that are alive although their attempt is not current.
+
+        An ended Pod of a stale attempt does no work and is left for the mirror's sweep
+        (docs/adr/0011-finished-pod-gc.md); it is not even listed."""
         candidates = [
             pod
             for pod in pods

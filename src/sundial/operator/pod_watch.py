@@ -3,7 +3,8 @@
 The installed synchronous ``kubernetes`` client, run in ``asyncio.to_thread``; responses are
 read as raw JSON (``_preload_content=False``): the launcher needs dicts, and skipping the model
 deserialisation keeps a LIST of hundreds of Pods cheap. Not a watch: the launcher relists each
-step (docs/adr/0009-pod-launcher.md, decision 1).
+step (docs/adr/0009-pod-launcher.md, decision 1), only the Pods that have not ended
+(``NOT_ENDED``), and GETs by name the few it holds that are missing from that list.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from kubernetes.client.exceptions import ApiException
 
 from sundial.operator import pod_manifest
 
-__all__ = ["PodApi", "api_message", "attempt_of", "ended", "labels", "run_of"]
+__all__ = ["NOT_ENDED", "PodApi", "api_message", "attempt_of", "ended", "labels", "run_of"]
+
+#: Field selector for Pods that are Pending, Running or Unknown. The apiserver filters on it (in
+#: its watch cache), so a LIST costs what the live Pods cost, not the ended Pods kept around for
+#: the JobRun window (docs/adr/0011-finished-pod-gc.md).
+NOT_ENDED = "status.phase!=Succeeded,status.phase!=Failed"
+
+#: GETs in flight at once in ``get_many``: enough to confirm a burst of ended attempts in a few
+#: round trips, few enough not to hog the client's connection pool and the default executor.
+_GET_CONCURRENCY = 8
 
 
 class PodApi:
@@ -35,16 +45,17 @@ class PodApi:
             self._core.create_namespaced_pod, namespace, dict(manifest), _preload_content=False
         )
 
-    async def list(self, namespaces: Sequence[str] | None, selector: str) -> list[dict[str, Any]]:
+    async def list(
+        self, namespaces: Sequence[str] | None, selector: str, *, field_selector: str | None = None
+    ) -> list[dict[str, Any]]:
         def list_in(namespace: str | None) -> list[dict[str, Any]]:
+            options: dict[str, Any] = {"label_selector": selector, "_preload_content": False}
+            if field_selector is not None:
+                options["field_selector"] = field_selector
             if namespace is None:
-                response = self._core.list_pod_for_all_namespaces(
-                    label_selector=selector, _preload_content=False
-                )
+                response = self._core.list_pod_for_all_namespaces(**options)
             else:
-                response = self._core.list_namespaced_pod(
-                    namespace, label_selector=selector, _preload_content=False
-                )
+                response = self._core.list_namespaced_pod(namespace, **options)
             items: list[dict[str, Any]] = json.loads(response.data)["items"]
             return items
 
@@ -64,6 +75,16 @@ class PodApi:
             return pod
 
         return await asyncio.to_thread(get)
+
+    async def get_many(self, pods: Sequence[tuple[str, str]]) -> Sequence[dict[str, Any] | None]:
+        """GET each ``(namespace, name)``, a few at a time; None for a Pod that is gone."""
+        limit = asyncio.Semaphore(_GET_CONCURRENCY)
+
+        async def get(namespace: str, name: str) -> dict[str, Any] | None:
+            async with limit:
+                return await self.get(namespace, name)
+
+        return await asyncio.gather(*(get(namespace, name) for namespace, name in pods))
 
     async def delete(self, namespace: str, name: str) -> None:
         def delete() -> None:
