@@ -80,7 +80,7 @@ def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None)
     sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
 
 
-class MemoryQuantity(click.ParamType):
+class MemoryQuantity(click.ParamType[int, object]):
     """A Kubernetes memory quantity (``8Gi``, ``512Mi``, ``1e9``) converted to bytes."""
 
     name = "quantity"
