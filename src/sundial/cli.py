@@ -7,7 +7,7 @@ import pathlib
 import click
 
 import sundial
-from sundial.api import crd
+from sundial.api import crd, validate
 
 #: Every command that talks to PostgreSQL takes the database the same way.
 dsn_option = click.option(
@@ -78,6 +78,45 @@ def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None)
         click.echo(f"cannot read --args-file: {error}", err=True)
         sys.exit(exec_command.EXIT_BAD_ARGS)
     sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
+
+
+class MemoryQuantity(click.ParamType[int, object]):
+    """A Kubernetes memory quantity (``8Gi``, ``512Mi``, ``1e9``) converted to bytes."""
+
+    name = "quantity"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int):
+            return value
+        converted = validate.memory_bytes(str(value))
+        if not converted:
+            self.fail(
+                f"{value!r} is not a positive memory quantity: write it like 512Mi or 8Gi"
+                " (no sign, no milli-bytes, more than 0)",
+                param,
+                ctx,
+            )
+        return converted
+
+
+#: The installation-wide OOM memory bump (a job's ``oom`` settings override it; ADR 0010).
+oom_increase_option = click.option(
+    "--oom-memory-increase-percent",
+    type=click.IntRange(0, 1000),
+    default=0,
+    show_default=True,
+    help="Raise memory requests and limits by this percentage per earlier OOM kill of the run,"
+    " compounded, for jobs that set no oom.memoryIncreasePercent (0: no bump).",
+)
+oom_max_memory_option = click.option(
+    "--oom-max-memory",
+    type=MemoryQuantity(),
+    default="8Gi",
+    show_default=True,
+    help="The most memory a bump may reach, as a quantity, for jobs that set no oom.maxMemory.",
+)
 
 
 @main.command()
@@ -339,6 +378,8 @@ def runner(
 @click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
+@oom_increase_option
+@oom_max_memory_option
 def pod_launcher(
     dsn: str,
     namespaces: tuple[str, ...],
@@ -351,6 +392,8 @@ def pod_launcher(
     max_pods: int,
     service_account: str | None,
     runner_image: str,
+    oom_memory_increase_percent: int,
+    oom_max_memory: int,
 ) -> None:
     """Launch pod-mode runs as Pods, one per attempt, outside the operator.
 
@@ -384,7 +427,11 @@ def pod_launcher(
         poll_interval_seconds=poll_seconds,
         max_pods=max_pods,
         manifest=pod_manifest.ManifestSettings(
-            instance=instance, service_account_name=service_account, runner_image=runner_image
+            instance=instance,
+            service_account_name=service_account,
+            runner_image=runner_image,
+            oom_memory_factor=1 + oom_memory_increase_percent / 100,
+            oom_memory_cap_bytes=oom_max_memory,
         ),
     )
 
@@ -465,6 +512,8 @@ def pod_launcher(
     show_default=True,
     help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
 )
+@oom_increase_option
+@oom_max_memory_option
 def operator(
     dsn: str,
     namespaces: tuple[str, ...],
@@ -480,6 +529,8 @@ def operator(
     max_pods: int,
     pod_service_account: str | None,
     runner_image: str,
+    oom_memory_increase_percent: int,
+    oom_max_memory: int,
 ) -> None:
     """Run the Kubernetes operator: kopf handlers, the trigger loop, the status mirror and the
     pod launcher.
@@ -510,6 +561,8 @@ def operator(
             instance=pod_instance,
             service_account_name=pod_service_account,
             runner_image=runner_image,
+            oom_memory_factor=1 + oom_memory_increase_percent / 100,
+            oom_memory_cap_bytes=oom_max_memory,
         ),
     )
     sys.exit(asyncio.run(runtime.serve(config)))

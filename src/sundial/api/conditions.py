@@ -110,6 +110,9 @@ class EventReason(enum.StrEnum):
     unschedulable past ``startTimeoutSeconds``, or refused by the apiserver); failed fast."""
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     """Warning: an attempt's Pod ran past ``timeoutSeconds`` and was deleted."""
+    POD_DELETED = "PodDeleted"
+    """Normal: an attempt's Pod was deleted by someone else before it ended and the job's
+    ``podDeletionPolicy: Cancel`` cancelled the run (under ``Retry`` it is retried, no Event)."""
 
 
 def find_condition(

@@ -1,9 +1,10 @@
 """What every part of a running operator shares: the pool, the API, the recorder, the clock.
 
 One ``Context`` per process, handed to kopf handlers through kopf's ``memo`` and to the loops
-directly. It holds no per-object state but two small maps the status mirror reads: missed
-fires the trigger reported (for the ScheduleMissed condition), and the ScheduledJobs the
-mirror saw last (so the trigger's Events find their object).
+directly. It holds no per-object state but three small maps: missed fires the trigger
+reported (for the ScheduleMissed condition), the ScheduledJobs the mirror saw last (so the
+trigger's Events find their object), and the user JobRuns by their run's idempotency key (so
+the pod launcher's hooks find the JobRun of a run: its Pods' owner and its Events' object).
 """
 
 from __future__ import annotations
@@ -65,3 +66,6 @@ class Context:
     missed: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
     #: schedule id -> the ScheduledJob body as the last mirror pass listed it.
     scheduled_jobs: dict[uuid.UUID, Mapping[str, Any]] = field(default_factory=dict)
+    #: idempotency key of its run -> a user JobRun body (``job_runs.run_key``): registered by
+    #: ``job_runs.reconcile`` before it submits, refreshed and pruned by every mirror pass.
+    job_runs: dict[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -10,7 +10,8 @@ down) or ran twice (a restart) leaves the same end state.
   finalizer ``sundial.dev/finalizer``) -> ``scheduled_jobs.delete``.
 * JobRun create / update / resume, for JobRuns a user created (mirrored ones carry
   ``sundial.dev/mirror=true`` and are skipped) -> ``job_runs.reconcile``. JobRuns get no
-  finalizer: deleting one leaves its run in PostgreSQL.
+  finalizer: deleting one leaves its run in PostgreSQL (its Pods, which it owns, are
+  garbage-collected; docs/adr/0013-job-run-owns-its-pods.md).
 
 The process-wide ``context.Context`` arrives in kopf's ``memo`` as ``memo.context``, and the
 process's stop event as ``memo.stop``.

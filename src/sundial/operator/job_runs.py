@@ -30,7 +30,7 @@ from sundial.operator import context, events, kube, status
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
-__all__ = ["reconcile"]
+__all__ = ["reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
@@ -54,6 +54,9 @@ async def reconcile(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, message)
         )
         return
+    # Registered before the submit: the pod launcher may claim the run at once, and its hooks
+    # look the JobRun up by this key (the Pods' owner, the Events' object).
+    ctx.job_runs[run_key(metadata, spec.idempotency_key)] = body
     run_id = current.get("runId")
     if run_id is None:
         if spec.cancel:
@@ -151,7 +154,7 @@ async def _submit(
     if run_at is None and spec.delay_seconds:
         created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
         run_at = created + datetime.timedelta(seconds=spec.delay_seconds)
-    key = f"{namespace}/{spec.idempotency_key}" if spec.idempotency_key else uid
+    key = run_key(metadata, spec.idempotency_key)
     try:
         submitted = await runs.submit(
             ctx.pool,
@@ -187,6 +190,14 @@ async def _submit(
         kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
     )
     return str(submitted.run_id)
+
+
+def run_key(metadata: Mapping[str, Any], idempotency_key: str | None) -> str:
+    """The idempotency key a user JobRun submits its run with: ``spec.idempotencyKey`` scoped
+    to the namespace, else the JobRun's uid."""
+    if idempotency_key:
+        return f"{metadata['namespace']}/{idempotency_key}"
+    return str(metadata["uid"])
 
 
 async def _expire(

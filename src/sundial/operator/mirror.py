@@ -81,6 +81,7 @@ class Mirror:
         started = time.perf_counter()
         namespaces = self.ctx.settings.namespaces
         scheduled = await self.ctx.api.list(kube.SCHEDULED_JOBS, namespaces)
+        registered_before = set(self.ctx.job_runs)
         runs_listed = await self.ctx.api.list(kube.JOB_RUNS, namespaces)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
@@ -119,6 +120,7 @@ class Mirror:
                     mirrored.setdefault(owner, {})[body["metadata"]["name"]] = body
             elif not body["metadata"].get("deletionTimestamp"):
                 users.append(body)
+        self._index_user_runs(users, registered_before)
 
         work: list[Awaitable[None]] = []
         for schedule_id, (body, spec, problem) in parsed.items():
@@ -151,6 +153,20 @@ class Mirror:
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+    def _index_user_runs(self, users: list[Mapping[str, Any]], registered_before: set[str]) -> None:
+        """``ctx.job_runs`` becomes the listed user JobRuns, plus those a handler registered
+        while the LIST was under way (newer than it); the rest were deleted."""
+        listed = {
+            job_runs.run_key(body["metadata"], (body.get("spec") or {}).get("idempotencyKey")): body
+            for body in users
+        }
+        newer = {
+            key: body
+            for key, body in self.ctx.job_runs.items()
+            if key not in registered_before and key not in listed
+        }
+        self.ctx.job_runs = {**newer, **listed}
 
     async def _store_unavailable(
         self, bodies: list[Mapping[str, Any]], error: BaseException

@@ -24,8 +24,9 @@ Guarantees:
   window, so its Pods go on the next sweep.
 * Nothing is remembered: a restarted operator, or a delete that failed, is caught up by the
   next sweep. Deletes carry the Pod's uid as a precondition.
-* Pods with no ScheduledJob owner (inline JobRun jobs, ``sundial pod-launcher`` without owner
-  references) are left alone, as before.
+* Pods with no ScheduledJob owner are left alone: those of a user JobRun's run are owned by
+  the JobRun and go with it through Kubernetes' garbage collector (``pod_hooks``); those of
+  ``sundial pod-launcher`` without owner references stay until removed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,27 @@
 """What the operator adds to the pod launcher it hosts: owner references and Pod Events.
 
-* **Owner references.** A Pod of a job that comes from a ScheduledJob (the job id is the
-  ScheduledJob's uid) is owned by it, so deleting the ScheduledJob garbage-collects its Pods.
-  The ScheduledJob is looked up in what the last mirror pass listed, else with one GET; a job
-  with no ScheduledJob of that uid (an inline JobRun's job, or one made through the store API)
-  gets no owner reference: a reference to an object that does not exist would have the garbage
-  collector delete the Pod at once.
-* **Events**, on the ScheduledJob, for the Pod outcomes people look for: ``OOMKilled``,
-  ``Evicted`` (any disruption), ``FailedStart`` (never started, or refused by the apiserver),
-  ``DeadlineExceeded``, and ``DeadLettered`` when that end used up the run's retries. The
-  launcher reports an attempt's end only after its finish committed, and each Event is keyed by
-  (run, attempt) (``events.event_name``), so it is recorded once per attempt: a restarted
-  operator does not re-adopt finished attempts, and a second post of the same key is a 409. A
-  crash between the commit and the post loses that Event (at most once, like all Events).
-  Runs of jobs with no ScheduledJob get no Pod Events; their JobRun status shows the outcome.
+* **Owner references.** A Pod of a run a user JobRun submitted (``jobRef`` or an inline job) is
+  owned by that JobRun, as a Job's Pods are owned by the Job: deleting the JobRun, by hand or
+  by its ``ttlSecondsAfterFinished``, garbage-collects its Pods. The JobRun is found by the
+  run's idempotency key (``job_runs.run_key``; ``ctx.job_runs``) and confirmed with one GET
+  by name and uid, so a JobRun deleted since the last mirror pass is never referenced. Any
+  other Pod of a job that comes from a ScheduledJob (the job id is the ScheduledJob's uid) is
+  owned by it, so deleting the ScheduledJob garbage-collects its Pods. The ScheduledJob is
+  looked up in what the last mirror pass listed, else with one GET. A run with neither gets no
+  owner reference: a reference to an object that does not exist would have the garbage
+  collector delete the Pod at once. Only one owner is set: the garbage collector deletes a
+  dependent only once *every* owner is gone, so a JobRun's Pods must not also be the
+  ScheduledJob's.
+* **Events**, on the run's user JobRun if it has one, else on the ScheduledJob, for the Pod
+  outcomes people look for: ``OOMKilled``, ``Evicted`` (any disruption), ``FailedStart`` (never
+  started, or refused by the apiserver), ``DeadlineExceeded``, ``DeadLettered`` when that end
+  used up the run's retries, and ``PodDeleted`` (Normal) when a Pod deleted by someone else
+  cancelled its run (``podDeletionPolicy: Cancel``). The launcher reports an attempt's end only
+  after its finish committed, and each Event is keyed by (run, attempt)
+  (``events.event_name``), so it is recorded once per attempt: a restarted operator does not
+  re-adopt finished attempts, and a second post of the same key is a 409 (the JobRun's own
+  DeadLettered/TimedOut Event, posted by ``job_runs.reconcile``, uses the same key). A crash
+  between the commit and the post loses that Event (at most once, like all Events).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sundial.api import common, scheduled_job
+from sundial.api import common, job_run, scheduled_job
 from sundial.api.conditions import EventReason
 from sundial.operator import context, events, kube, pod_launcher
 from sundial.operator.pod_outcomes import PodState
@@ -72,43 +80,58 @@ class OperatorPodHooks:
         self._missing.pop(job_id, None)
         return found
 
-    async def owner(self, namespace: str, job_name: str, job_id: str) -> Mapping[str, Any] | None:
+    def user_job_run(self, idempotency_key: str | None) -> Mapping[str, Any] | None:
+        """The user JobRun that submitted the run with ``idempotency_key``, as last seen."""
+        if idempotency_key is None:
+            return None
+        return self.ctx.job_runs.get(idempotency_key)
+
+    async def owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        seen = self.user_job_run(idempotency_key)
+        if seen is not None:
+            metadata = seen["metadata"]
+            found = await self.ctx.api.get(kube.JOB_RUNS, metadata["namespace"], metadata["name"])
+            if found is not None and found["metadata"].get("uid") == metadata["uid"]:
+                return _reference(job_run.KIND, found)
+            # Deleted since it was seen: its run's Pods get no owner (never a dangling one).
+            self.ctx.job_runs.pop(idempotency_key, None)
+            return None
         body = await self.scheduled_job(namespace, job_name, job_id)
         if body is None:
             return None
-        return {
-            "apiVersion": common.API_VERSION,
-            "kind": scheduled_job.KIND,
-            "name": body["metadata"]["name"],
-            "uid": body["metadata"]["uid"],
-            "blockOwnerDeletion": False,
-        }
+        return _reference(scheduled_job.KIND, body)
 
     async def ended(self, end: pod_launcher.AttemptEnd) -> None:
         reason = _REASONS.get(end.outcome.state)
         dead_lettered = end.run_state == "dead_lettered"
-        if reason is None and not dead_lettered:
+        pod_deleted = end.outcome.state is PodState.GONE and end.run_state == "cancelled"
+        if reason is None and not dead_lettered and not pod_deleted:
             return
         try:
-            body = await self.scheduled_job(end.namespace, end.job_name, end.job_id)
+            involved = await self._involved(end)
         except Exception:
-            log.exception("could not find the ScheduledJob of run %s", end.run_id)
+            log.exception("could not find the object of run %s", end.run_id)
             return
-        if body is None:
+        if involved is None:
             return
-        involved = {
-            "apiVersion": common.API_VERSION,
-            "kind": scheduled_job.KIND,
-            "metadata": body["metadata"],
-        }
         what = f"run {end.run_id} attempt {end.attempt}: Pod {end.pod_name}"
+        key = f"run-{end.run_id}-{end.attempt}"
         if reason is not None:
             self.ctx.recorder.record(
+                involved, events.WARNING, reason, f"{what} {end.outcome.describe()}", key=key
+            )
+        if pod_deleted:
+            # Normal: someone deleted the Pod on purpose and the job's policy makes that a
+            # cancel, an outcome asked for, like a Killing of a deleted Pod, not a failure.
+            self.ctx.recorder.record(
                 involved,
-                events.WARNING,
-                reason,
-                f"{what} {end.outcome.describe()}",
-                key=f"run-{end.run_id}-{end.attempt}",
+                events.NORMAL,
+                EventReason.POD_DELETED,
+                f"{what} was deleted before it ended; the run is cancelled"
+                " (podDeletionPolicy: Cancel)",
+                key=key,
             )
         if dead_lettered:
             self.ctx.recorder.record(
@@ -118,3 +141,31 @@ class OperatorPodHooks:
                 events.dead_lettered_message(end.run_id, end.outcome.describe()),
                 key=events.dead_lettered_key(end.run_id, end.attempt),
             )
+
+    async def _involved(self, end: pod_launcher.AttemptEnd) -> Mapping[str, Any] | None:
+        """The object an attempt's Events go on: its user JobRun, else its ScheduledJob."""
+        user_run = self.user_job_run(end.idempotency_key)
+        if user_run is not None:
+            return {
+                "apiVersion": common.API_VERSION,
+                "kind": job_run.KIND,
+                "metadata": user_run["metadata"],
+            }
+        body = await self.scheduled_job(end.namespace, end.job_name, end.job_id)
+        if body is None:
+            return None
+        return {
+            "apiVersion": common.API_VERSION,
+            "kind": scheduled_job.KIND,
+            "metadata": body["metadata"],
+        }
+
+
+def _reference(kind: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {
+        "apiVersion": common.API_VERSION,
+        "kind": kind,
+        "name": body["metadata"]["name"],
+        "uid": body["metadata"]["uid"],
+        "blockOwnerDeletion": False,
+    }

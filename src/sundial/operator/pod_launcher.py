@@ -25,9 +25,9 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    outcome is never recorded.
 
 Hooks (``LaunchHooks``, optional): the host may give each Pod an owner reference (the operator
-points it at the job's ScheduledJob when one exists) and is told of every attempt whose Pod
-ended once its finish committed (the operator records Kubernetes Events from it). Without
-hooks (``sundial pod-launcher``) neither happens.
+points it at the run's user JobRun, else the job's ScheduledJob, when one exists) and is told
+of every attempt whose Pod ended once its finish committed (the operator records Kubernetes
+Events from it). Without hooks (``sundial pod-launcher``) neither happens.
 
 Restart-safe: state lives in PostgreSQL and on the Pods. A launcher restarted with the same
 worker id adopts the runs it still holds and their Pods (creating the Pod if the crash fell
@@ -96,13 +96,18 @@ class AttemptEnd:
     #: The run's state after the finish: ``pending``/``retry_wait`` (retried), ``completed``,
     #: ``failed``, ``dead_lettered`` ...; None if the store did not say.
     run_state: str | None
+    #: The run's idempotency key (per run; a user JobRun's run is found by it).
+    idempotency_key: str | None = None
 
 
 class LaunchHooks(Protocol):
     """What a host adds to the launcher (see the module docstring)."""
 
-    async def owner(self, namespace: str, job_name: str, job_id: str) -> Mapping[str, Any] | None:
-        """The ownerReference for the job's Pods, or None for none."""
+    async def owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        """The ownerReference for the Pods of the run with ``idempotency_key`` of the job, or
+        None for none."""
 
     async def ended(self, end: AttemptEnd) -> None:
         """Called once per committed end of an attempt this launcher observed; never raises."""
@@ -316,7 +321,10 @@ class PodLauncher:
             return None
         try:
             return await self._hooks.owner(
-                attempt.namespace, attempt.context.job_name, str(attempt.run.job_id)
+                attempt.namespace,
+                attempt.context.job_name,
+                str(attempt.run.job_id),
+                attempt.run.idempotency_key,
             )
         except Exception:  # an owner reference is a convenience: launch without one
             log.exception("run %s: could not resolve the Pod's owner", attempt.run.id)
@@ -486,6 +494,7 @@ class PodLauncher:
             pod_name=attempt.pod_name,
             outcome=attempt.ended,
             run_state=run_state,
+            idempotency_key=attempt.run.idempotency_key,
         )
         try:
             await self._hooks.ended(end)

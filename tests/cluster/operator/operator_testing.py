@@ -314,26 +314,41 @@ def pod_job(
         "apiVersion": "sundial.dev/v1alpha1",
         "kind": "ScheduledJob",
         "metadata": metadata,
-        "spec": {
-            "schedule": schedule,
-            "template": {
-                "metadata": {"annotations": {KWOK_OUTCOME: outcome, **(pod_annotations or {})}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 1,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox:1.36",
-                            "command": ["true"],
-                            "resources": {"limits": {"memory": "64Mi"}},
-                        }
-                    ],
-                },
-            },
-            **spec,
-        },
+        "spec": {"schedule": schedule, "template": pod_template(outcome, pod_annotations), **spec},
     }
     return json.dumps(body)
+
+
+def pod_job_run(
+    name: str, outcome: str, *, pod_annotations: dict[str, str] | None = None, **job: Any
+) -> str:
+    """A user JobRun with an inline pod job whose Pods end as ``outcome`` says (kwok); ``job``:
+    more fields of the inline job (``retry``, ``oom``, ...)."""
+    body = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "JobRun",
+        "metadata": {"name": name},
+        "spec": {"job": {"template": pod_template(outcome, pod_annotations), **job}},
+    }
+    return json.dumps(body)
+
+
+def pod_template(outcome: str, pod_annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Pod template kwok ends as ``outcome`` says."""
+    return {
+        "metadata": {"annotations": {KWOK_OUTCOME: outcome, **(pod_annotations or {})}},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.36",
+                    "command": ["true"],
+                    "resources": {"limits": {"memory": "64Mi"}},
+                }
+            ],
+        },
+    }
 
 
 def apply(kubectl: Callable[..., Any], namespace: str, manifest: str) -> None:
@@ -386,10 +401,11 @@ def warnings_once(
     subjects: Sequence[str],
     *,
     timeout: float = 30,
+    event_type: str = "Warning",
 ) -> list[dict[str, Any]]:
-    """The Warning Events ``reason`` on the object ``name``, once there is one whose message
-    begins with each of ``subjects``; fails unless each subject has exactly one Event, posted
-    once (``count`` 1), and there is no other."""
+    """The Warning (or ``event_type``) Events ``reason`` on the object ``name``, once there is
+    one whose message begins with each of ``subjects``; fails unless each subject has exactly
+    one Event, posted once (``count`` 1), and there is no other."""
 
     def found() -> Any:
         events = [e for e in events_for(kubectl, namespace, name) if e["reason"] == reason]
@@ -398,7 +414,7 @@ def warnings_once(
     events: list[dict[str, Any]] = wait_until(
         found, timeout=timeout, what=f"{len(subjects)} {reason} Events on {name}"
     )
-    assert {event["type"] for event in events} == {"Warning"}, events
+    assert {event["type"] for event in events} == {event_type}, events
     assert all(event["count"] == 1 for event in events), events
     matched = sorted(
         subject for event in events for subject in subjects if event["message"].startswith(subject)

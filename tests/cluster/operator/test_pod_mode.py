@@ -120,6 +120,15 @@ def test_a_pod_deleted_by_hand_cancels_its_run_under_pod_deletion_policy_cancel(
         ).fetchone()
     assert row == ("cancelled", "cancelled", "PodDeleted")
     assert get_json(kubectl, "-n", namespace, "pod", "-l", "sundial.dev/job=doomed")["items"] == []
+    # One Normal Event says why the run ended: the deletion was asked for, not a failure.
+    warnings_once(
+        kubectl,
+        namespace,
+        "doomed",
+        "PodDeleted",
+        attempts_of(status["runId"], 1),
+        event_type="Normal",
+    )
 
 
 def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launcher(
