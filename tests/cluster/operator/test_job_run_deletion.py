@@ -59,10 +59,8 @@ def delete_job_run(kubectl: Any, namespace: str, name: str, propagation: str) ->
     kubectl("delete", "-n", namespace, "jr", name, f"--cascade={propagation}", "--wait=false")
 
 
-def running_pod_run(
-    operator: OperatorProcess, kubectl: Any, namespace: str, name: str
-) -> tuple[int, dict[str, Any]]:
-    """(run id, its Running Pod) of the JobRun ``name``."""
+def running_pod_run(operator: OperatorProcess, kubectl: Any, namespace: str, name: str) -> int:
+    """The run id of the JobRun ``name``, once its Pod is Running."""
 
     def found() -> Any:
         operator.assert_alive()
@@ -71,12 +69,10 @@ def running_pod_run(
             return None
         pods = pods_of_run(kubectl, namespace, int(run_id))
         if pods and pods[0]["status"].get("phase") == "Running":
-            return int(run_id), pods[0]
+            return int(run_id)
         return None
 
-    result: tuple[int, dict[str, Any]] = wait_until(
-        found, timeout=60, what=f"the Running Pod of the JobRun {name}"
-    )
+    result: int = wait_until(found, timeout=60, what=f"the Running Pod of the JobRun {name}")
     return result
 
 
@@ -120,7 +116,7 @@ def test_deleting_a_pod_job_run_cancels_its_run_and_no_new_pod_starts(
     # The default podDeletionPolicy (Retry) and retries left: a Pod deleted by someone else
     # would be retried with a new Pod, so only the cancel explains a run that ends.
     apply(kubectl, namespace, pod_job_run("forever", "run-forever", retry={"maxRetries": 3}))
-    run_id, pod = running_pod_run(pod_operator, kubectl, namespace, "forever")
+    run_id = running_pod_run(pod_operator, kubectl, namespace, "forever")
 
     delete_job_run(kubectl, namespace, "forever", propagation)
 
@@ -214,7 +210,7 @@ def test_a_job_run_deleted_while_the_operator_is_down_is_cancelled_when_it_is_ba
     pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
 ):
     apply(kubectl, namespace, pod_job_run("orphan", "run-forever", retry={"maxRetries": 3}))
-    run_id, pod = running_pod_run(pod_operator, kubectl, namespace, "orphan")
+    run_id = running_pod_run(pod_operator, kubectl, namespace, "orphan")
 
     assert pod_operator.stop() == 0
     delete_job_run(kubectl, namespace, "orphan", "background")
