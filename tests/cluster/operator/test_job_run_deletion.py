@@ -102,6 +102,10 @@ def assert_cancelled_without_another_pod(
     assert run_row(dsn, run_id) == (state, attempt, failure_reason, last_error)
     assert (state, attempt, failure_reason) == ("cancelled", 1, "cancelled")
     assert last_error is not None and DELETED in last_error, last_error
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT pod_reason FROM job_runs WHERE id = %s", (run_id,)).fetchone()
+    # OwnerDeleted: the launcher saw the Pod gone with its JobRun before it heard of the cancel.
+    print(f"run {run_id}: pod_reason {row[0] if row else None!r}")
 
 
 @pytest.mark.usefixtures("kwok_nodes")
@@ -206,14 +210,19 @@ def test_deleting_a_finished_job_run_leaves_its_run_and_the_object_goes_at_once(
 
 
 @pytest.mark.usefixtures("kwok_nodes")
+@pytest.mark.parametrize("propagation", ["background", "foreground"])
 def test_a_job_run_deleted_while_the_operator_is_down_is_cancelled_when_it_is_back(
-    pod_operator: OperatorProcess, kubectl: Any, namespace: str, operator_dsn: str
+    pod_operator: OperatorProcess,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+    propagation: str,
 ):
     apply(kubectl, namespace, pod_job_run("orphan", "run-forever", retry={"maxRetries": 3}))
     run_id = running_pod_run(pod_operator, kubectl, namespace, "orphan")
 
     assert pod_operator.stop() == 0
-    delete_job_run(kubectl, namespace, "orphan", "background")
+    delete_job_run(kubectl, namespace, "orphan", propagation)
     time.sleep(3)  # the garbage collector had its chance; nothing of ours is running
     assert run_row(operator_dsn, run_id)[0] == "running"
 
