@@ -8,6 +8,7 @@ that the runner, not something else, executed the run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from typing import Any
 
@@ -29,3 +30,13 @@ def _record(ctx: sundial.JobContext) -> None:
 async def ok(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     await asyncio.sleep(0)
     _record(ctx)
+
+
+@sundial.job("tests.until_cancelled")
+async def until_cancelled(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Records that it started, then waits for its cancellation (the runner sets the event when
+    a heartbeat says the run was cancelled), at most ``args["seconds"]`` (120 by default)."""
+    _record(ctx)
+    assert isinstance(ctx.cancel_event, asyncio.Event)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(ctx.cancel_event.wait(), timeout=float(args.get("seconds", 120)))

@@ -9,9 +9,11 @@ down) or ran twice (a restart) leaves the same end state.
 * ScheduledJob create / update / resume -> ``scheduled_jobs.reconcile``; delete (behind our
   finalizer ``sundial.dev/finalizer``) -> ``scheduled_jobs.delete``.
 * JobRun create / update / resume, for JobRuns a user created (mirrored ones carry
-  ``sundial.dev/mirror=true`` and are skipped) -> ``job_runs.reconcile``. JobRuns get no
-  finalizer: deleting one leaves its run in PostgreSQL (its Pods, which it owns, are
-  garbage-collected; docs/adr/0013-job-run-owns-its-pods.md).
+  ``sundial.dev/mirror=true`` and are skipped) -> ``job_runs.reconcile``; delete (behind the
+  same finalizer, which only user JobRuns get) -> ``job_runs.delete``, which cancels a run
+  that has not finished. The finalizer makes a deletion while the operator is down wait for
+  it, and keeps the JobRun, so the garbage collector keeps its Pods, until the cancel is
+  committed (docs/adr/0013-job-run-owns-its-pods.md, amendment).
 
 The process-wide ``context.Context`` arrives in kopf's ``memo`` as ``memo.context``, and the
 process's stop event as ``memo.stop``.
@@ -91,4 +93,11 @@ async def scheduled_job_deleted(body: Any, memo: Any, **_: Any) -> None:
 async def job_run_changed(body: Any, memo: Any, **_: Any) -> None:
     ctx = _context(memo)
     await job_runs.reconcile(ctx, kube.plain(body))
+    ctx.wake.set()
+
+
+@kopf.on.delete(*_JOB_RUNS, labels=_USER_RUNS, registry=registry, backoff=5)
+async def job_run_deleted(body: Any, memo: Any, **_: Any) -> None:
+    ctx = _context(memo)
+    await job_runs.delete(ctx, kube.plain(body))
     ctx.wake.set()

@@ -12,6 +12,11 @@ lost events harmless):
 * ``cancel: true``: cancel the run (or never submit it);
 * otherwise: copy the run's state into ``status``, and delete the object
   ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
+
+``delete`` runs behind the finalizer when a user JobRun is deleted: a run that has not
+finished is cancelled through the store's fenced cancel (``runs.cancel``), as deleting a Job
+stops its work; a finished run is left as it is. The run itself stays in PostgreSQL
+(docs/adr/0013-job-run-owns-its-pods.md, amendment).
 """
 
 from __future__ import annotations
@@ -30,11 +35,14 @@ from sundial.operator import context, events, kube, status
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
-__all__ = ["reconcile", "run_key"]
+__all__ = ["DELETED_REASON", "delete", "reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
 Wanted = tuple[str, common.ConditionStatus, str, str]
+
+#: The ``last_error`` of a run cancelled because its user JobRun was deleted.
+DELETED_REASON = "cancelled: the JobRun was deleted"
 
 
 async def reconcile(
@@ -190,6 +198,48 @@ async def _submit(
         kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
     )
     return str(submitted.run_id)
+
+
+async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
+    """A user JobRun is being deleted: cancel its run unless it finished (or another JobRun
+    that is not being deleted follows the same run, through the same ``idempotencyKey``)."""
+    metadata = body["metadata"]
+    spec = body.get("spec") or {}
+    key = run_key(metadata, spec.get("idempotencyKey"))
+    if ctx.job_runs.get(key, {}).get("metadata", {}).get("uid") == metadata["uid"]:
+        del ctx.job_runs[key]
+    run_id = (body.get("status") or {}).get("runId")
+    # No runId yet: the submit may have committed without the status write that follows it.
+    run_number = int(run_id) if run_id is not None else await runs.run_for_key(ctx.pool, key)
+    if run_number is None:
+        return
+    if spec.get("idempotencyKey") and await _followed_elsewhere(ctx, body):
+        log.info("deleted JobRun's run is followed by another JobRun", extra={"object": _ref(body)})
+        return
+    try:
+        result = await runs.cancel(ctx.pool, run_number, reason=DELETED_REASON)
+    except store_errors.InvalidSubmissionError:
+        return  # archived and dropped: long finished
+    log.info(
+        "JobRun deleted",
+        extra={"object": _ref(body), "run_id": run_number, "result": str(result)},
+    )
+
+
+async def _followed_elsewhere(ctx: context.Context, body: Mapping[str, Any]) -> bool:
+    """True if a user JobRun other than ``body``, not being deleted, has its idempotencyKey."""
+    metadata = body["metadata"]
+    key = (body.get("spec") or {}).get("idempotencyKey")
+    for other in await ctx.api.list(kube.JOB_RUNS, [metadata["namespace"]]):
+        other_metadata = other["metadata"]
+        if (
+            other_metadata.get("uid") != metadata["uid"]
+            and not other_metadata.get("deletionTimestamp")
+            and (other_metadata.get("labels") or {}).get(context.LABEL_MIRROR) != "true"
+            and (other.get("spec") or {}).get("idempotencyKey") == key
+        ):
+            return True
+    return False
 
 
 def run_key(metadata: Mapping[str, Any], idempotency_key: str | None) -> str:

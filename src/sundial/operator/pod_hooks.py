@@ -22,6 +22,11 @@
   re-adopt finished attempts, and a second post of the same key is a 409 (the JobRun's own
   DeadLettered/TimedOut Event, posted by ``job_runs.reconcile``, uses the same key). A crash
   between the commit and the post loses that Event (at most once, like all Events).
+* **A Pod gone with its JobRun.** When the launcher finds a Pod gone whose owner is a JobRun,
+  one GET says whether the JobRun is gone or being deleted (the garbage collector took the
+  Pod, in background or foreground propagation): then the run is cancelled with
+  ``job_runs.DELETED_REASON``, never retried, and no ``PodDeleted`` Event is posted (its
+  object is going; ``podDeletionPolicy`` had no part in it).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 from sundial.api import common, job_run, scheduled_job
 from sundial.api.conditions import EventReason
-from sundial.operator import context, events, kube, pod_launcher
+from sundial.operator import context, events, job_runs, kube, pod_launcher
 from sundial.operator.pod_outcomes import PodState
 
 __all__ = ["OperatorPodHooks"]
@@ -103,10 +108,26 @@ class OperatorPodHooks:
             return None
         return _reference(scheduled_job.KIND, body)
 
+    async def deleted_with_owner(self, namespace: str, owner: Mapping[str, Any]) -> str | None:
+        if owner.get("kind") != job_run.KIND:
+            return None  # a ScheduledJob's Pods: its deletion lets runs finish (ADR 0008)
+        found = await self.ctx.api.get(kube.JOB_RUNS, namespace, str(owner["name"]))
+        if (
+            found is not None
+            and found["metadata"].get("uid") == owner.get("uid")
+            and not found["metadata"].get("deletionTimestamp")
+        ):
+            return None
+        return job_runs.DELETED_REASON
+
     async def ended(self, end: pod_launcher.AttemptEnd) -> None:
         reason = _REASONS.get(end.outcome.state)
         dead_lettered = end.run_state == "dead_lettered"
-        pod_deleted = end.outcome.state is PodState.GONE and end.run_state == "cancelled"
+        pod_deleted = (
+            end.outcome.state is PodState.GONE
+            and end.outcome.reason != pod_launcher.OWNER_DELETED
+            and end.run_state == "cancelled"
+        )
         if reason is None and not dead_lettered and not pod_deleted:
             return
         try:

@@ -22,7 +22,11 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    and a Pod that never starts, delete the Pod. A Pod someone else deleted before it ended is
    retried (a crash) or ends the run cancelled, as the job's ``podDeletionPolicy`` says. A Pod
    of ours whose attempt is not current (its run moved on, or is not running) is deleted; its
-   outcome is never recorded.
+   outcome is never recorded. A Pod that is gone because the object owning it was deleted
+   (the garbage collector took it with a deleted user JobRun) ends its run cancelled, whatever
+   the job's ``podDeletionPolicy`` says, when the hooks say so (``deleted_with_owner``): a
+   run whose JobRun was deleted is cancelled, never retried with a new Pod, even if the Pod
+   went before the operator's cancel landed (docs/adr/0013-job-run-owns-its-pods.md).
 
 Hooks (``LaunchHooks``, optional): the host may give each Pod an owner reference (the operator
 points it at the run's user JobRun, else the job's ScheduledJob, when one exists) and is told
@@ -56,11 +60,14 @@ from sundial.scheduling import failures
 from sundial.store import claims, pod_runs
 from sundial.store.pool import Pool
 
-__all__ = ["AttemptEnd", "LaunchHooks", "LauncherSettings", "PodLauncher"]
+__all__ = ["OWNER_DELETED", "AttemptEnd", "LaunchHooks", "LauncherSettings", "PodLauncher"]
 
 log = logging.getLogger("sundial.pod_launcher")
 
 _PERMANENT_CREATE_STATUSES = frozenset({400, 422})
+
+#: The reason recorded for a Pod that went with its deleted owner (``deleted_with_owner``).
+OWNER_DELETED = "OwnerDeleted"
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,11 @@ class LaunchHooks(Protocol):
         """The ownerReference for the Pods of the run with ``idempotency_key`` of the job, or
         None for none."""
 
+    async def deleted_with_owner(self, namespace: str, owner: Mapping[str, Any]) -> str | None:
+        """For a Pod that is gone and had the ownerReference ``owner``: the reason its run is
+        cancelled if the Pod went because its owner was deleted (the owner is gone or being
+        deleted), else None (the job's ``podDeletionPolicy`` applies)."""
+
     async def ended(self, end: AttemptEnd) -> None:
         """Called once per committed end of an attempt this launcher observed; never raises."""
 
@@ -128,6 +140,10 @@ class _Attempt:
     #: Pod may live), an adopted run, or a create that met a 409. A first attempt just claimed
     #: cannot have a Pod yet, which saves a LIST per launch.
     look_first: bool = True
+    #: The ownerReference its Pod was created with (or adopted with), if any.
+    owner: Mapping[str, Any] | None = None
+    #: Set when the Pod went with its deleted owner: the attempt ends cancelled with this.
+    cancel_reason: str | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -289,6 +305,7 @@ class PodLauncher:
             oom_max_memory_bytes=attempt.context.oom_max_memory_bytes,
             owner=await self._owner(attempt),
         )
+        attempt.owner = spec.owner
         manifest = pod_manifest.pod_manifest(spec, self._settings.manifest)
         try:
             await self._pods.create(attempt.namespace, manifest)
@@ -331,6 +348,8 @@ class PodLauncher:
             return None
 
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
+        references = pod.get("metadata", {}).get("ownerReferences") or ()
+        attempt.owner = references[0] if references else None
         created = pod.get("metadata", {}).get("creationTimestamp")
         attempt.created_at = (
             datetime.fromisoformat(str(created).replace("Z", "+00:00"))
@@ -409,6 +428,8 @@ class PodLauncher:
             deadline = attempt.created_at + timedelta(
                 seconds=attempt.run.timeout_seconds + self._settings.timeout_slack_seconds
             )
+            if outcome.state is PodState.GONE:
+                outcome = await self._gone_with_owner(attempt, outcome)
             if not outcome.state.terminal and now > deadline:
                 outcome = PodOutcome(
                     PodState.DEADLINE_EXCEEDED,
@@ -421,8 +442,23 @@ class PodLauncher:
         await self._end(ended)
         await self._delete_stale(pods)
 
+    async def _gone_with_owner(self, attempt: _Attempt, outcome: PodOutcome) -> PodOutcome:
+        """``outcome`` (GONE), or an ``OWNER_DELETED`` one if the hooks say the Pod went with
+        its deleted owner; then the attempt is cancelled (``cancel_reason``)."""
+        if self._hooks is None or attempt.owner is None:
+            return outcome
+        try:
+            reason = await self._hooks.deleted_with_owner(attempt.namespace, attempt.owner)
+        except Exception:  # unknown: let the next step ask again rather than guess a retry
+            log.exception("run %s: could not read the owner of its gone Pod", attempt.run.id)
+            return PodOutcome(PodState.RUNNING, "Unknown")
+        if reason is None:
+            return outcome
+        attempt.cancel_reason = reason
+        return PodOutcome(PodState.GONE, OWNER_DELETED, message=reason)
+
     async def _end(self, ended: Sequence[tuple[_Attempt, PodOutcome]]) -> None:
-        finishes = []
+        finishes: list[tuple[_Attempt, claims.Outcome, failure_policy.Verdict | None]] = []
         for attempt, outcome in ended:
             if outcome.state in (PodState.NEVER_STARTED, PodState.DEADLINE_EXCEEDED):
                 await self._pods.delete(attempt.namespace, attempt.pod_name)
@@ -440,7 +476,10 @@ class PodLauncher:
                 exit_code=outcome.exit_code,
                 reason=outcome.reason,
             )
-            if verdict.failure is None:
+            if attempt.cancel_reason is not None:
+                cancelled = claims.Outcome.cancelled(attempt.run, attempt.cancel_reason)
+                finishes.append((attempt, cancelled, None))
+            elif verdict.failure is None:
                 finishes.append((attempt, claims.Outcome.succeeded(attempt.run), verdict))
             elif verdict.failure is failures.FailureClass.CANCELLED:
                 # The same fenced end as a cancel request: state cancelled, dependents cancelled.

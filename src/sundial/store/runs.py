@@ -38,6 +38,7 @@ __all__ = [
     "cancel",
     "get",
     "replay",
+    "run_for_key",
     "submit",
     "submit_graph",
 ]
@@ -420,6 +421,14 @@ async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request
         if has_dependents:
             await dependencies.fail_dependents(conn, {run_id: "cancelled"})
         return CancelResult.CANCELLED
+
+
+async def run_for_key(pool: Pool, key: str) -> int | None:
+    """The id of the run submitted with the idempotency key ``key``, or None."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("existing_idempotency_key"), {"key": key})
+        row = await cursor.fetchone()
+    return None if row is None else int(row[1])
 
 
 async def replay(pool: Pool, run_id: int) -> int:

@@ -149,8 +149,11 @@ class RunnerProcess:
     """``python -m sundial runner --handlers handlers.operator_jobs``; stopped with SIGTERM
     on exit, which must drain and exit 0."""
 
-    def __init__(self, dsn: str, log_dir: Path, *, name: str = "runner") -> None:
+    def __init__(
+        self, dsn: str, log_dir: Path, *, name: str = "runner", extra_args: Sequence[str] = ()
+    ) -> None:
         self.dsn = dsn
+        self.extra_args = list(extra_args)
         self.worker_id = f"test-runner-{uuid.uuid4().hex[:8]}"
         self.log_path = log_dir / f"{name}.log"
         self.record_path = log_dir / f"{name}-ran.txt"
@@ -164,6 +167,7 @@ class RunnerProcess:
             "--worker-id", self.worker_id,
             "--metrics-port", "-1",
             "--poll-seconds", "0.2",
+            *self.extra_args,
         ]  # fmt: skip
         environment = {
             **os.environ,

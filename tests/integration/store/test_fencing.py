@@ -105,6 +105,21 @@ async def test_cancel_request_is_seen_on_heartbeat(pool: store_pool.Pool, job: u
     assert await runs.cancel(pool, run.id) == runs.CancelResult.ALREADY_FINISHED
 
 
+async def test_a_cancelled_running_run_ends_with_the_reason_its_cancel_gave(
+    pool: store_pool.Pool, job: uuid.UUID
+) -> None:
+    await runs.submit(pool, job)
+    [run] = await claims.claim(pool, "w")
+    reason = "cancelled: the JobRun was deleted"
+    assert await runs.cancel(pool, run.id, reason=reason) == runs.CancelResult.REQUESTED
+    # The worker knows only that it was cancelled; the run keeps why.
+    done = await claims.finish(pool, "w", [claims.Outcome.cancelled(run, "cancellation requested")])
+    assert done.states == {run.id: "cancelled"}
+    info = await runs.get(pool, run.id)
+    assert info is not None
+    assert (info.state, info.failure_reason, info.last_error) == ("cancelled", "cancelled", reason)
+
+
 async def test_cancelling_a_pending_run_ends_it(pool: store_pool.Pool, job: uuid.UUID) -> None:
     submitted = await runs.submit(pool, job)
     assert await runs.cancel(pool, submitted.run_id) == runs.CancelResult.CANCELLED

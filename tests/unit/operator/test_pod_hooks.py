@@ -125,3 +125,38 @@ async def test_a_pod_deleted_into_a_cancel_is_one_normal_pod_deleted_event() -> 
     [(kind, event_type, reason, message, key)] = recorder.recorded
     assert (kind, event_type, reason, key) == ("ScheduledJob", "Normal", "PodDeleted", "run-7-1")
     assert message.startswith("run 7 attempt 1: Pod nightly-abc-1 was deleted")
+
+
+def job_run_reference(uid: str = JOB_RUN_UID) -> dict[str, Any]:
+    return {"apiVersion": "sundial.dev/v1alpha1", "kind": "JobRun", "name": "by-hand", "uid": uid}
+
+
+async def test_a_pod_gone_with_its_deleted_job_run_cancels_the_run() -> None:
+    hooks, (api, _) = hooks_with(job_run=True, scheduled_job=True)
+    assert await hooks.deleted_with_owner(NAMESPACE, job_run_reference()) is None
+
+    # Foreground propagation: the JobRun is still there, being deleted, when its Pod goes.
+    api.objects[(kube.JOB_RUNS, "by-hand")]["metadata"]["deletionTimestamp"] = "2026-11-30T02:00Z"
+    deleting = await hooks.deleted_with_owner(NAMESPACE, job_run_reference())
+    # Background propagation: the JobRun is gone first; a new one by the same name is not it.
+    api.objects[(kube.JOB_RUNS, "by-hand")] = body("by-hand", str(uuid.uuid4()))
+    replaced = await hooks.deleted_with_owner(NAMESPACE, job_run_reference())
+    del api.objects[(kube.JOB_RUNS, "by-hand")]
+    gone = await hooks.deleted_with_owner(NAMESPACE, job_run_reference())
+
+    assert deleting == replaced == gone == job_runs.DELETED_REASON
+
+
+async def test_a_pod_gone_with_its_scheduled_job_follows_the_pod_deletion_policy() -> None:
+    hooks, _ = hooks_with(job_run=False, scheduled_job=False)
+    reference = {"kind": "ScheduledJob", "name": "nightly", "uid": SCHEDULED_JOB_UID}
+
+    assert await hooks.deleted_with_owner(NAMESPACE, reference) is None
+
+
+async def test_a_pod_gone_with_its_job_run_posts_no_pod_deleted_event() -> None:
+    hooks, (_, recorder) = hooks_with(job_run=True, scheduled_job=True)
+
+    await hooks.ended(end(PodState.GONE, pod_launcher.OWNER_DELETED, "cancelled", JOB_RUN_UID))
+
+    assert recorder.recorded == []
