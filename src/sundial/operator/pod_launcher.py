@@ -38,7 +38,8 @@ worker id adopts the runs it still holds and their Pods. It creates the Pod only
 fell between claim and create: the run's recorded Pod name (``pod_runs.record_pod``, written
 after the create succeeded) says whether the current attempt's Pod was created, and a Pod that
 was created and is gone now was deleted while the launcher was down — handled as a live
-launcher handles a gone Pod (``podDeletionPolicy``, or cancelled with its deleted owner), never
+launcher handles a gone Pod (``podDeletionPolicy``, or cancelled with its deleted owner, which
+the hooks look up again: ``former_owner``), never
 created again under the same attempt. A crash between the create and the record leaves no
 name, but the Pod exists under its deterministic name and is adopted. A launcher that does
 not come back loses its leases; the reaper returns the runs to pending and the next claim's
@@ -120,6 +121,13 @@ class LaunchHooks(Protocol):
     ) -> Mapping[str, Any] | None:
         """The ownerReference for the Pods of the run with ``idempotency_key`` of the job, or
         None for none."""
+
+    async def former_owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        """The ownerReference a Pod deleted while no launcher ran most likely had, looked up
+        afresh (it went with the Pod): the run's user JobRun even while it is being deleted,
+        else as ``owner``. Asked once per such Pod, after a restart, so it may LIST."""
 
     async def deleted_with_owner(self, namespace: str, owner: Mapping[str, Any]) -> str | None:
         """For a Pod that is gone and had the ownerReference ``owner``: the reason its run is
@@ -355,11 +363,12 @@ class PodLauncher:
             self._attempts.pop(attempt.run.id, None)
             await self._pods.delete(attempt.namespace, attempt.pod_name)
 
-    async def _owner(self, attempt: _Attempt) -> Mapping[str, Any] | None:
+    async def _owner(self, attempt: _Attempt, *, former: bool = False) -> Mapping[str, Any] | None:
         if self._hooks is None:
             return None
+        lookup = self._hooks.former_owner if former else self._hooks.owner
         try:
-            return await self._hooks.owner(
+            return await lookup(
                 attempt.namespace,
                 attempt.context.job_name,
                 str(attempt.run.job_id),
@@ -380,7 +389,7 @@ class PodLauncher:
             attempt.run.attempt,
             attempt.pod_name,
         )
-        attempt.owner = await self._owner(attempt)
+        attempt.owner = await self._owner(attempt, former=True)
         attempt.created_at = self._clock.now()
 
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
