@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 import sundial
 from sundial.api import crd, validate
+
+if TYPE_CHECKING:
+    from sundial.store.pool import Pool
 
 #: Every command that talks to PostgreSQL takes the database the same way.
 dsn_option = click.option(
@@ -568,12 +574,61 @@ def operator(
     sys.exit(asyncio.run(runtime.serve(config)))
 
 
-@main.command("runs")
-@dsn_option
+#: ``sundial runs cancel`` / ``replay``: the run exists but its state does not allow it.
+EXIT_RUN_REFUSED = 1
+#: ``sundial runs cancel`` / ``replay``: there is no run with that id.
+EXIT_NO_SUCH_RUN = 3
+
+_RUN_EXIT_CODES = """\b
+Exit codes:
+  0  done
+  1  the run's state does not allow it (the message says why and what to do)
+  2  usage error (a missing --dsn, a bad RUN_ID)
+  3  there is no run with that id"""
+
+
+def _refuse(message: str, exit_code: int) -> NoReturn:
+    """``Error: <message>`` on stderr, then exit with the command's documented code."""
+    click.echo(f"Error: {message}", err=True)
+    raise click.exceptions.Exit(exit_code)
+
+
+#: ``--dsn`` of ``sundial runs``: required to list, or given to a subcommand instead.
+_optional_dsn_option = click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    default=None,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+
+
+def _require_dsn(ctx: click.Context, dsn: str | None) -> str:
+    """``dsn``, else the one given to ``sundial runs``; a usage error (exit 2) without one."""
+    parent = ctx.parent.params.get("dsn") if ctx.parent is not None else None
+    chosen = dsn or parent
+    if not chosen:
+        [param] = [p for p in ctx.command.params if p.name == "dsn"]
+        raise click.MissingParameter(ctx=ctx, param=param)
+    return str(chosen)
+
+
+@main.group("runs", invoke_without_command=True)
+@_optional_dsn_option
 @click.option("--job", default=None, help="Only this job: namespace/name (or name in default).")
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
-def runs_(dsn: str, job: str | None, limit: int) -> None:
-    """List the newest runs from PostgreSQL: the full history, not only the JobRun window."""
+@click.pass_context
+def runs_(ctx: click.Context, dsn: str | None, job: str | None, limit: int) -> None:
+    """List the newest runs from PostgreSQL: the full history, not only the JobRun window.
+
+    With a command, act on one run without the operator: `sundial runs cancel RUN_ID`,
+    `sundial runs replay RUN_ID`.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    _list_runs(_require_dsn(ctx, dsn), job, limit)
+
+
+def _list_runs(dsn: str, job: str | None, limit: int) -> None:
     import asyncio
 
     from sundial.store import history
@@ -630,3 +685,116 @@ def runs_(dsn: str, job: str | None, limit: int) -> None:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
+
+
+@runs_.command("cancel", epilog=_RUN_EXIT_CODES)
+@click.argument("run_id", type=click.IntRange(min=1))
+@click.option(
+    "--reason",
+    default="sundial runs cancel",
+    show_default=True,
+    help="Why; the run's last error becomes 'cancelled: REASON'.",
+)
+@_optional_dsn_option
+@click.pass_context
+def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -> None:
+    """Cancel the run RUN_ID, as deleting its JobRun or `spec.cancel` would.
+
+    A run that has not started (scheduled, blocked, pending, retry_wait) ends cancelled now,
+    and the runs that depend on it are cancelled with it. A running run is asked to stop: its
+    worker (a runner, or the pod launcher, which deletes its Pod) ends it cancelled at its next
+    heartbeat, within a third of its lease; if its worker is gone, the reaper ends it cancelled
+    once its lease expires. A finished run is left as it is (exit 1).
+    """
+    import asyncio
+
+    from sundial.store import errors, runs
+
+    database = _require_dsn(ctx, dsn)
+    text = reason.strip()
+    if not text:
+        raise click.BadParameter("give a reason, or leave --reason out", param_hint="--reason")
+    recorded = f"cancelled: {text}"
+    if len(recorded.encode()) > 8192:  # job_runs.cancel_reason's CHECK (migration 0070)
+        raise click.BadParameter("at most 8,000 bytes", param_hint="--reason")
+
+    async def cancel() -> tuple[runs.CancelResult, runs.RunInfo | None]:
+        async with _store_pool(database) as pool:
+            result = await runs.cancel(pool, run_id, reason=recorded)
+            info = await runs.get(pool, run_id)
+            return result, info
+
+    try:
+        result, info = asyncio.run(cancel())
+    except errors.InvalidSubmissionError as error:  # there is no such run
+        _refuse(str(error), EXIT_NO_SUCH_RUN)
+    if result is runs.CancelResult.CANCELLED:
+        click.echo(f"run {run_id} cancelled (it had not started; its dependents are cancelled)")
+    elif result is runs.CancelResult.REQUESTED:
+        owner = info.lease_owner if info is not None and info.lease_owner else "its worker"
+        click.echo(
+            f"run {run_id} is running: cancel requested; {owner} ends it cancelled at its next"
+            f" heartbeat (`sundial runs` shows the end)"
+        )
+    else:
+        state = info.state if info is not None else "finished"
+        hint = (
+            f"; to run it again: sundial runs replay {run_id}"
+            if state in ("dead_lettered", "failed", "timed_out")
+            else ""
+        )
+        _refuse(
+            f"run {run_id} cannot be cancelled: it already ended {state}, nothing is left to"
+            f" stop{hint}",
+            EXIT_RUN_REFUSED,
+        )
+
+
+@runs_.command("replay", epilog=_RUN_EXIT_CODES)
+@click.argument("run_id", type=click.IntRange(min=1))
+@_optional_dsn_option
+@click.pass_context
+def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
+    """Put the dead-lettered, failed or timed-out run RUN_ID back in the queue.
+
+    It stays the same run with a fresh retry budget (retries, OOM and infrastructure retries);
+    its next claim is a new attempt, so fencing tokens are never reused. Runs that depended on
+    it and were already failed stay failed: submit them again. A run archived out of the live
+    table cannot be replayed (exit 1): submit its job again.
+    """
+    import asyncio
+
+    from sundial.store import errors, runs
+
+    database = _require_dsn(ctx, dsn)
+
+    async def replay() -> int | None:
+        async with _store_pool(database) as pool:
+            if await runs.get(pool, run_id) is None:
+                return None
+            return await runs.replay(pool, run_id)
+
+    try:
+        attempt = asyncio.run(replay())
+    except errors.InvalidSubmissionError as error:  # the run's state does not allow it
+        _refuse(str(error), EXIT_RUN_REFUSED)
+    if attempt is None:
+        _refuse(
+            f"there is no run {run_id}: check the id (`sundial runs` lists them)",
+            EXIT_NO_SUCH_RUN,
+        )
+    click.echo(
+        f"run {run_id} replayed: pending with a fresh retry budget; its next claim is"
+        f" attempt {attempt + 1}"
+    )
+
+
+@contextlib.asynccontextmanager
+async def _store_pool(dsn: str) -> AsyncIterator[Pool]:
+    from sundial.store import pool as store_pool
+
+    opened = await store_pool.open_pool(dsn, min_size=1, max_size=1, name="sundial-runs")
+    try:
+        yield opened
+    finally:
+        await opened.close()

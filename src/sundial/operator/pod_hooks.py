@@ -108,6 +108,22 @@ class OperatorPodHooks:
             return None
         return _reference(scheduled_job.KIND, body)
 
+    async def former_owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        # Right after a restart no mirror pass may have listed the user JobRuns yet, and a
+        # JobRun being deleted (held by the finalizer, or by foreground propagation) is not
+        # indexed: list them, so a Pod that went with its JobRun cancels, not retries.
+        if self.user_job_run(idempotency_key) is None:
+            for body in await self.ctx.api.list(kube.JOB_RUNS, [namespace]):
+                metadata = body["metadata"]
+                if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) == "true":
+                    continue
+                key = job_runs.run_key(metadata, (body.get("spec") or {}).get("idempotencyKey"))
+                if key == idempotency_key:
+                    return _reference(job_run.KIND, body)
+        return await self.owner(namespace, job_name, job_id, idempotency_key)
+
     async def deleted_with_owner(self, namespace: str, owner: Mapping[str, Any]) -> str | None:
         if owner.get("kind") != job_run.KIND:
             return None  # a ScheduledJob's Pods: its deletion lets runs finish (ADR 0008)

@@ -34,10 +34,16 @@ of every attempt whose Pod ended once its finish committed (the operator records
 Events from it). Without hooks (``sundial pod-launcher``) neither happens.
 
 Restart-safe: state lives in PostgreSQL and on the Pods. A launcher restarted with the same
-worker id adopts the runs it still holds and their Pods (creating the Pod if the crash fell
-between claim and create). A launcher that does not come back loses its leases; the reaper
-returns the runs to pending and the next claim's start deletes the old attempt's Pod first.
-Stopping the launcher leaves Pods running, on purpose.
+worker id adopts the runs it still holds and their Pods. It creates the Pod only if the crash
+fell between claim and create: the run's recorded Pod name (``pod_runs.record_pod``, written
+after the create succeeded) says whether the current attempt's Pod was created, and a Pod that
+was created and is gone now was deleted while the launcher was down — handled as a live
+launcher handles a gone Pod (``podDeletionPolicy``, or cancelled with its deleted owner, which
+the hooks look up again: ``former_owner``), never
+created again under the same attempt. A crash between the create and the record leaves no
+name, but the Pod exists under its deterministic name and is adopted. A launcher that does
+not come back loses its leases; the reaper returns the runs to pending and the next claim's
+start deletes the old attempt's Pod first. Stopping the launcher leaves Pods running, on purpose.
 """
 
 from __future__ import annotations
@@ -116,6 +122,13 @@ class LaunchHooks(Protocol):
         """The ownerReference for the Pods of the run with ``idempotency_key`` of the job, or
         None for none."""
 
+    async def former_owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        """The ownerReference a Pod deleted while no launcher ran most likely had, looked up
+        afresh (it went with the Pod): the run's user JobRun even while it is being deleted,
+        else as ``owner``. Asked once per such Pod, after a restart, so it may LIST."""
+
     async def deleted_with_owner(self, namespace: str, owner: Mapping[str, Any]) -> str | None:
         """For a Pod that is gone and had the ownerReference ``owner``: the reason its run is
         cancelled if the Pod went because its owner was deleted (the owner is gone or being
@@ -144,6 +157,9 @@ class _Attempt:
     owner: Mapping[str, Any] | None = None
     #: Set when the Pod went with its deleted owner: the attempt ends cancelled with this.
     cancel_reason: str | None = None
+    #: An adopted attempt whose Pod the store says was created (its name is recorded): if it
+    #: is not found, it was deleted, and is not created again.
+    pod_recorded: bool = False
 
     @property
     def key(self) -> tuple[int, int]:
@@ -203,7 +219,11 @@ class PodLauncher:
         held = await pod_runs.held_runs(self._pool, self._settings.worker)
         if held:
             log.info("adopting %d runs held by %s", len(held), self._settings.worker)
-            await self._track(held, adopted=True)
+            await self._track(
+                [h.run for h in held],
+                adopted=True,
+                recorded={h.run.id: h.recorded_pod_name for h in held},
+            )
 
     async def _heartbeat(self) -> None:
         now = self._clock.now()
@@ -246,7 +266,13 @@ class PodLauncher:
         if claimed:
             await self._track(claimed)
 
-    async def _track(self, runs: Sequence[claims.ClaimedRun], *, adopted: bool = False) -> None:
+    async def _track(
+        self,
+        runs: Sequence[claims.ClaimedRun],
+        *,
+        adopted: bool = False,
+        recorded: Mapping[int, str | None] | None = None,
+    ) -> None:
         contexts = await pod_runs.launch_context(self._pool, [run.id for run in runs])
         now = self._clock.now()
         instance = self._settings.manifest.instance
@@ -256,6 +282,7 @@ class PodLauncher:
             name = pod_manifest.pod_name(instance, context.job_name, run.id, run.attempt)
             attempt = _Attempt(run, context, name, context.namespace, now)
             attempt.look_first = adopted or run.attempt > 1
+            attempt.pod_recorded = recorded is not None and recorded.get(run.id) == name
             if run.cancel_requested:
                 cancelled.append((attempt, claims.Outcome.cancelled(run), None))
                 continue
@@ -286,6 +313,9 @@ class PodLauncher:
                     "run %s: deleting the Pod of stale attempt %s", attempt.run.id, pod_attempt
                 )
                 await self._pods.delete(attempt.namespace, pod["metadata"]["name"])
+        if attempt.pod_recorded:
+            await self._adopt_gone_pod(attempt)
+            return
         if older_alive:
             return  # created on a later step, once the old Pod is terminal or gone
         spec = pod_manifest.LaunchSpec(
@@ -333,11 +363,12 @@ class PodLauncher:
             self._attempts.pop(attempt.run.id, None)
             await self._pods.delete(attempt.namespace, attempt.pod_name)
 
-    async def _owner(self, attempt: _Attempt) -> Mapping[str, Any] | None:
+    async def _owner(self, attempt: _Attempt, *, former: bool = False) -> Mapping[str, Any] | None:
         if self._hooks is None:
             return None
+        lookup = self._hooks.former_owner if former else self._hooks.owner
         try:
-            return await self._hooks.owner(
+            return await lookup(
                 attempt.namespace,
                 attempt.context.job_name,
                 str(attempt.run.job_id),
@@ -346,6 +377,20 @@ class PodLauncher:
         except Exception:  # an owner reference is a convenience: launch without one
             log.exception("run %s: could not resolve the Pod's owner", attempt.run.id)
             return None
+
+    async def _adopt_gone_pod(self, attempt: _Attempt) -> None:
+        """An adopted attempt whose Pod was created (the store recorded it) and is gone: it
+        was deleted while no launcher watched. ``_observe`` ends it as a gone Pod, as if this
+        launcher had seen it go; its owner is looked up again for ``_gone_with_owner``, since
+        the ownerReference went with the Pod."""
+        log.info(
+            "run %s attempt %s: its Pod %s was deleted while the launcher was away",
+            attempt.run.id,
+            attempt.run.attempt,
+            attempt.pod_name,
+        )
+        attempt.owner = await self._owner(attempt, former=True)
+        attempt.created_at = self._clock.now()
 
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
         references = pod.get("metadata", {}).get("ownerReferences") or ()

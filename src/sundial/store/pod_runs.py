@@ -7,7 +7,9 @@
   ``(id, attempt, lease owner, running)`` like every worker write: a stale launcher's write
   changes nothing and returns False.
 * ``held_runs``: pod runs a worker id still holds, so a launcher restarted with the same id
-  adopts their Pods instead of waiting for the reaper.
+  adopts their Pods instead of waiting for the reaper, each with the Pod name last recorded
+  on the run: ``record_pod`` runs only after the create succeeded, so the current attempt's
+  name there means its Pod was created (and, if it is gone now, was deleted).
 * ``current_attempts``: each run's state, attempt and lease owner, to tell current Pods from
   stale ones.
 * ``quarantine_schedule``: a failurePolicy ``Quarantine`` action on the run's schedule.
@@ -23,6 +25,7 @@ from sundial.store import claims, queries
 from sundial.store.pool import Pool
 
 __all__ = [
+    "HeldRun",
     "LaunchContext",
     "RunAttempt",
     "current_attempts",
@@ -47,6 +50,14 @@ class LaunchContext:
     #: podDeletionPolicy: ``Retry`` or ``Cancel``.
     pod_deletion_policy: str
     oom_kills: int
+
+
+@dataclass(frozen=True)
+class HeldRun:
+    run: claims.ClaimedRun
+    #: The Pod name last recorded on the run, or None; compare it with the current
+    #: attempt's (deterministic) name: it may be an earlier attempt's.
+    recorded_pod_name: str | None
 
 
 @dataclass(frozen=True)
@@ -106,11 +117,11 @@ async def record_pod(
         return await cursor.fetchone() is not None
 
 
-async def held_runs(pool: Pool, worker: str) -> list[claims.ClaimedRun]:
+async def held_runs(pool: Pool, worker: str) -> list[HeldRun]:
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("pod_held_runs"), {"worker": worker})
         rows = await cursor.fetchall()
-    return [claims.ClaimedRun._make(row) for row in rows]
+    return [HeldRun(claims.ClaimedRun._make(row[:-1]), row[-1]) for row in rows]
 
 
 async def current_attempts(pool: Pool, run_ids: Sequence[int]) -> dict[int, RunAttempt]:

@@ -24,6 +24,9 @@ class FakeApi:
     async def get(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get((plural, name))
 
+    async def list(self, plural: str, namespaces: Any) -> list[dict[str, Any]]:
+        return [value for (kind, _), value in self.objects.items() if kind == plural]
+
 
 class FakeRecorder:
     def __init__(self) -> None:
@@ -160,3 +163,24 @@ async def test_a_pod_gone_with_its_job_run_posts_no_pod_deleted_event() -> None:
     await hooks.ended(end(PodState.GONE, pod_launcher.OWNER_DELETED, "cancelled", JOB_RUN_UID))
 
     assert recorder.recorded == []
+
+
+async def test_after_a_restart_a_job_run_being_deleted_is_found_as_the_gone_pods_owner() -> None:
+    """No mirror pass has indexed the JobRun (the operator just started); a Pod of its run
+    deleted while the launcher was down must still be seen to have gone with it."""
+    hooks, (api, _) = hooks_with(job_run=True, scheduled_job=True)
+    hooks.ctx.job_runs.clear()
+    deleting = api.objects[(kube.JOB_RUNS, "by-hand")]
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-30T02:00Z"
+    mirrored = body("nightly-7", str(uuid.uuid4()))
+    mirrored["metadata"]["labels"] = {context.LABEL_MIRROR: "true"}
+    api.objects[(kube.JOB_RUNS, "nightly-7")] = mirrored
+
+    owner = await hooks.former_owner(NAMESPACE, "nightly", SCHEDULED_JOB_UID, JOB_RUN_UID)
+    plain_owner = await hooks.owner(NAMESPACE, "nightly", SCHEDULED_JOB_UID, JOB_RUN_UID)
+    scheduled = await hooks.former_owner(NAMESPACE, "nightly", SCHEDULED_JOB_UID, "run:7")
+
+    assert owner is not None and (owner["kind"], owner["uid"]) == ("JobRun", JOB_RUN_UID)
+    assert await hooks.deleted_with_owner(NAMESPACE, owner) == job_runs.DELETED_REASON
+    assert plain_owner is not None and plain_owner["kind"] == "ScheduledJob"  # why it is needed
+    assert scheduled is not None and scheduled["kind"] == "ScheduledJob"
