@@ -9,7 +9,7 @@ import psycopg
 from trigger_testing import START, UNPACED, add_schedule, fire_times, spec
 
 from sundial.api import scheduled_job
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, reaper, schedules
 
