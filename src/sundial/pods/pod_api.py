@@ -1,4 +1,4 @@
-"""The Pod API as the pod launcher calls it (list, read, create, delete), and what it reads off a Pod.
+"""The Pod API as the pod launcher calls it (list, read, create, delete), and what Pods say.
 
 The installed synchronous ``kubernetes`` client, run in ``asyncio.to_thread``; responses are
 read as raw JSON (``_preload_content=False``): the launcher needs dicts, and skipping the model
