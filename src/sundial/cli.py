@@ -326,7 +326,7 @@ def runner(
     import sys
 
     from sundial.observability import logging as json_logging
-    from sundial.runner import registry, worker
+    from sundial.runner import health, registry, worker
 
     json_logging.configure(log_level.upper())
     try:
@@ -357,7 +357,11 @@ def runner(
         metrics_port=None if metrics_port < 0 else metrics_port,
     )
     runner_worker = worker.Worker(settings, handlers)
-    code = asyncio.run(runner_worker.run())
+    try:
+        code = asyncio.run(runner_worker.run())
+    except health.PortUnavailableError as error:
+        click.echo(f"sundial runner: {error.strerror}", err=True)
+        sys.exit(2)
     if runner_worker.leaked_threads:
         # Threads cannot be killed and the interpreter would wait for them at exit.
         logging.shutdown()

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Final, Literal
 import pydantic
 from pydantic import alias_generators
 
-from sundial.api import validate
+from sundial.api import execution_model, validate
 
 GROUP: Final = "sundial.dev"
 VERSION: Final = "v1alpha1"
@@ -34,8 +34,11 @@ ObjectName = Annotated[
 ]
 """The name of a namespaced Kubernetes object (DNS-1123 subdomain)."""
 
-ExecutionModel = Literal["async", "thread", "process", "subprocess", "pod"]
+ExecutionModel = execution_model.ExecutionModel
 """Where a handler runs: in a runner pool (the first four) or in a Pod of the runner image."""
+
+DEFAULT_TIMEOUT_SECONDS = 300
+"""The per-attempt timeout when neither the manifest nor the handler's registration sets one."""
 
 FailureAction = Literal["Retry", "Ignore", "Fail", "Quarantine"]
 PodDeletionPolicy = Literal["Retry", "Cancel"]
@@ -119,8 +122,10 @@ class HandlerSpec(ApiModel):
 
     name: str = pydantic.Field(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
     """The registered handler name. It is looked up in the runner's allow-list, never imported."""
-    execution_model: ExecutionModel = "async"
-    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image."""
+    execution_model: ExecutionModel | None = None
+    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image.
+    Absent: the handler's registration (``@sundial.job(execution_model=...)``) decides; a runner
+    model other than the registration's is an error shown on the runs."""
     args: Args | None = None
     """Arguments handed to the handler; a JobRun's ``args`` are merged over these, key by key."""
 
@@ -356,7 +361,8 @@ class JobSpec(ApiModel):
     priority: int = pydantic.Field(default=1, ge=0, le=9)
     """0-9; strict across levels, with aging so that low priority never starves."""
     timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=7 * 86400)
-    """Per-attempt timeout; the attempt ends TimedOut. Absent: the operator default (300)."""
+    """Per-attempt timeout; the attempt ends TimedOut. Absent: the handler's registration
+    (``@sundial.job(timeout_seconds=...)``), else 300."""
     start_timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=86400)
     """Pod jobs only: fail an attempt whose Pod is not running after this long."""
     retry: RetrySpec | None = None

@@ -178,21 +178,27 @@ class Worker:
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT, drain, and return the exit code (0)."""
-        stop = shutdown.Shutdown()
-        stop.install()
-        self._wake = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
-        lag.start()
         server: health.HealthServer | None = None
         if self.settings.metrics_port is not None:
+            # First, before anything needs undoing: a taken port ends the runner right here
+            # with health.PortUnavailableError, which the CLI turns into exit code 2.
             server = health.HealthServer(
                 self.metrics,
                 host=self.settings.metrics_host,
                 port=self.settings.metrics_port,
                 ready=self.ready,
             )
-            self.port = await server.start()
+            try:
+                self.port = await server.start()
+            except health.PortUnavailableError:
+                await self.router.close()
+                raise
+        stop = shutdown.Shutdown()
+        stop.install()
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
+        lag.start()
         log.info(
             "runner starting",
             extra={
