@@ -313,6 +313,9 @@ class Worker:
                         queues=self.settings.queues,
                         handlers=names,
                         execution_models=[model.value],
+                        # `names` are registered with `model`: runs that name no model of
+                        # their own take the registration's (sundial.api.execution_model).
+                        registered_model=True,
                         limit=limit,
                         lease_seconds=self.settings.lease_seconds,
                     )
@@ -353,7 +356,8 @@ class Worker:
             run.idempotency_key,
             args if isinstance(args, dict) else {},
             run.fire_time,
-            float(run.timeout_seconds),
+            # None: the handler's registration decides, else the default (base.prepare).
+            run.timeout_seconds,
         )
         if run.cancel_requested:
             job.cancel.set()
@@ -459,7 +463,9 @@ class Worker:
                     extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
                 )
             case outcomes.TimedOut():
-                result = claims.Outcome.timed_out(run, outcome.error)
+                result = claims.Outcome.timed_out(
+                    run, outcome.error, timeout_seconds=outcome.timeout_seconds
+                )
                 result = self._budget_retry(run, result)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:

@@ -39,6 +39,7 @@ class RunStore(Protocol):
         queues: Sequence[str],
         handlers: Sequence[str] | None = None,
         execution_models: Sequence[str] | None = None,
+        registered_model: bool = False,
         limit: int = 10,
     ) -> list[claims.ClaimedRun]: ...
 
@@ -95,6 +96,7 @@ class PostgresRunStore:
         queues: Sequence[str],
         handlers: Sequence[str] | None = None,
         execution_models: Sequence[str] | None = None,
+        registered_model: bool = False,
         limit: int = 10,
     ) -> list[claims.ClaimedRun]:
         return await claims.claim(
@@ -103,6 +105,7 @@ class PostgresRunStore:
             queues=queues,
             handlers=handlers,
             execution_models=execution_models,
+            registered_model=registered_model,
             limit=limit,
             lease_seconds=self.lease_seconds,
         )

@@ -40,7 +40,7 @@ __all__ = [
     "upsert_job",
 ]
 
-DEFAULT_TIMEOUT_SECONDS = 300
+DEFAULT_TIMEOUT_SECONDS = common.DEFAULT_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,8 @@ def _job_row(
         "execution_model": model,
         "queue": spec.queue,
         "priority": spec.priority,
-        "timeout_seconds": spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+        # NULL: the handler's registration decides, else DEFAULT_TIMEOUT_SECONDS (migration 0080).
+        "timeout_seconds": spec.timeout_seconds,
         "max_retries": retry.max_retries if retry else 3,
         "backoff_base_seconds": float(retry.backoff_base_seconds) if retry else 1.0,
         "backoff_cap_seconds": float(retry.backoff_cap_seconds) if retry else 300.0,
