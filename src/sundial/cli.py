@@ -679,7 +679,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
             when(row.fire_time),
             when(row.started_at),
             when(row.finished_at),
-            row.failure_reason or "-",
+            "Unclaimable" if row.unclaimable_reason else (row.failure_reason or "-"),
             row.pod_name or "-",
             "-" if row.pod_exit_code is None else str(row.pod_exit_code),
             row.pod_reason or "-",
@@ -691,6 +691,10 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
+    # Why a run waits is a sentence, too long for a column: under the table, one per run.
+    for row in rows:
+        if row.unclaimable_reason:
+            click.echo(f"run {row.id} is unclaimable: {row.unclaimable_reason}")
 
 
 @runs_.command("cancel", epilog=_RUN_EXIT_CODES)

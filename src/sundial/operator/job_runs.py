@@ -99,6 +99,7 @@ async def reconcile(
             (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
         ],
     )
+    events.record_unclaimable(ctx.recorder, body, desired, current)
     warning = events.TERMINAL_WARNINGS.get(desired["phase"])
     if warning and desired["phase"] != current.get("phase"):
         ctx.recorder.record(

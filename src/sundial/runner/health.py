@@ -60,7 +60,8 @@ class HealthServer:
         except OSError as error:
             await self._runner.cleanup()
             self._runner = None
-            raise PortUnavailableError(error.errno, _unavailable(self.host, self.port, error))
+            message = _unavailable(self.host, self.port, error)
+            raise PortUnavailableError(error.errno, message) from error
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
         return self.port

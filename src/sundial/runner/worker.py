@@ -67,7 +67,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import failures
-from sundial.store import claims, reaper, releases
+from sundial.store import claims, reaper, releases, runners
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -236,6 +236,7 @@ class Worker:
                     asyncio.create_task(beats.run(), name="heartbeats"),
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
+                background.append(asyncio.create_task(self._announce(), name="announce"))
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
                 await self._claim_loop(stop)
@@ -598,6 +599,29 @@ class Worker:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
 
+    async def _announce(self) -> None:
+        """Say what this runner serves (``runners.announce``) every few seconds; with
+        maintenance on, also say why pending runs that no live runner serves are waiting
+        (``runners.mark_unclaimable``): a wrong executionModel or a handler nobody registers
+        shows in ``sundial runs`` and the JobRun instead of waiting silently."""
+        interval = min(5.0, max(self.settings.lease_seconds / 3, 0.5))
+        served = {h.name: h.execution_model.value for h in self.handlers}
+        while True:
+            try:
+                await runners.announce(
+                    self.pool(),
+                    self.settings.worker_id,
+                    queues=self.settings.queues,
+                    handlers=served,
+                    ttl_seconds=3 * interval,
+                )
+                if self.settings.maintenance_seconds > 0:
+                    for run in await runners.mark_unclaimable(self.pool()):
+                        _log_unclaimable(run, self.settings.worker_id)
+            except connection_errors.ERRORS as error:
+                self.connection(error)
+            await asyncio.sleep(interval)
+
     # -- draining -------------------------------------------------------------------------
 
     async def _drain(self, stop: shutdown.Shutdown) -> None:
@@ -626,6 +650,8 @@ class Worker:
             )
         for attempt in remaining:
             attempt.invocation.cancel.set()
+        with contextlib.suppress(*connection_errors.ERRORS):
+            await runners.withdraw(self.pool(), self.settings.worker_id)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=5)
         log.info(
@@ -645,6 +671,14 @@ class Worker:
         if isinstance(executor, thread_executor.ThreadExecutor):
             return executor.leaked
         return 0
+
+
+def _log_unclaimable(run: runners.Unclaimable, worker: str) -> None:
+    fields = {"run_id": run.run_id, "handler": run.handler, "worker": worker}
+    if run.reason is None:
+        log.info("run claimable again", extra=fields)
+    else:
+        log.warning("run unclaimable", extra={**fields, "reason": run.reason})
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:

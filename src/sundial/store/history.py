@@ -52,6 +52,8 @@ class RunView:
     pod_name: str | None = None
     pod_exit_code: int | None = None
     pod_reason: str | None = None
+    #: Why no live runner can claim this pending run (``runners.mark_unclaimable``), or None.
+    unclaimable_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,8 @@ class HistoryRow:
     pod_name: str | None = None
     pod_exit_code: int | None = None
     pod_reason: str | None = None
+    #: Why no live runner can claim this pending run, or None.
+    unclaimable_reason: str | None = None
 
 
 async def recent(

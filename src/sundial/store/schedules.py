@@ -228,8 +228,11 @@ def _job_row(
     retry = spec.retry
     template = spec.template
     handler = spec.handler
+    # None: the handler's registration decides (sundial.api.execution_model).
+    model: common.ExecutionModel | None
     if template is not None:
-        handler_name, model = (handler.name if handler else f"pod:{namespace}/{name}"), "pod"
+        handler_name = handler.name if handler else f"pod:{namespace}/{name}"
+        model = common.ExecutionModel.POD
     else:
         assert handler is not None  # the CRD's CEL rule: exactly one of handler / template
         handler_name, model = handler.name, handler.execution_model
@@ -241,7 +244,7 @@ def _job_row(
         "name": name,
         "generation": generation,
         "handler": handler_name,
-        "execution_model": model,
+        "execution_model": None if model is None else model.value,
         "queue": spec.queue,
         "priority": spec.priority,
         # NULL: the handler's registration decides, else DEFAULT_TIMEOUT_SECONDS (migration 0080).

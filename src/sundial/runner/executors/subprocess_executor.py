@@ -138,9 +138,7 @@ class SubprocessExecutor:
     async def _stop(self, child: asyncio.subprocess.Process, grace: float | None = None) -> None:
         _signal_group(child.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(
-                child.wait(), self._grace_seconds if grace is None else grace
-            )
+            await asyncio.wait_for(child.wait(), self._grace_seconds if grace is None else grace)
         except TimeoutError:
             _signal_group(child.pid, signal.SIGKILL)
             await child.wait()
