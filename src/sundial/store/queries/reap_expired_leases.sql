@@ -1,5 +1,6 @@
 -- Runs whose lease ran out: back to pending (the next claim increments attempt), or ended when
--- a cancel was requested or the run has lost its lease more than max_lost_leases times. Database
+-- a cancel was requested or the run has lost its lease more than max_lost_leases times since
+-- it was submitted or replayed. Database
 -- time decides what expired.
 --
 -- A lost lease spends the lost-lease budget, never maxRetries: the runner (or pod launcher)
@@ -16,27 +17,30 @@ WITH expired AS (
 UPDATE job_runs r
 SET state = CASE
         WHEN r.cancel_requested THEN 'cancelled'
-        WHEN r.lease_expiries >= r.max_lost_leases THEN 'dead_lettered'
+        WHEN r.lost_leases_used >= r.max_lost_leases THEN 'dead_lettered'
         ELSE 'pending'
     END,
     finished_at = CASE
-        WHEN r.cancel_requested OR r.lease_expiries >= r.max_lost_leases THEN now()
+        WHEN r.cancel_requested OR r.lost_leases_used >= r.max_lost_leases THEN now()
     END,
     lease_expiries = r.lease_expiries + 1,
+    lost_leases_used = r.lost_leases_used + CASE WHEN r.cancel_requested THEN 0 ELSE 1 END,
     lease_until = NULL,
     failure_reason = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'lease_expired' END,
     last_error = CASE
-        WHEN NOT r.cancel_requested AND r.lease_expiries >= r.max_lost_leases THEN format(
+        WHEN r.cancel_requested THEN format(
+            'the lease of worker %%s expired during attempt %%s', r.lease_owner, r.attempt)
+        WHEN r.lost_leases_used >= r.max_lost_leases THEN format(
             'the lease of worker %%s expired during attempt %%s: this run has now lost its '
             'lease %%s times and its lost-lease budget (%%s) is spent, so it is dead-lettered '
             'rather than requeued again. The handler may be killing or hanging its runner '
             '(out of memory, os._exit, a segfault, a blocked event loop): fix it, then '
             '`sundial runs replay %%s`',
-            r.lease_owner, r.attempt, r.lease_expiries + 1, r.max_lost_leases, r.id)
+            r.lease_owner, r.attempt, r.lost_leases_used + 1, r.max_lost_leases, r.id)
         ELSE format(
             'the lease of worker %%s expired during attempt %%s; requeued without spending '
             'maxRetries (lost leases so far: %%s, budget: %%s)',
-            r.lease_owner, r.attempt, r.lease_expiries + 1, r.max_lost_leases)
+            r.lease_owner, r.attempt, r.lost_leases_used + 1, r.max_lost_leases)
     END
 FROM expired
 WHERE r.id = expired.id
