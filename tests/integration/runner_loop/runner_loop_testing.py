@@ -107,10 +107,17 @@ def eventually(predicate: Callable[[], Any], *, within: float = 30.0, what: str 
 class RunnerProcess:
     """One `sundial runner` child; its JSON log goes to a file the test can read."""
 
-    def __init__(self, dsn: str, log_dir: pathlib.Path, *args: str, worker_id: str) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        log_dir: pathlib.Path,
+        *args: str,
+        worker_id: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.worker_id = worker_id
         self.log_path = log_dir / f"{worker_id}.log"
-        env = dict(os.environ, PYTHONPATH=str(TESTS_DIR))
+        env = dict(os.environ, PYTHONPATH=str(TESTS_DIR), **(env or {}))
         command = [
             sys.executable, "-m", "sundial", "runner",
             "--dsn", dsn,
@@ -187,9 +194,15 @@ class Runners:
         self.log_dir = log_dir
         self.started: list[RunnerProcess] = []
 
-    def start(self, dsn: str, *args: str, worker_id: str | None = None) -> RunnerProcess:
+    def start(
+        self,
+        dsn: str,
+        *args: str,
+        worker_id: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RunnerProcess:
         name = worker_id or f"runner-{len(self.started) + 1}"
-        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name)
+        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name, env=env)
         self.started.append(runner)
         return runner
 
