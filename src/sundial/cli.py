@@ -215,8 +215,10 @@ def scheduler(
 def _parse_concurrency(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, int]:
+    from sundial.api import execution_model
+
     parsed: dict[str, int] = {}
-    models = ("async", "thread", "process", "subprocess")
+    models = [m.value for m in execution_model.ExecutionModel if m in execution_model.RUNNER_MODELS]
     for value in values:
         model, _, number = value.partition("=")
         if model not in models or not number.isdigit() or int(number) < 1:

@@ -166,7 +166,8 @@ def _qualified(function: Callable[..., Any]) -> str:
 
 
 def _bad_model(name: str, model: object) -> str:
-    allowed = ", ".join(m.value for m in ExecutionModel if m in execution_model_module.RUNNER_MODELS)
+    runner_models = execution_model_module.RUNNER_MODELS
+    allowed = ", ".join(m.value for m in ExecutionModel if m in runner_models)
     return (
         f"handler {name!r}: execution_model {str(model)!r} is not one of {allowed} "
         "(pod is chosen by a manifest's executionModel, not by the registration)"

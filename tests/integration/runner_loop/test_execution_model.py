@@ -45,9 +45,7 @@ def test_a_job_naming_another_model_than_the_registration_says_why_it_waits(
     assert run_row(dsn, run_id)["state"] == "pending"
     assert "loop.thread_record" in reason and "executionModel async" in reason
     assert "register it as thread" in reason
-    eventually(
-        lambda: runner.logged("run unclaimable", run_id=run_id), what="the runner to log it"
-    )
+    eventually(lambda: runner.logged("run unclaimable", run_id=run_id), what="the runner to log it")
 
     # Fixing the job (here: letting the registration decide) makes it claimable, and the
     # claim clears the reason.

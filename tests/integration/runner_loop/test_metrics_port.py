@@ -16,14 +16,15 @@ def test_a_taken_metrics_port_is_a_clear_error_and_exit_2(dsn: str) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
+        command = [
+            sys.executable, "-m", "sundial", "runner",
+            "--dsn", dsn,
+            "--handlers", HANDLERS,
+            "--metrics-host", "127.0.0.1",
+            "--metrics-port", str(port),
+        ]  # fmt: skip
         result = subprocess.run(
-            [
-                sys.executable, "-m", "sundial", "runner",
-                "--dsn", dsn,
-                "--handlers", HANDLERS,
-                "--metrics-host", "127.0.0.1",
-                "--metrics-port", str(port),
-            ],  # fmt: skip
+            command,
             env=dict(os.environ, PYTHONPATH=str(TESTS_DIR)),
             capture_output=True,
             text=True,
