@@ -115,3 +115,37 @@ async def test_only_a_claimer_that_registers_the_handler_takes_a_run_with_no_mod
         limit=5,
     )
     assert (claimed.id, claimed.execution_model, claimed.timeout_seconds) == (run_id, None, None)
+
+
+@pytest.mark.parametrize(
+    ("handler", "timeout", "stored"),
+    [
+        ({"name": "reports.build"}, None, (None, None)),
+        ({"name": "reports.build", "executionModel": "thread"}, 600, ("thread", 600)),
+        ({"name": "reports.build", "executionModel": "async"}, 300, ("async", 300)),
+    ],
+)
+async def test_a_scheduled_job_stores_only_what_its_manifest_says(
+    pool: store_pool.Pool,
+    store_dsn: str,
+    handler: dict[str, object],
+    timeout: int | None,
+    stored: tuple[str | None, int | None],
+) -> None:
+    from datetime import UTC, datetime
+
+    from sundial.api import scheduled_job
+    from sundial.store import schedules
+
+    manifest: dict[str, object] = {"schedule": "@daily", "handler": handler}
+    if timeout is not None:
+        manifest["timeoutSeconds"] = timeout
+    spec = scheduled_job.ScheduledJobSpec.model_validate(manifest)
+    uid = uuid.uuid4()
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    await schedules.upsert(pool, uid=uid, namespace="d", name="j", generation=1, spec=spec, now=now)
+    with psycopg.connect(store_dsn) as conn:
+        row = conn.execute(
+            "SELECT execution_model, timeout_seconds FROM job_definitions WHERE id = %s", (uid,)
+        ).fetchone()
+    assert row == stored
