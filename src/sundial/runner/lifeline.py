@@ -129,6 +129,9 @@ def _kill_self() -> None:
 
 
 def _kill_process_group() -> None:
+    # Only a group of our own (the runner starts children with start_new_session): never the
+    # group of whoever else may have started this process.
     with contextlib.suppress(OSError):
-        os.killpg(os.getpgid(0), signal.SIGKILL)
+        if os.getpgid(0) == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
     _kill_self()
