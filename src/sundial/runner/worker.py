@@ -620,6 +620,8 @@ class Worker:
                         _log_unclaimable(run, self.settings.worker_id)
             except connection_errors.ERRORS as error:
                 self.connection(error)
+            except Exception as error:  # never let a bad announcement stop the runner
+                log.error("announcing this runner failed", exc_info=error)
             await asyncio.sleep(interval)
 
     # -- draining -------------------------------------------------------------------------
