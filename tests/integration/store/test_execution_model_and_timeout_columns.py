@@ -118,7 +118,7 @@ async def test_only_a_claimer_that_registers_the_handler_takes_a_run_with_no_mod
 
 
 @pytest.mark.parametrize(
-    ("handler", "timeout", "stored"),
+    ("handler", "timeout_seconds", "stored"),
     [
         ({"name": "reports.build"}, None, (None, None)),
         ({"name": "reports.build", "executionModel": "thread"}, 600, ("thread", 600)),
@@ -129,7 +129,7 @@ async def test_a_scheduled_job_stores_only_what_its_manifest_says(
     pool: store_pool.Pool,
     store_dsn: str,
     handler: dict[str, object],
-    timeout: int | None,
+    timeout_seconds: int | None,
     stored: tuple[str | None, int | None],
 ) -> None:
     from datetime import UTC, datetime
@@ -138,8 +138,8 @@ async def test_a_scheduled_job_stores_only_what_its_manifest_says(
     from sundial.store import schedules
 
     manifest: dict[str, object] = {"schedule": "@daily", "handler": handler}
-    if timeout is not None:
-        manifest["timeoutSeconds"] = timeout
+    if timeout_seconds is not None:
+        manifest["timeoutSeconds"] = timeout_seconds
     spec = scheduled_job.ScheduledJobSpec.model_validate(manifest)
     uid = uuid.uuid4()
     now = datetime(2026, 6, 1, tzinfo=UTC)
