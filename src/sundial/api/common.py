@@ -149,6 +149,9 @@ class RetrySpec(ApiModel):
     """The backoff before retry n is a random value in [0, min(cap, base * 2**n)]."""
     backoff_cap_seconds: int = pydantic.Field(default=300, ge=1, le=86400)
     """The largest backoff between two attempts."""
+    max_lost_leases: int = pydantic.Field(default=3, ge=0, le=100)
+    """Times a run is executed again after its runner died or stalled (a lost lease); the next
+    loss dead-letters it. Never spends maxRetries, so maxRetries: 0 still survives a crash."""
 
     @pydantic.model_validator(mode="after")
     def _cap_not_below_base(self) -> RetrySpec:

@@ -250,6 +250,7 @@ def _job_row(
         # NULL: the handler's registration decides, else DEFAULT_TIMEOUT_SECONDS (migration 0080).
         "timeout_seconds": spec.timeout_seconds,
         "max_retries": retry.max_retries if retry else 3,
+        "max_lost_leases": retry.max_lost_leases if retry else 3,
         "backoff_base_seconds": float(retry.backoff_base_seconds) if retry else 1.0,
         "backoff_cap_seconds": float(retry.backoff_cap_seconds) if retry else 300.0,
         "dependency": spec.dependency,
