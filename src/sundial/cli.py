@@ -710,6 +710,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     """
     import asyncio
 
+    from sundial.scheduling import run_state
     from sundial.store import errors, runs
 
     database = _require_dsn(ctx, dsn)
@@ -741,9 +742,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     else:
         state = info.state if info is not None else "finished"
         hint = (
-            f"; to run it again: sundial runs replay {run_id}"
-            if state in ("dead_lettered", "failed", "timed_out")
-            else ""
+            f"; to run it again: sundial runs replay {run_id}" if state in run_state.FAILED else ""
         )
         _refuse(
             f"run {run_id} cannot be cancelled: it already ended {state}, nothing is left to"

@@ -38,6 +38,7 @@ import psycopg_pool
 from sundial.api import common, conditions, job_run, scheduled_job
 from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
 from sundial.pods import pod_gc
+from sundial.scheduling import run_state
 from sundial.store import history, maintenance
 
 __all__ = ["Mirror"]
@@ -277,7 +278,7 @@ class Mirror:
                     if not kube.is_conflict(error):
                         raise
                     current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
-            if (current.get("spec") or {}).get("cancel") and run.state in _ACTIVE:
+            if (current.get("spec") or {}).get("cancel") and run.state in run_state.ACTIVE:
                 await job_runs.cancel_run(self.ctx, current, run.id)
             desired = status.job_run_status(run, generation=current["metadata"].get("generation"))
             before = current.get("status") or {}
@@ -390,9 +391,6 @@ class Mirror:
             )
         except Exception:
             log.exception("run archiving failed; it is retried on a later pass")
-
-
-_ACTIVE = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:

@@ -19,6 +19,7 @@ import pydantic
 
 from sundial.api import common, conditions, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
+from sundial.scheduling.run_state import RunState
 from sundial.store import history
 
 __all__ = [
@@ -31,17 +32,17 @@ __all__ = [
 ]
 
 #: Run states in PostgreSQL -> JobRun phases.
-PHASES: Mapping[str, job_run.Phase] = {
-    "scheduled": "Pending",
-    "pending": "Pending",
-    "blocked": "Blocked",
-    "running": "Running",
-    "retry_wait": "RetryWait",
-    "completed": "Succeeded",
-    "failed": "Failed",
-    "timed_out": "TimedOut",
-    "cancelled": "Cancelled",
-    "dead_lettered": "DeadLettered",
+PHASES: Mapping[str, job_run.Phase] = {  # every RunState (a test checks)
+    RunState.SCHEDULED: "Pending",
+    RunState.PENDING: "Pending",
+    RunState.BLOCKED: "Blocked",
+    RunState.RUNNING: "Running",
+    RunState.RETRY_WAIT: "RetryWait",
+    RunState.COMPLETED: "Succeeded",
+    RunState.FAILED: "Failed",
+    RunState.TIMED_OUT: "TimedOut",
+    RunState.CANCELLED: "Cancelled",
+    RunState.DEAD_LETTERED: "DeadLettered",
 }
 
 
@@ -71,7 +72,7 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
     reason = run.failure_reason
-    if run.pod_reason and run.state != "completed":
+    if run.pod_reason and run.state != RunState.COMPLETED:
         reason = run.pod_reason
     desired: dict[str, Any] = {
         "phase": PHASES.get(run.state),
@@ -232,7 +233,7 @@ def scheduled_job_status(
         streak = sum(
             1
             for run in window.failed
-            if run.state != "cancelled"
+            if run.state != RunState.CANCELLED
             and (last_successful is None or (run.finished_at or now) > last_successful)
         )
     if schedule is not None and schedule.quarantine_after is not None:

@@ -62,7 +62,7 @@ from kubernetes.client.exceptions import ApiException
 from sundial.pods import failure_policy, manifests, outcomes, pod_api
 from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
-from sundial.scheduling import failures
+from sundial.scheduling import failures, run_state
 from sundial.store import claims, pod_runs
 from sundial.store.pool import Pool
 
@@ -601,7 +601,11 @@ class PodLauncher:
         for pod in candidates:
             run = current.get(pod_api.run_of(pod))
             pod_attempt = pod_api.attempt_of(pod)
-            if run is not None and run.attempt == pod_attempt and run.state == "running":
+            if (
+                run is not None
+                and run.attempt == pod_attempt
+                and run.state == run_state.RunState.RUNNING
+            ):
                 continue  # current: held by this launcher (being adopted) or another one
             if run is not None and run.attempt < pod_attempt:
                 continue  # a claim newer than our read: not stale

@@ -21,15 +21,14 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from sundial.scheduling import run_state
 from sundial.store import dependencies, errors, queries
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
-    "ACTIVE_STATES",
     "MAX_ARGS_BYTES",
     "MAX_PRIORITY",
     "MIN_PRIORITY",
-    "TERMINAL_STATES",
     "CancelResult",
     "GraphNode",
     "RunInfo",
@@ -48,11 +47,8 @@ MAX_ARGS_BYTES = 64 * 1024
 MIN_PRIORITY = 0
 MAX_PRIORITY = 9
 
-#: Waiting for time (scheduled, retry_wait), for upstream runs (blocked), for a worker
-#: (pending), or executing (running).
-ACTIVE_STATES = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
-TERMINAL_STATES = frozenset({"completed", "failed", "timed_out", "cancelled", "dead_lettered"})
-_UPSTREAM_DOOMED = frozenset({"failed", "timed_out", "cancelled", "dead_lettered"})
+#: An upstream run in one of these states will never complete, so its dependents never start.
+_UPSTREAM_DOOMED = run_state.FINISHED - {run_state.RunState.COMPLETED}
 
 
 @dataclass(frozen=True)
@@ -378,11 +374,16 @@ async def _upstream(
         raise errors.MissingDependencyError(missing)
     for run_id in upstream:
         if states[run_id] in _UPSTREAM_DOOMED:
-            if states[run_id] == "cancelled":
-                return 0, "cancelled", "cancelled", f"upstream run {run_id} was cancelled"
+            if states[run_id] == run_state.RunState.CANCELLED:
+                return (
+                    0,
+                    run_state.RunState.CANCELLED,
+                    "cancelled",
+                    (f"upstream run {run_id} was cancelled"),
+                )
             reason = f"upstream run {run_id} failed ({states[run_id]})"
-            return 0, "failed", "upstream_failed", reason
-    live = [run_id for run_id in upstream if states[run_id] != "completed"]
+            return 0, run_state.RunState.FAILED, "upstream_failed", reason
+    live = [run_id for run_id in upstream if states[run_id] != run_state.RunState.COMPLETED]
     if live:
         await conn.execute(queries.get("mark_has_dependents"), {"ids": live})
     return len(live), None, None, None
@@ -416,10 +417,10 @@ async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request
                 )
             return CancelResult.ALREADY_FINISHED
         state, has_dependents = row
-        if state == "running":
+        if state == run_state.RunState.RUNNING:
             return CancelResult.REQUESTED
         if has_dependents:
-            await dependencies.fail_dependents(conn, {run_id: "cancelled"})
+            await dependencies.fail_dependents(conn, {run_id: run_state.RunState.CANCELLED})
         return CancelResult.CANCELLED
 
 

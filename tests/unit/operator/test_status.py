@@ -6,6 +6,7 @@ import datetime
 import uuid
 
 from sundial.operator import status
+from sundial.scheduling import run_state
 from sundial.store import history
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, 30, 123456, tzinfo=datetime.UTC)
@@ -205,3 +206,7 @@ def test_active_count_is_the_stores_count_not_the_listed_runs():
     )
     assert result["activeCount"] == 250
     assert len(result["active"]) == 100
+
+
+def test_every_run_state_has_a_phase() -> None:
+    assert set(status.PHASES) == set(run_state.RunState)
