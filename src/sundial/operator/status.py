@@ -17,7 +17,7 @@ from typing import Any
 
 import pydantic
 
-from sundial.api import common, conditions, job_run
+from sundial.api import common, conditions, error_text, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
 from sundial.scheduling.run_state import RunState
 from sundial.store import history
@@ -83,7 +83,7 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
         "startedAt": rfc3339(run.started_at),
         "finishedAt": rfc3339(run.finished_at),
         "duration": duration,
-        "lastError": job_run.truncate_error(run.last_error) if run.last_error else None,
+        "lastError": error_text.truncate(run.last_error) if run.last_error else None,
         "observedGeneration": generation,
     }
     if run.pod_name is not None:

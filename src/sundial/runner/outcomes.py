@@ -11,9 +11,6 @@ import enum
 from dataclasses import dataclass
 from typing import ClassVar
 
-# Bounded so one runaway traceback cannot bloat a row or a log line.
-MAX_ERROR_CHARS = 16_000
-
 
 class OutcomeStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
@@ -39,13 +36,6 @@ class FailureClass(enum.StrEnum):
     """Another job broke or timed out in the same process pool and took this one down with it;
     not this handler's fault, so it does not count towards its crash quarantine."""
     CANCELLED = "Cancelled"
-
-
-def truncate_error(text: str) -> str:
-    """Keep the end of an error (a traceback's last lines say the most)."""
-    if len(text) <= MAX_ERROR_CHARS:
-        return text
-    return "…(truncated)\n" + text[-MAX_ERROR_CHARS:]
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 
 from prometheus_client import Gauge
 
+from sundial.api import error_text
 from sundial.observability import metrics
 from sundial.runner import (
     breaker,
@@ -512,7 +513,7 @@ class Worker:
                 "delay_seconds": round(delay, 3),
             },
         )
-        error = (result.error or "")[-(claims.MAX_ERROR_CHARS - len(note)) :] + note
+        error = error_text.truncate((result.error or "") + note)
         return result._replace(error=error, retry_delay_seconds=delay)
 
     def _release(self, attempt: in_flight.Attempt, delay: float, reason: str, label: str) -> None:

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from sundial.api import error_text
 from sundial.scheduling import backoff, failures
 from sundial.store import queries
 from sundial.store.pool import Pool
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
-    "MAX_ERROR_CHARS",
     "ClaimedRun",
     "FinishResult",
     "HeartbeatResult",
@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
-MAX_ERROR_CHARS = 4000  # last_error is bounded at 8 KiB in the schema; leave room for UTF-8
 
 
 class ClaimedRun(NamedTuple):
@@ -99,7 +98,7 @@ class Outcome(NamedTuple):
             rng=rng,
         )
         return cls(
-            run.id, run.attempt, failures.FailureClass(failure), error[-MAX_ERROR_CHARS:], delay
+            run.id, run.attempt, failures.FailureClass(failure), error_text.truncate(error), delay
         )
 
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import pydantic
 
+from sundial.api import error_text
 from sundial.runner import invocation as invocation_module
 from sundial.runner import outcomes, registry
 
@@ -71,7 +72,7 @@ def prepare(
 
 
 def format_exception(error: BaseException) -> str:
-    return outcomes.truncate_error("".join(traceback.format_exception(error)))
+    return error_text.truncate("".join(traceback.format_exception(error)))
 
 
 def call_sync(function: Callable[..., Any], args: Any, context: Any) -> str | None:

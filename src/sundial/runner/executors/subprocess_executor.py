@@ -21,6 +21,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
+from sundial.api import error_text
 from sundial.runner import exec_command, invocation, outcomes
 from sundial.runner import registry as registry_module
 from sundial.runner.executors import base
@@ -161,7 +162,7 @@ def _outcome_of(returncode: int | None, handler: str, error: str) -> outcomes.Ou
 
 
 def _join(reason: str, stderr: str) -> str:
-    return outcomes.truncate_error(f"{reason}\n{stderr}" if stderr else reason)
+    return error_text.truncate(f"{reason}\n{stderr}" if stderr else reason)
 
 
 def _signal_group(pid: int, signum: int) -> None:
