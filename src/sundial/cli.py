@@ -729,7 +729,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
 
     try:
         result, info = asyncio.run(cancel())
-    except errors.InvalidSubmissionError as error:  # there is no such run
+    except errors.NoSuchRunError as error:
         _refuse(str(error), EXIT_NO_SUCH_RUN)
     if result is runs.CancelResult.CANCELLED:
         click.echo(f"run {run_id} cancelled (it had not started; its dependents are cancelled)")
@@ -769,21 +769,16 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
 
     database = _require_dsn(ctx, dsn)
 
-    async def replay() -> int | None:
+    async def replay() -> int:
         async with _store_pool(database) as pool:
-            if await runs.get(pool, run_id) is None:
-                return None
             return await runs.replay(pool, run_id)
 
     try:
         attempt = asyncio.run(replay())
-    except errors.InvalidSubmissionError as error:  # the run's state does not allow it
+    except errors.NoSuchRunError as error:
+        _refuse(str(error), EXIT_NO_SUCH_RUN)
+    except errors.RunNotReplayableError as error:
         _refuse(str(error), EXIT_RUN_REFUSED)
-    if attempt is None:
-        _refuse(
-            f"there is no run {run_id}: check the id (`sundial runs` lists them)",
-            EXIT_NO_SUCH_RUN,
-        )
     click.echo(
         f"run {run_id} replayed: pending with a fresh retry budget; its next claim is"
         f" attempt {attempt + 1}"

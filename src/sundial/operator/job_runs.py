@@ -219,7 +219,7 @@ async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
         return
     try:
         result = await runs.cancel(ctx.pool, run_number, reason=DELETED_REASON)
-    except store_errors.InvalidSubmissionError:
+    except store_errors.NoSuchRunError:
         return  # archived and dropped: long finished
     log.info(
         "JobRun deleted",

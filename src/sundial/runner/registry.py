@@ -26,12 +26,14 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from sundial import errors as sundial_errors
+
 HANDLER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class RegistryError(Exception):
+class RegistryError(sundial_errors.SundialError):
     """Base of every handler-registry error."""
 
 

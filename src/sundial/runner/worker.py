@@ -47,7 +47,6 @@ from sundial.api import error_text
 from sundial.observability import metrics
 from sundial.runner import (
     breaker,
-    connection_errors,
     finisher,
     health,
     heartbeats,
@@ -68,7 +67,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import failures
-from sundial.store import claims, reaper, releases
+from sundial.store import claims, reaper, reconnect, releases
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -166,7 +165,7 @@ class Worker:
                 log.info("connected to PostgreSQL", extra={"worker": self.settings.worker_id})
             self._db_error = None
         else:
-            self._db_error = connection_errors.describe(error)
+            self._db_error = reconnect.describe(error)
 
     def ready(self) -> tuple[bool, str]:
         if self._draining:
@@ -250,7 +249,7 @@ class Worker:
         return 0
 
     async def _connect(self, stop: shutdown.Shutdown) -> bool:
-        failures = 0
+        retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)
         while not stop.requested.is_set():
             try:
                 self._pool = await store_pool.open_pool(
@@ -258,18 +257,9 @@ class Worker:
                 )
                 self.connection(None)
                 return True
-            except connection_errors.ERRORS as error:
-                failures += 1
+            except reconnect.ERRORS as error:
                 self.connection(error)
-                delay = connection_errors.retry_delay(failures)
-                log.warning(
-                    "cannot connect to PostgreSQL; retrying",
-                    extra={
-                        "error": connection_errors.describe(error),
-                        "retry_in_seconds": round(delay, 3),
-                    },
-                )
-                await _wait(stop.requested, delay)
+                await _wait(stop.requested, retry.failed(error))
         return False
 
     # -- claiming -------------------------------------------------------------------------
@@ -286,7 +276,7 @@ class Worker:
         )
 
     async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
-        failures = 0
+        retry = reconnect.Backoff("claim failed; retrying", logger=log)
         while not stop.requested.is_set():
             self._wake.clear()
             full = False
@@ -317,20 +307,11 @@ class Worker:
                     if len(runs) == limit:
                         full = True
                         self._slot_limited = True
-                failures = 0
+                retry.succeeded()
                 self.connection(None)
-            except connection_errors.ERRORS as error:
-                failures += 1
+            except reconnect.ERRORS as error:
                 self.connection(error)
-                delay = connection_errors.retry_delay(failures)
-                log.warning(
-                    "claim failed; retrying",
-                    extra={
-                        "error": connection_errors.describe(error),
-                        "retry_in_seconds": round(delay, 3),
-                    },
-                )
-                await _wait(stop.requested, delay)
+                await _wait(stop.requested, retry.failed(error))
                 continue
             if full:
                 await asyncio.sleep(0)  # let the runs just started take their first step
@@ -564,7 +545,6 @@ class Worker:
     # -- maintenance ----------------------------------------------------------------------
 
     async def _maintain(self) -> None:
-        failures_in_a_row = 0
         while True:
             try:
                 reaped = await reaper.reap(self.pool())
@@ -581,9 +561,7 @@ class Worker:
                             "worker": self.settings.worker_id,
                         },
                     )
-                failures_in_a_row = 0
-            except connection_errors.ERRORS as error:
-                failures_in_a_row += 1
+            except reconnect.ERRORS as error:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
 

@@ -405,16 +405,16 @@ async def get(pool: Pool, run_id: int) -> RunInfo | None:
 
 
 async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:
-    """Cancel a run; a run that had not started ends now, with its dependents."""
+    """Cancel a run; a run that had not started ends now, with its dependents.
+
+    Raises ``NoSuchRunError`` if no run, live or archived, has the id ``run_id``."""
     async with pool.connection() as conn, conn.transaction():
         cursor = await conn.execute(queries.get("cancel"), {"id": run_id, "reason": reason})
         row = await cursor.fetchone()
         if row is None:
             cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
             if await cursor.fetchone() is None:
-                raise errors.InvalidSubmissionError(
-                    f"there is no run {run_id}: check the id (`sundial runs` lists them)"
-                )
+                raise errors.NoSuchRunError(run_id)
             return CancelResult.ALREADY_FINISHED
         state, has_dependents = row
         if state == run_state.RunState.RUNNING:
@@ -437,6 +437,8 @@ async def replay(pool: Pool, run_id: int) -> int:
 
     Returns the run's current attempt; its next claim makes it attempt + 1, so a fencing token
     is never reused. Dependents already failed by this run stay failed: submit them again.
+    Raises ``NoSuchRunError`` for an id no run has, ``RunNotReplayableError`` for a run whose
+    state does not allow it.
     """
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("replay"), {"id": run_id})
@@ -444,13 +446,7 @@ async def replay(pool: Pool, run_id: int) -> int:
         if row is None:
             cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
             state = await cursor.fetchone()
-            raise errors.InvalidSubmissionError(
-                f"run {run_id} cannot be replayed: "
-                + (
-                    "it does not exist"
-                    if state is None
-                    else f"it is {state[0]}; only dead_lettered, failed or timed_out runs "
-                    "still in the live table can be replayed (submit archived ones again)"
-                )
-            )
+            if state is None:
+                raise errors.NoSuchRunError(run_id)
+            raise errors.RunNotReplayableError(run_id, str(state[0]))
         return int(row[1])
