@@ -66,12 +66,13 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
     Pod columns, and a merge patch of this dict then leaves what an earlier pass wrote. A new
     attempt's Pod clears the previous attempt's ``exitCode``. ``reason`` is the Pod's own
     reason (OOMKilled, Evicted, ImagePullBackOff …) when a pod run did not succeed, else the
-    failure class of the failure table.
+    failure's detail (BadArgs, UnknownHandler …) if the runner gave one, else the failure class
+    of the failure table.
     """
     duration = None
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
-    reason = run.failure_reason
+    reason = run.failure_detail or run.failure_reason
     if run.pod_reason and run.state != RunState.COMPLETED:
         reason = run.pod_reason
     desired: dict[str, Any] = {

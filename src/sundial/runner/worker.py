@@ -348,7 +348,7 @@ class Worker:
         run = attempt.run
         if not isinstance(run.args, dict):
             failed = outcomes.Failed(
-                f"the args of run {run.id} are not a JSON object", outcomes.FailureClass.BAD_ARGS
+                f"the args of run {run.id} are not a JSON object", outcomes.FailureDetail.BAD_ARGS
             )
             self._free_slot(attempt)
             self._settle(attempt, failed)
@@ -427,12 +427,12 @@ class Worker:
                 failure = failures.FailureClass.ERROR
                 if not outcome.retryable:
                     failure = failures.FailureClass.PERMANENT
-                result = claims.Outcome.failed(run, outcome.error, failure)
-                if outcome.failure_class is outcomes.FailureClass.HANDLER_ERROR:
+                result = claims.Outcome.failed(run, outcome.error, failure, detail=outcome.detail)
+                if outcome.detail is outcomes.FailureDetail.HANDLER_ERROR:
                     result = self._budget_retry(run, result)
                 log.info(
                     "attempt failed",
-                    extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
+                    extra={**attempt.log_fields(), "reason": outcome.detail.value},
                 )
             case outcomes.TimedOut():
                 result = claims.Outcome.timed_out(run, outcome.error)
@@ -441,7 +441,7 @@ class Worker:
                 if not outcome.counts_as_crash:
                     self._release(attempt, 0.0, outcome.error, "released")
                     return
-                result = claims.Outcome.crashed(run, outcome.error)
+                result = claims.Outcome.crashed(run, outcome.error, detail=outcome.detail)
                 self.metrics.process_crashes.labels(handler=run.handler).inc()
                 self._check_quarantine(run.handler)
             case outcomes.Cancelled():

@@ -81,6 +81,7 @@ class RunInfo:
     started_at: datetime | None
     finished_at: datetime | None
     archived: bool
+    failure_detail: str | None = None
 
 
 class CancelResult(enum.StrEnum):

@@ -210,3 +210,16 @@ def test_active_count_is_the_stores_count_not_the_listed_runs():
 
 def test_every_run_state_has_a_phase() -> None:
     assert set(status.PHASES) == set(run_state.RunState)
+
+
+def test_the_reason_is_the_failures_detail_when_the_runner_gave_one() -> None:
+    bad_args = history.RunView(
+        14, "failed", 1, "permanent", "invalid args", None, None, None, failure_detail="BadArgs"
+    )
+    assert status.job_run_status(bad_args, generation=1)["reason"] == "BadArgs"
+    no_detail = history.RunView(15, "failed", 1, "permanent", "upstream failed", *[None] * 3)
+    assert status.job_run_status(no_detail, generation=1)["reason"] == "permanent"
+    pod = history.RunView(
+        16, "dead_lettered", 3, "oom", None, None, None, None, "p", 137, "OOMKilled", "x"
+    )
+    assert status.job_run_status(pod, generation=1)["reason"] == "OOMKilled"

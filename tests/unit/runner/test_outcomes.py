@@ -13,6 +13,6 @@ def test_every_outcome_names_its_status() -> None:
 
 def test_only_the_culprit_counts_a_crash_and_bad_input_is_not_retryable() -> None:
     assert outcomes.Crashed("x").counts_as_crash
-    assert not outcomes.Crashed("x", outcomes.FailureClass.POOL_RESTARTED).counts_as_crash
+    assert not outcomes.Crashed("x", outcomes.FailureDetail.POOL_RESTARTED).counts_as_crash
     assert outcomes.Failed("x").retryable
-    assert not outcomes.Failed("x", outcomes.FailureClass.BAD_ARGS).retryable
+    assert not outcomes.Failed("x", outcomes.FailureDetail.BAD_ARGS).retryable

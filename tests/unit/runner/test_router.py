@@ -27,7 +27,7 @@ async def test_each_handler_goes_to_the_executor_of_its_model() -> None:
         assert "'process' executor" in missing.error
         unknown = await routes.run(invoke("os.system"))
         assert isinstance(unknown, outcomes.Failed)
-        assert unknown.failure_class is outcomes.FailureClass.UNKNOWN_HANDLER
+        assert unknown.detail is outcomes.FailureDetail.UNKNOWN_HANDLER
     finally:
         await routes.close()
 

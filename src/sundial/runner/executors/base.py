@@ -59,13 +59,13 @@ def prepare(
     try:
         handler = handlers.get(invocation.handler)
     except registry.UnknownHandlerError as error:
-        return outcomes.Failed(str(error), outcomes.FailureClass.UNKNOWN_HANDLER)
+        return outcomes.Failed(str(error), outcomes.FailureDetail.UNKNOWN_HANDLER)
     try:
         args = handler.validate_args(invocation.args)
     except pydantic.ValidationError as error:
         return outcomes.Failed(
             f"arguments for handler {handler.name!r} are invalid: {error}",
-            outcomes.FailureClass.BAD_ARGS,
+            outcomes.FailureDetail.BAD_ARGS,
         )
     timeout = invocation.timeout_seconds or handler.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
     return Prepared(handler, args, timeout)

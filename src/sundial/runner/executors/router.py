@@ -38,7 +38,7 @@ class ExecutorRouter:
             return outcomes.Failed(
                 f"handler {job.handler!r} needs the {model.value!r} executor, which this "
                 "runner does not run",
-                outcomes.FailureClass.UNKNOWN_HANDLER,
+                outcomes.FailureDetail.UNKNOWN_HANDLER,
             )
         return await executor.run(job)
 

@@ -149,9 +149,9 @@ def _outcome_of(returncode: int | None, handler: str, error: str) -> outcomes.Ou
     if returncode == exec_command.EXIT_SUCCEEDED:
         return outcomes.Succeeded()
     if returncode == exec_command.EXIT_BAD_ARGS:
-        return outcomes.Failed(error, outcomes.FailureClass.BAD_ARGS)
+        return outcomes.Failed(error, outcomes.FailureDetail.BAD_ARGS)
     if returncode == exec_command.EXIT_UNKNOWN_HANDLER:
-        return outcomes.Failed(error, outcomes.FailureClass.UNKNOWN_HANDLER)
+        return outcomes.Failed(error, outcomes.FailureDetail.UNKNOWN_HANDLER)
     if returncode == exec_command.EXIT_CANCELLED:
         return outcomes.Cancelled(_join("the child exited on SIGTERM", error))
     if returncode is not None and returncode < 0:

@@ -1,5 +1,7 @@
--- Current definition; last changed by migrations/0060_oom_budget_and_pod_policy.sql.
--- As in 0003, keeping the Pod columns and the OOM budget of archived runs.
+-- Current definition; last changed by migrations/0110_failure_detail.sql.
+-- Move up to `batch_size` terminal runs finished before now() - `older_than` out of the hot
+-- table into their month partitions, with their dependency edges; archived runs keep their
+-- Pod columns, OOM budget and failure detail. Returns how many moved.
 CREATE OR REPLACE FUNCTION sundial_archive_finished_runs(older_than interval, batch_size integer)
 RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -29,11 +31,11 @@ BEGIN
         id, job_id, schedule_id, fire_time, idempotency_key, queue, handler, execution_model,
         state, priority, run_at, attempt, retries_used, infra_retries_used, lease_expiries,
         lease_owner, args, failure_reason, last_error, created_at, started_at, finished_at,
-        pod_name, pod_exit_code, pod_reason, oom_max_retries, oom_retries_used)
+        pod_name, pod_exit_code, pod_reason, oom_max_retries, oom_retries_used, failure_detail)
     SELECT id, job_id, schedule_id, fire_time, idempotency_key, queue, handler, execution_model,
         state, priority, run_at, attempt, retries_used, infra_retries_used, lease_expiries,
         lease_owner, args, failure_reason, last_error, created_at, started_at, finished_at,
-        pod_name, pod_exit_code, pod_reason, oom_max_retries, oom_retries_used
+        pod_name, pod_exit_code, pod_reason, oom_max_retries, oom_retries_used, failure_detail
     FROM gone;
     GET DIAGNOSTICS moved = ROW_COUNT;
     RETURN moved;

@@ -1,9 +1,15 @@
--- Current definition; last changed by migrations/0070_cancel_reason_kept.sql.
--- As in 0060, but a cancelled end takes the reason its cancel request gave.
+-- Current definition; last changed by migrations/0110_failure_detail.sql.
+-- Record a batch of outcomes, each fenced on (id, attempt, lease owner), with everything that
+-- follows from them, in one statement. Returns the batch's runs that were updated
+-- (is_dependent = false; a run missing here lost its lease: nothing changed) and the
+-- dependents whose state changed (is_dependent = true). The next state is decided by
+-- sundial_next_state on the row as locked, so a concurrent change is taken into account. Each
+-- outcome carries its failure class (failure_reason), its error (last_error; a cancelled end
+-- takes its cancel request's reason) and its detail (failure_detail, NULL when none).
 CREATE OR REPLACE FUNCTION sundial_finish(
     p_worker text, p_ids bigint[], p_attempts integer[], p_failure_classes text[],
     p_errors text[], p_delays double precision[], p_retryable boolean[], p_counts boolean[],
-    p_terminal_states text[], p_infra_limit integer)
+    p_terminal_states text[], p_infra_limit integer, p_details text[])
 RETURNS TABLE (run_id bigint, state text, is_dependent boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -52,13 +58,15 @@ BEGIN
                           THEN NULL ELSE now() END,
             lease_until = NULL,
             failure_reason = f.failure_class,
+            failure_detail = f.detail,
             last_error = CASE WHEN f.failure_class IS NULL THEN r.last_error
                               WHEN f.failure_class = 'cancelled'
                                    THEN coalesce(r.cancel_reason, f.error)
                               ELSE f.error END
         FROM unnest(p_ids, p_attempts, p_failure_classes, p_errors, p_delays, p_retryable,
-                    p_counts, p_terminal_states)
-             AS f(id, attempt, failure_class, error, delay, retryable, counts, terminal_state)
+                    p_counts, p_terminal_states, p_details)
+             AS f(id, attempt, failure_class, error, delay, retryable, counts, terminal_state,
+                  detail)
         WHERE r.id = f.id
           AND r.attempt = f.attempt
           AND r.lease_owner = p_worker

@@ -31,6 +31,7 @@ CREATE TABLE finished_runs (
     pod_reason text,
     oom_max_retries integer DEFAULT 2 NOT NULL,
     oom_retries_used integer DEFAULT 0 NOT NULL,
+    failure_detail text,
     CONSTRAINT finished_runs_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'failed'::text, 'timed_out'::text, 'cancelled'::text, 'dead_lettered'::text])))
 )
 PARTITION BY RANGE (finished_at);
