@@ -1,8 +1,9 @@
 """The run store: PostgreSQL as Sundial's system of record for jobs, schedules and runs.
 
 Import modules, not names (``from sundial.store import claims`` … ``claims.claim(...)``).
-Every function takes a ``psycopg_pool.AsyncConnectionPool`` (``pool.open_pool(dsn)``); lease
-expiry and due-ness are decided by the database clock. The API, stable from here on::
+Every function takes a ``pool.Pool`` (psycopg's pool, whose connections raise store errors;
+``pool.open_pool(dsn)``); lease expiry and due-ness are decided by the database clock. The
+API, stable from here on::
 
     pool.open_pool(dsn, *, min_size=1, max_size=4) -> Pool
     migrate.migrate(dsn, *, target=None) -> list[Migration]      # also `sundial migrate --dsn`
@@ -38,9 +39,10 @@ expiry and due-ness are decided by the database clock. The API, stable from here
     maintenance.ensure_partitions / archive_finished / drop_partitions_before
     monitoring.schedule_lag / pending_depth / terminal_runs_by_job /
                attempts_per_completed_run / lease_expiries
-    runstore.RunStore (Protocol) and runstore.PostgresRunStore(pool, worker=, lease_seconds=)
+    reconnect.Backoff(message, logger=) / reconnect.ERRORS   # every loop's wait for the database
 
-Run states (``job_runs.state``, a CHECK-constrained enum)::
+Run states (``job_runs.state``, a CHECK-constrained enum; in Python ``sundial.scheduling.run_state``
+with its sets ACTIVE, FINISHED and FAILED)::
 
     scheduled ──(run_at due: promote_due)──┐
     blocked ──(last upstream completes)────┤          ┌── completed
