@@ -7,7 +7,7 @@ import an arbitrary path (DESIGN.md section 9).
 
 Errors::
 
-    RegistryError
+    RegistryError (SundialError)
     ├── UnknownHandlerError     a run names a handler this runner does not have
     ├── HandlerDefinitionError  a handler was registered wrongly (bad name, model, signature)
     └── HandlersImportError     a --handlers module could not be imported
