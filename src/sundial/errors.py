@@ -36,6 +36,9 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     └── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
         └── GoNotFoundError                          no Go toolchain to build it
 
+Private exceptions that carry control flow inside one module (``store.runs._FireExists``,
+``runner.exec_command._BadEnvironment``) never leave it and are not drawn.
+
 psycopg's errors do not cross the store's edge: ``sundial.store.pool`` turns the ones raised
 in a pooled connection into ``StoreUnavailableError`` or ``StatementError`` (with the original
 as ``__cause__``), so a caller above the store catches store errors only.
