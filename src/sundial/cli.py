@@ -130,9 +130,13 @@ oom_max_memory_option = click.option(
 @click.option("--target", type=int, default=None, help="Stop after this migration version.")
 def migrate(dsn: str, target: int | None) -> None:
     """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+    from sundial.store import errors as store_errors
     from sundial.store import migrate as store_migrate
 
-    applied = store_migrate.migrate(dsn, target=target)
+    try:
+        applied = store_migrate.migrate(dsn, target=target)
+    except store_errors.StoreError as error:
+        raise click.ClickException(str(error)) from error
     for migration in applied:
         click.echo(f"applied {migration.version:04d}_{migration.name}")
     if not applied:

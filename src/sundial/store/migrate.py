@@ -14,14 +14,17 @@ after it was applied. Two processes migrating at once serialise on a session adv
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import psycopg
 
-from sundial.store import errors
+from sundial.store import errors, pool
 
 __all__ = [
     "ADVISORY_LOCK_KEY",
@@ -74,8 +77,21 @@ def available() -> list[Migration]:
     return found
 
 
+@contextlib.contextmanager
+def _connect(
+    dsn: str, *, autocommit: bool = False
+) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """A connection whose psycopg errors leave as store errors (the store's edge, as in
+    ``pool.Pool``); a failed migration is reported as ``MigrationError`` before that."""
+    try:
+        with psycopg.connect(dsn, autocommit=autocommit) as conn:
+            yield conn
+    except psycopg.Error as error:
+        raise pool.store_error(error) from error
+
+
 def applied_versions(dsn: str) -> list[int]:
-    with psycopg.connect(dsn) as conn:
+    with _connect(dsn) as conn:
         exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
         if not exists or not exists[0]:
             return []
@@ -86,7 +102,7 @@ def applied_versions(dsn: str) -> list[int]:
 def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
     """Apply every migration not yet applied (up to ``target``); return those applied now."""
     applied_now: list[Migration] = []
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with _connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
             conn.execute(_CREATE_TABLE)
@@ -136,7 +152,7 @@ def reference_files() -> list[tuple[str, str]]:
 def build_reference(dsn: str) -> None:
     """Create ``schema/``'s objects in the empty database ``dsn`` (for the test that ties
     ``schema/`` to the migrations; an installation is always migrated)."""
-    with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+    with _connect(dsn, autocommit=True) as conn, conn.transaction():
         # Functions come first and may name tables created after them.
         conn.execute("SET LOCAL check_function_bodies = off")
         for path, sql in reference_files():

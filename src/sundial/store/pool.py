@@ -45,8 +45,8 @@ def store_error(error: psycopg.Error) -> errors.StoreError:
     text = str(error).strip().splitlines()
     message = f"{type(error).__name__}: {text[0] if text else ''}"
     if isinstance(error, UNAVAILABLE):
-        return errors.StoreUnavailableError(message)
-    return errors.StatementError(message)
+        return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
+    return errors.StatementError(f"PostgreSQL refused a statement ({message})")
 
 
 class Pool(AsyncConnectionPool[Connection]):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
+from sundial import cli
 from sundial.store import errors, runs
 from sundial.store import pool as store_pool
 
@@ -38,3 +41,14 @@ async def test_no_such_run_and_not_replayable_are_different_errors(
         await runs.replay(pool, 999_999)
     with pytest.raises(errors.NoSuchRunError):
         await runs.cancel(pool, 999_999)
+
+
+def test_sundial_migrate_says_when_postgres_is_unreachable() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(
+        cli.main, ["migrate", "--dsn", f"postgresql://127.0.0.1:{port}/sundial?connect_timeout=2"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "Error: PostgreSQL is unreachable (OperationalError: " in result.output
