@@ -17,6 +17,11 @@ ends it there once its budget is spent. That is ``dead_lettered`` (visible, repl
 every retried class but one: a run whose last attempt timed out ends ``timed_out`` (DESIGN.md
 section 6; ADR 0001, decision 7). The store reads any other ``terminal_state`` of a retried
 class as ``dead_lettered`` (migration 0050), so a poison run never ends plain ``failed``.
+
+``FailureClass`` is the one word for how an attempt ended as far as its run is concerned; the
+store keeps it in ``failure_reason``. What exactly happened is a detail beside it: the runner's
+``outcomes.FailureDetail`` (BadArgs, UnknownHandler …) in ``failure_detail``, a Pod's own
+reason (OOMKilled, Evicted …) in ``pod_reason`` (ADR 0020).
 """
 
 from __future__ import annotations
