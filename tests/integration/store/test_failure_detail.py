@@ -4,9 +4,13 @@ something other than a worker's finish ends or requeues the run."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+
+import psycopg
+import pytest
 
 from sundial.scheduling.failures import FailureClass
-from sundial.store import claims, history, maintenance, runs
+from sundial.store import claims, errors, history, maintenance, migrate, runs
 from sundial.store import pool as store_pool
 
 
@@ -44,3 +48,20 @@ async def test_a_cancel_clears_the_detail_of_an_earlier_attempt(
         "cancelled",
         None,
     )
+
+
+def test_0110_refuses_to_revert_a_change_it_does_not_know(
+    make_database: Callable[..., str],
+) -> None:
+    """0110 rewrites two functions from their earlier bodies; a change merged in between must
+    fail the migration loudly rather than be reverted."""
+    dsn = make_database()
+    migrate.migrate(dsn, target=109)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION sundial_archive_finished_runs("
+            "older_than interval, batch_size integer) RETURNS integer"
+            " LANGUAGE sql AS $$ SELECT 0 $$"
+        )
+    with pytest.raises(errors.MigrationError, match="merge the other migration's change"):
+        migrate.migrate(dsn)

@@ -8,6 +8,21 @@
 -- runs` show it. A Pod's own reason stays in pod_reason. Nullable with no default: adding the
 -- columns rewrites nothing.
 
+-- This migration rewrites sundial_finish and sundial_archive_finished_runs from their
+-- definitions in 0070 and 0060. Refuse to run over a different one (a later-numbered change
+-- merged before this file would otherwise be reverted in silence): fold that change in here.
+DO $$
+BEGIN
+    IF (SELECT md5(prosrc) FROM pg_proc WHERE proname = 'sundial_finish')
+           IS DISTINCT FROM '243175cd8a791b21910c2599e5448d00'
+       OR (SELECT md5(prosrc) FROM pg_proc WHERE proname = 'sundial_archive_finished_runs')
+           IS DISTINCT FROM '74266b698c1a0f127b5437e6eba36a00' THEN
+        RAISE EXCEPTION 'sundial_finish or sundial_archive_finished_runs is not as 0070 and '
+            '0060 left it: merge the other migration''s change into 0110_failure_detail.sql';
+    END IF;
+END
+$$;
+
 ALTER TABLE job_runs
     ADD COLUMN failure_detail text CHECK (length(failure_detail) BETWEEN 1 AND 64);
 ALTER TABLE finished_runs
