@@ -6,9 +6,10 @@ statements. ``schema/`` is the reference: the current schema, each SQL function 
 (``schema/functions/<name>.sql``) and the tables by topic (``schema/tables/NN_topic.sql``); it
 is never applied to a real installation. ``build_reference`` builds a database from it, and a
 test requires that database to equal one built from every migration (see ``sundial.store``'s
-docstring for how to change the schema). Each file runs in its own
-transaction together with its row in ``schema_migrations``; a checksum catches a file edited
-after it was applied. Two processes migrating at once serialise on a session advisory lock, so
+docstring for how to change the schema).
+
+Each migration runs in its own transaction together with its row in ``schema_migrations``; a
+checksum catches a file edited after it was applied. Two processes migrating at once serialise on a session advisory lock, so
 `sundial migrate` is safe to run from every replica's init container.
 """
 
