@@ -25,6 +25,7 @@ two rules above. Fire times strictly increase and every one is a UTC instant.
 
 from __future__ import annotations
 
+import calendar
 import copy
 import functools
 import re
@@ -41,6 +42,8 @@ from sundial.scheduling import errors
 from sundial.scheduling.clock import require_aware
 
 MAX_SCHEDULE_LENGTH = 256
+#: What croniter and datetime arithmetic raise at the edges; never let one escape this module.
+_EVALUATION_ERRORS = (CroniterError, ValueError, OverflowError, KeyError)
 MAX_INTERVAL = timedelta(days=366)
 
 MACROS: dict[str, str] = {
@@ -72,18 +75,82 @@ class _Field:
     high: int
     names: dict[str, int]
     allows_question_mark: bool
+    #: Where ``*`` and ``N/S`` stop: day-of-week accepts 7 for Sunday but ``*`` means 0-6.
+    step_high: int
 
 
 _FIELDS = (
-    _Field("minute", 0, 59, {}, False),
-    _Field("hour", 0, 23, {}, False),
-    _Field("day-of-month", 1, 31, {}, True),
-    _Field("month", 1, 12, _MONTH_NAMES, False),
-    _Field("day-of-week", 0, 7, _WEEKDAY_NAMES, True),
+    _Field("minute", 0, 59, {}, False, 59),
+    _Field("hour", 0, 23, {}, False, 23),
+    _Field("day-of-month", 1, 31, {}, True, 31),
+    _Field("month", 1, 12, _MONTH_NAMES, False, 12),
+    _Field("day-of-week", 0, 7, _WEEKDAY_NAMES, True, 6),
 )
+_FULL = {
+    "minute": frozenset(range(60)),
+    "hour": frozenset(range(24)),
+    "day-of-month": frozenset(range(1, 32)),
+    "month": frozenset(range(1, 13)),
+    "day-of-week": frozenset(range(7)),
+}
+#: The most days each month can have (February in a leap year).
+_LONGEST_MONTH = {month: calendar.monthrange(2000, month)[1] for month in range(1, 13)}
 
 _ITEM = re.compile(r"^(?P<range>\*|[0-9A-Za-z]+(?:-[0-9A-Za-z]+)?)(?:/(?P<step>[0-9]+))?$")
 _DURATION = re.compile(r"^(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?:(?P<s>[0-9]+)s)?$")
+#: croniter's and Quartz's extensions (last day, nearest weekday, nth weekday, hashed).
+_EXTENSION = re.compile(r"#|^H$|^H\(|^L$|^LW$|^[0-9]+[LW]$", re.IGNORECASE)
+#: What a cron field can look like at all; anything else after five fields is a command.
+_CRON_TOKEN = re.compile(r"^[0-9*?,/#()LWH-]+$", re.IGNORECASE)
+_NAME = re.compile("|".join([*_MONTH_NAMES, *_WEEKDAY_NAMES]), re.IGNORECASE)
+_TIME_ZONE_PREFIX = re.compile(r"^(?:CRON_)?TZ=", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """What each field of a 5-field expression matches, expanded to explicit values."""
+
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days_of_month: frozenset[int]
+    months: frozenset[int]
+    #: 0-6, Sunday is 0 (7 is folded into 0).
+    days_of_week: frozenset[int]
+    day_of_month_restricted: bool
+    day_of_week_restricted: bool
+
+    @property
+    def days_ored(self) -> bool:
+        """A day matches either day field only when both are restricted (Vixie cron's rule)."""
+        return self.day_of_month_restricted and self.day_of_week_restricted
+
+    def for_croniter(self) -> tuple[str, bool]:
+        """The expression and ``day_or`` flag that make croniter match exactly these values.
+
+        Every field is written as ``*`` or an explicit list, so croniter's own readings of
+        ranges (``N-N`` as the whole cycle), steps and names never apply, and ``day_or`` is
+        decided here rather than by croniter looking for a literal ``*``.
+        """
+        days_of_month, days_of_week = self.days_of_month, self.days_of_week
+        if self.days_ored and (
+            days_of_month == _FULL["day-of-month"] or days_of_week == _FULL["day-of-week"]
+        ):
+            # One day field matches every day, so the OR does too.
+            days_of_month, days_of_week = _FULL["day-of-month"], _FULL["day-of-week"]
+        fields = [
+            _croniter_field(self.minutes, "minute"),
+            _croniter_field(self.hours, "hour"),
+            _croniter_field(days_of_month, "day-of-month"),
+            _croniter_field(self.months, "month"),
+            _croniter_field(days_of_week, "day-of-week"),
+        ]
+        return " ".join(fields), self.days_ored
+
+
+def _croniter_field(values: frozenset[int], name: str) -> str:
+    if values == _FULL[name]:
+        return "*"
+    return ",".join(str(value) for value in sorted(values))
 
 
 class Schedule(Protocol):
@@ -143,24 +210,40 @@ class CronSchedule:
         # A wall time at or before the local reading of `after` always resolves at or before
         # `after` (proof in the ADR), so matching can start there; a first-pass fall-back time
         # that resolves before `after` when `after` is in the second pass is skipped below.
-        matches = self._wall_matches(_wall(after_utc, self.time_zone), forward=True)
-        for wall_time in matches:
-            instant = resolve_wall_time(wall_time, self.time_zone)
-            if instant > after_utc:
-                return instant
+        try:
+            matches = self._wall_matches(_wall(after_utc, self.time_zone), forward=True)
+            for wall_time in matches:
+                instant = resolve_wall_time(wall_time, self.time_zone)
+                if instant > after_utc:
+                    return instant
+        except _EVALUATION_ERRORS as error:
+            raise self._no_fire("after", after_utc, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
 
     def previous_fire_at_or_before(self, at: datetime) -> datetime:
         at_utc = require_aware(at, "at").astimezone(UTC)
         # Right after a fall-back, wall times later than the local reading of `at` (up to the
         # size of the shift) resolved to first occurrences at or before `at`; start there.
-        start = _wall(at_utc, self.time_zone) + _recent_backward_shift(at_utc, self.time_zone)
-        start += timedelta(microseconds=1)  # croniter's get_prev is strict; make `at` eligible
-        for wall_time in self._wall_matches(start, forward=False):
-            instant = resolve_wall_time(wall_time, self.time_zone)
-            if instant <= at_utc:
-                return instant
+        try:
+            start = _wall(at_utc, self.time_zone) + _recent_backward_shift(at_utc, self.time_zone)
+            start += timedelta(microseconds=1)  # croniter's get_prev is strict; `at` is eligible
+            for wall_time in self._wall_matches(start, forward=False):
+                instant = resolve_wall_time(wall_time, self.time_zone)
+                if instant <= at_utc:
+                    return instant
+        except _EVALUATION_ERRORS as error:
+            raise self._no_fire("at or before", at_utc, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
+
+    def _no_fire(self, where: str, instant: datetime, error: Exception) -> errors.SchedulingError:
+        # Parsing refuses expressions that never fire, so this is the edge of the calendar
+        # (year 1 or 9999) or a croniter failure; either way it must not leave this layer as
+        # anything but a SchedulingError the trigger loop turns into a Stalled schedule.
+        return errors.InvalidScheduleError(
+            self.text,
+            f"has no fire time {where} {instant.isoformat()} that can be computed ({error}); "
+            "check the schedule and the instant",
+        )
 
     def _wall_matches(self, start: datetime, *, forward: bool) -> Iterator[datetime]:
         """Naive local wall times matching the expression, strictly after/before ``start``."""
@@ -171,19 +254,30 @@ class CronSchedule:
             yield step(datetime).replace(tzinfo=None)
 
 
-@functools.lru_cache(maxsize=16384)
 def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule | IntervalSchedule:
     """Compile the ``schedule`` and ``timeZone`` fields of a ScheduledJob.
 
     Results are immutable and cached (a trigger loop sees the same few expressions thousands of
     times a minute); errors are not cached.
 
-    Raises ``InvalidScheduleError`` or ``UnknownTimeZoneError`` with a message naming the field.
-    ``time_zone`` ``None`` or ``""`` means UTC, like an omitted ``timeZone``.
+    Raises ``InvalidScheduleError`` or ``UnknownTimeZoneError`` with a message naming the field,
+    whatever the arguments are (a non-string never reaches the cache, which would raise
+    ``TypeError`` on an unhashable value). ``time_zone`` ``None`` or ``""`` means UTC, like an
+    omitted ``timeZone``.
     """
-    zone = parse_time_zone(time_zone)
+    if time_zone is not None and not isinstance(time_zone, str):
+        raise errors.UnknownTimeZoneError(time_zone, "is not a string; give an IANA name")
     if not isinstance(schedule, str):
-        raise errors.InvalidScheduleError(repr(schedule), "is not a string")
+        parse_time_zone(time_zone)  # a bad zone is reported first, as for string schedules
+        raise errors.InvalidScheduleError(
+            schedule, "is not a string; give a 5-field cron expression"
+        )
+    return _compile(schedule, time_zone)
+
+
+@functools.lru_cache(maxsize=16384)
+def _compile(schedule: str, time_zone: str | None) -> CronSchedule | IntervalSchedule:
+    zone = parse_time_zone(time_zone)
     text = schedule.strip()
     if not text:
         raise errors.InvalidScheduleError(schedule, "is empty; give a 5-field cron expression")
@@ -191,6 +285,8 @@ def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule
         raise errors.InvalidScheduleError(
             text[:40] + "...", f"is longer than {MAX_SCHEDULE_LENGTH} characters"
         )
+    if _TIME_ZONE_PREFIX.match(text):
+        raise errors.InvalidScheduleError(text, _time_zone_prefix_problem(text))
     if text.startswith("@"):
         word, _, rest = text.partition(" ")
         lowered = word.lower()
@@ -206,14 +302,18 @@ def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule
             raise errors.InvalidScheduleError(
                 text, f"is not a known macro; use one of {', '.join(MACROS)} or @every <duration>"
             )
-        expression = MACROS[lowered]
+        fields = _validate_fields(MACROS[lowered])
     else:
-        expression = _validate_fields(text)
+        fields = _validate_fields(text)
+    _require_a_fire(text, fields)
+    expression, day_or = fields.for_croniter()
     try:
-        matcher = croniter(expression, datetime(2000, 1, 1, tzinfo=UTC))
-    except (CroniterError, ValueError, KeyError) as error:  # pragma: no cover - pre-validated
+        matcher = croniter(expression, datetime(2000, 1, 1, tzinfo=UTC), day_or=day_or)
+        # A last guard: whatever the check above missed, croniter must find a fire.
+        copy.copy(matcher).get_next(datetime)
+    except (CroniterError, ValueError, KeyError, OverflowError) as error:
         raise errors.InvalidScheduleError(
-            text, f"is not a valid cron expression: {error}"
+            text, f"is not a cron expression Sundial can evaluate: {error}"
         ) from error
     return CronSchedule(text=text, expression=expression, time_zone=zone, _matcher=matcher)
 
@@ -285,6 +385,19 @@ def _recent_backward_shift(instant: datetime, zone: ZoneInfo) -> timedelta:
     return largest
 
 
+def _time_zone_prefix_problem(text: str) -> str:
+    prefix, _, rest = text.partition(" ")
+    variable, _, name = prefix.partition("=")
+    rest = rest.strip()
+    fix = f"put {name!r} in the timeZone field" if name else "name the zone in the timeZone field"
+    if rest:
+        fix += f" and write the schedule as {rest!r}"
+    return (
+        f"sets the time zone with {variable.upper()}=, which Sundial does not accept "
+        f"(nor does Kubernetes CronJob); {fix}"
+    )
+
+
 def _parse_duration(text: str, duration: str) -> timedelta:
     match = _DURATION.match(duration)
     if not duration or match is None:
@@ -295,49 +408,95 @@ def _parse_duration(text: str, duration: str) -> timedelta:
     return timedelta(hours=hours, minutes=minutes, seconds=seconds)
 
 
-def _validate_fields(text: str) -> str:
-    """Check a 5-field expression field by field; return it normalised for croniter."""
+def _validate_fields(text: str) -> _Fields:
+    """Check a 5-field expression field by field and expand it to the values it matches."""
     parts = text.split()
     if len(parts) != 5:
-        hint = (
-            " (seconds and years fields are not supported)"
-            if len(parts) in (6, 7)
-            else " (minute hour day-of-month month day-of-week)"
-        )
         raise errors.InvalidScheduleError(
             text,
-            f"is not a valid cron expression: it has {len(parts)} fields, expected 5{hint}",
+            f"is not a valid cron expression: it has {len(parts)} fields, expected 5"
+            f"{_field_count_hint(parts)}",
         )
-    normalised = []
-    for spec, part in zip(_FIELDS, parts, strict=True):
-        normalised.append(_validate_field(text, spec, part))
-    return " ".join(normalised)
+    expanded = [
+        _validate_field(text, spec, part) for spec, part in zip(_FIELDS, parts, strict=True)
+    ]
+    return _Fields(
+        minutes=expanded[0],
+        hours=expanded[1],
+        days_of_month=expanded[2],
+        months=expanded[3],
+        days_of_week=frozenset(day % 7 for day in expanded[4]),
+        # Vixie cron's rule, also robfig/cron's for `*` and `*/1`: a day field whose text
+        # starts with `*` (or is `?`) does not restrict, whatever step follows.
+        day_of_month_restricted=not parts[2].startswith(("*", "?")),
+        day_of_week_restricted=not parts[4].startswith(("*", "?")),
+    )
 
 
-def _validate_field(text: str, spec: _Field, part: str) -> str:
+def _field_count_hint(parts: list[str]) -> str:
+    if len(parts) > 5 and not all(
+        _CRON_TOKEN.match(_NAME.sub("", part) or "0") for part in parts[5:]
+    ):
+        return (
+            " (the schedule holds only the time fields: a crontab line's command goes in the "
+            "job's handler or template, not here)"
+        )
+    if len(parts) in (6, 7):
+        return " (seconds and years fields are not supported)"
+    return " (minute hour day-of-month month day-of-week)"
+
+
+def _validate_field(text: str, spec: _Field, part: str) -> frozenset[int]:
     def fail(problem: str) -> errors.InvalidScheduleError:
         return errors.InvalidScheduleError(text, f"is not a valid cron expression: {problem}")
 
     if part == "?":
         if not spec.allows_question_mark:
             raise fail(f"{spec.name} does not accept '?'")
-        return "*"
-    items = []
+        return frozenset(range(spec.low, spec.step_high + 1))
+    values: set[int] = set()
     for item in part.split(","):
         match = _ITEM.match(item)
+        if match is None and _EXTENSION.search(item):
+            raise fail(_extension_problem(spec, item))
         if match is None:
             raise fail(f"{spec.name} item {item!r} is not a number, name, range or step")
-        step = match.group("step")
-        if step is not None and not 1 <= int(step) <= spec.high:
-            raise fail(f"{spec.name} step {step} out of range 1-{spec.high}")
+        step_text = match.group("step")
+        step = 1 if step_text is None else int(step_text)
+        if not 1 <= step <= spec.high:
+            raise fail(f"{spec.name} step {step_text} out of range 1-{spec.high}")
         span = match.group("range")
-        if span != "*":
+        if span == "*":
+            first, last = spec.low, spec.step_high
+        else:
             bounds = [_field_value(fail, spec, bound) for bound in span.split("-")]
-            if len(bounds) == 2 and bounds[0] > bounds[1]:
-                raise fail(f"{spec.name} range {span} runs backwards")
-            span = "-".join(str(bound) for bound in bounds)
-        items.append(span if step is None else f"{span}/{step}")
-    return ",".join(items)
+            first = bounds[0]
+            if len(bounds) == 2:
+                last = bounds[1]
+            elif step_text is not None:
+                last = spec.step_high  # `N/S` means `N-max/S`, as in robfig/cron and croniter
+            else:
+                last = first
+            if first > last:
+                raise fail(
+                    f"{spec.name} range {span} runs backwards; {_wrap_hint(spec, first, last)}"
+                )
+        # An explicit expansion: `N-N` is the single value N, never croniter's whole cycle.
+        values.update(range(first, last + 1, step))
+    return frozenset(values)
+
+
+def _extension_problem(spec: _Field, token: str) -> str:
+    return (
+        f"{spec.name} value {token!r} uses L, W, # or H, which Sundial does not support "
+        "(neither do Vixie cron and Kubernetes CronJob); list the values instead"
+    )
+
+
+def _wrap_hint(spec: _Field, first: int, last: int) -> str:
+    if spec.name == "day-of-week" and last == 0:
+        return f"Sunday is also 7, so write {first}-7"
+    return f"a range cannot wrap around, so write {first}-{spec.high},{spec.low}-{last}"
 
 
 def _field_value(
@@ -347,8 +506,38 @@ def _field_value(
         value = int(token)
     elif token.upper() in spec.names:
         value = spec.names[token.upper()]
+    elif _EXTENSION.search(token):
+        raise fail(_extension_problem(spec, token))
     else:
         raise fail(f"{spec.name} value {token!r} is not a number or a known name")
     if not spec.low <= value <= spec.high:
         raise fail(f"{spec.name} {value} out of range {spec.low}-{spec.high}")
     return value
+
+
+def _require_a_fire(text: str, fields: _Fields) -> None:
+    """Refuse an expression no calendar date matches, saying which field to change.
+
+    Every month has every weekday, and every valid date falls on every weekday within 28 years
+    (February 29 within 40), so only a day-of-month that no selected month has can make an
+    expression never fire, and only when the day-of-month is not OR'ed with a restricted
+    day-of-week.
+    """
+    if fields.days_ored:
+        return
+    if any(day <= _LONGEST_MONTH[month] for month in fields.months for day in fields.days_of_month):
+        return
+    month_names = [calendar.month_name[month] for month in sorted(fields.months)]
+    days = [str(day) for day in sorted(fields.days_of_month)]
+    have = "has" if len(month_names) == 1 else "have"
+    raise errors.InvalidScheduleError(
+        text,
+        f"never fires: {_join(month_names, 'and')} {have} no day {_join(days, 'or')}; "
+        "change the day-of-month or the month field",
+    )
+
+
+def _join(words: list[str], conjunction: str) -> str:
+    if len(words) <= 2:
+        return f" {conjunction} ".join(words)
+    return f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
