@@ -474,7 +474,8 @@ def _validate_field(text: str, spec: _Field, part: str) -> frozenset[int]:
             if len(bounds) == 2:
                 last = bounds[1]
             elif step_text is not None:
-                last = spec.step_high  # `N/S` means `N-max/S`, as in robfig/cron and croniter
+                # `N/S` means `N-max/S`, as in robfig/cron and croniter (`7/S` is Sunday).
+                last = max(first, spec.step_high)
             else:
                 last = first
             if first > last:
