@@ -3,8 +3,10 @@
 A ``Schedule`` turns into instants (timezone-aware UTC datetimes). ``parse_schedule`` accepts:
 
 - a 5-field cron expression (minute, hour, day-of-month, month, day-of-week; ``*``, ``?``,
-  lists, ranges, steps, month and weekday names, 7 = Sunday; day-of-month and day-of-week OR'ed
-  when both are restricted, as in Vixie cron and Kubernetes CronJob);
+  lists, ranges, steps, month and weekday names, 7 = Sunday). ``N-N`` is the single value N;
+  day-of-month and day-of-week are OR'ed only when both are restricted, and a day field whose
+  text starts with ``*`` (or is ``?``) is not restricted, as in Vixie cron. An expression that
+  can never fire (``0 0 30 2 *``) is refused here, saying why;
 - the macros ``@yearly`` / ``@annually``, ``@monthly``, ``@weekly``, ``@daily`` / ``@midnight``,
   ``@hourly``;
 - ``@every <duration>`` (``@every 30s``, ``@every 1h30m``): an interval in absolute time,
@@ -18,9 +20,13 @@ DESIGN.md section 7 says (see docs/adr/0002-cron-and-dst.md for why croniter is 
 - a wall-clock time skipped by spring-forward fires at the first valid instant after it (the
   instant of the transition); several skipped times therefore share one fire.
 
-Matching is done by croniter on a "wall-clock timeline" (local wall times written as if they
-were UTC, which has no DST); each matching wall time is then resolved to a real instant by the
-two rules above. Fire times strictly increase and every one is a UTC instant.
+Each field is expanded here to the values it matches; croniter then only walks the calendar on
+a "wall-clock timeline" (local wall times written as if they were UTC, which has no DST), given
+every field as ``*`` or an explicit list and the day rule as its ``day_or`` flag. Each matching
+wall time is resolved to a real instant by the two rules above. Fire times strictly increase and
+every one is a UTC instant. Every failure, whatever the input or instant, is a
+``SchedulingError`` naming the field; no croniter exception leaves this module.
+docs/cron.md compares these semantics with Kubernetes CronJob and Vixie cron.
 """
 
 from __future__ import annotations

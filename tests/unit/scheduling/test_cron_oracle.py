@@ -138,9 +138,17 @@ def cronsim_reads_it_as_sundial_does(expression: str) -> bool:
             if not slash or spanned.startswith("*"):
                 continue
             low, dash, high = spanned.partition("-")
-            if (dash and low.upper() == high.upper()) or (not dash and position == 4):
+            if (dash and _value(low) == _value(high)) or (not dash and position == 4):
                 return False
     return True
+
+
+def _value(token: str) -> int:
+    if token.upper() in cron_oracle.MONTHS:
+        return cron_oracle.MONTHS.index(token.upper()) + 1
+    if token.upper() in cron_oracle.WEEKDAYS:
+        return cron_oracle.WEEKDAYS.index(token.upper())
+    return int(token)
 
 
 # -- the comparisons -----------------------------------------------------------------------------
