@@ -304,7 +304,11 @@ def _compile(schedule: str, time_zone: str | None) -> CronSchedule | IntervalSch
                 "is not supported: Sundial schedules are time-based; "
                 "create a JobRun for a one-off run",
             )
-        if lowered not in MACROS or rest.strip():
+        if lowered in MACROS and rest.strip():
+            raise errors.InvalidScheduleError(
+                text, f"has text after {word}; a macro stands alone (write just {lowered!r})"
+            )
+        if lowered not in MACROS:
             raise errors.InvalidScheduleError(
                 text, f"is not a known macro; use one of {', '.join(MACROS)} or @every <duration>"
             )

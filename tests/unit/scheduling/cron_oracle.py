@@ -1,4 +1,4 @@
-"""An independent cron oracle: the rules of Vixie cron and DESIGN.md section 7, by brute force.
+"""An independent cron oracle: the rules of Vixie cron and Sundial's DST rule, by brute force.
 
 Nothing here imports Sundial. It is written from the rules, not from ``sundial.scheduling.cron``:
 
@@ -9,7 +9,7 @@ Matching (Vixie cron, as ``man 5 crontab`` and its source state it):
 - a day matches when the day-of-month and day-of-week fields both match, except when both
   are restricted (neither *starts* with ``*``), in which case either one is enough.
 
-Time (DESIGN.md section 7) is simulated as a daemon that wakes at every UTC minute, reads the
+Time (docs/design.md, Scheduling) is simulated as a daemon that wakes at every UTC minute, reads the
 zone's wall clock, and fires once if any wall-clock minute it sees *for the first time* matches:
 - after a fall-back the clock shows minutes it has shown before, so they do not fire again;
 - at a spring-forward the clock jumps, and every skipped minute is seen for the first time at

@@ -192,6 +192,7 @@ def test_a_time_zone_that_is_not_a_string_is_a_scheduling_error(value: object) -
             "is not a valid cron expression: it has 6 fields, expected 5 "
             "(seconds and years fields are not supported)",
         ),
+        ("@daily 0", "has text after @daily; a macro stands alone (write just '@daily')"),
         (
             "0 0 * * 5#3",
             "is not a valid cron expression: day-of-week value '5#3' uses L, W, # or H, which "
