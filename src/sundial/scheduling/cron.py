@@ -194,12 +194,20 @@ class IntervalSchedule:
 
     def next_fire_after(self, after: datetime) -> datetime:
         elapsed = require_aware(after, "after") - self.anchor
-        periods = elapsed // self.every + 1
-        return (self.anchor + periods * self.every).astimezone(UTC)
+        return self._fire(elapsed // self.every + 1, "after", after)
 
     def previous_fire_at_or_before(self, at: datetime) -> datetime:
         elapsed = require_aware(at, "at") - self.anchor
-        return (self.anchor + (elapsed // self.every) * self.every).astimezone(UTC)
+        return self._fire(elapsed // self.every, "at or before", at)
+
+    def _fire(self, periods: int, where: str, instant: datetime) -> datetime:
+        try:
+            return (self.anchor + periods * self.every).astimezone(UTC)
+        except OverflowError as error:  # past year 9999 or before year 1
+            raise errors.InvalidScheduleError(
+                self.text or str(self.every),
+                f"has no fire time {where} {instant.isoformat()} that can be computed ({error})",
+            ) from error
 
 
 @dataclass(frozen=True)

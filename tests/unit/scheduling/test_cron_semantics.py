@@ -127,6 +127,8 @@ def test_rare_but_possible_schedules_are_accepted(expression: str, first_fire: d
         ("59 23 31 12 *", lambda s: s.next_fire_after(datetime(9999, 12, 31, 23, 59, tzinfo=UTC))),
         ("0 0 1 1 *", lambda s: s.previous_fire_at_or_before(datetime(1, 1, 1, tzinfo=UTC))),
         ("0 0 29 2 *", lambda s: s.next_fire_after(datetime(9996, 3, 1, tzinfo=UTC))),
+        ("@every 7h", lambda s: s.next_fire_after(datetime(9999, 12, 31, 23, tzinfo=UTC))),
+        ("@every 7h", lambda s: s.previous_fire_at_or_before(datetime(1, 1, 1, tzinfo=UTC))),
     ],
 )
 def test_the_edge_of_the_calendar_is_a_scheduling_error_not_a_croniter_one(
