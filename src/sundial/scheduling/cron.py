@@ -220,25 +220,27 @@ class CronSchedule:
     _matcher: croniter = field(repr=False, compare=False)
 
     def next_fire_after(self, after: datetime) -> datetime:
-        after_utc = require_aware(after, "after").astimezone(UTC)
+        require_aware(after, "after")
         # A wall time at or before the local reading of `after` always resolves at or before
         # `after` (proof in the ADR), so matching can start there; a first-pass fall-back time
         # that resolves before `after` when `after` is in the second pass is skipped below.
         try:
+            after_utc = after.astimezone(UTC)
             matches = self._wall_matches(_wall(after_utc, self.time_zone), forward=True)
             for wall_time in matches:
                 instant = resolve_wall_time(wall_time, self.time_zone)
                 if instant > after_utc:
                     return instant
         except _EVALUATION_ERRORS as error:
-            raise self._no_fire("after", after_utc, error) from error
+            raise self._no_fire("after", after, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
 
     def previous_fire_at_or_before(self, at: datetime) -> datetime:
-        at_utc = require_aware(at, "at").astimezone(UTC)
+        require_aware(at, "at")
         # Right after a fall-back, wall times later than the local reading of `at` (up to the
         # size of the shift) resolved to first occurrences at or before `at`; start there.
         try:
+            at_utc = at.astimezone(UTC)
             start = _wall(at_utc, self.time_zone) + _recent_backward_shift(at_utc, self.time_zone)
             start += timedelta(microseconds=1)  # croniter's get_prev is strict; `at` is eligible
             for wall_time in self._wall_matches(start, forward=False):
@@ -246,7 +248,7 @@ class CronSchedule:
                 if instant <= at_utc:
                     return instant
         except _EVALUATION_ERRORS as error:
-            raise self._no_fire("at or before", at_utc, error) from error
+            raise self._no_fire("at or before", at, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
 
     def _no_fire(self, where: str, instant: datetime, error: Exception) -> errors.SchedulingError:
