@@ -9,8 +9,9 @@ test requires that database to equal one built from every migration (see ``sundi
 docstring for how to change the schema).
 
 Each migration runs in its own transaction together with its row in ``schema_migrations``; a
-checksum catches a file edited after it was applied. Two processes migrating at once serialise on a session advisory lock, so
-`sundial migrate` is safe to run from every replica's init container.
+checksum catches a file edited after it was applied. Two processes migrating at once serialise
+on a session advisory lock, so `sundial migrate` is safe to run from every replica's init
+container.
 """
 
 from __future__ import annotations
