@@ -9,8 +9,10 @@
 -- columns rewrites nothing.
 
 -- This migration rewrites sundial_finish and sundial_archive_finished_runs from their
--- definitions in 0070 and 0060. Refuse to run over a different one (a later-numbered change
--- merged before this file would otherwise be reverted in silence): fold that change in here.
+-- definitions in 0070 and 0060. Refuse to run over a different one (a change numbered before
+-- this file but merged after it was written would otherwise be reverted in silence): fold that
+-- change into the definitions below and put the md5(prosrc) of the definitions it replaces
+-- here (SELECT md5(prosrc) FROM pg_proc WHERE proname = '...' on a database migrated to 0109).
 DO $$
 BEGIN
     IF (SELECT md5(prosrc) FROM pg_proc WHERE proname = 'sundial_finish')
