@@ -76,7 +76,14 @@ from sundial.scheduling import failures
 from sundial.store import claims, pod_runs
 from sundial.store.pool import Pool
 
-__all__ = ["OWNER_DELETED", "AttemptEnd", "LaunchHooks", "LauncherSettings", "PodLauncher"]
+__all__ = [
+    "OWNER_DELETED",
+    "AttemptEnd",
+    "LaunchHooks",
+    "LauncherSettings",
+    "PodLauncher",
+    "release_all",
+]
 
 log = logging.getLogger("sundial.pod_launcher")
 
@@ -693,3 +700,18 @@ class PodLauncher:
         if seconds is None:
             return timedelta(seconds=self._settings.default_start_timeout_seconds)
         return timedelta(seconds=seconds)
+
+
+async def release_all(
+    api_client: client.ApiClient, namespaces: Sequence[str] | None, instance: str
+) -> list[str]:
+    """Take the outcome finalizer off every tracked Pod of the installation ``instance``; the
+    ``namespace/name`` of each. For an uninstall: once no launcher runs, nothing else removes
+    it, and a deleted Pod would wait for ever. Outcomes not recorded by then are lost; the
+    runs stay as PostgreSQL has them (``sundial runs cancel`` ends one)."""
+    pods = pod_api.PodApi(api_client, delete_grace_seconds=0)
+    tracked = await pods.list(namespaces, pod_api.tracked_selector(instance))
+    names = [(str(p["metadata"]["namespace"]), str(p["metadata"]["name"])) for p in tracked]
+    for namespace, name in names:
+        await pods.release(namespace, name)
+    return [f"{namespace}/{name}" for namespace, name in names]

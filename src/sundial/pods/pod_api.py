@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -190,16 +191,19 @@ class PodWatch:
             thread.start()
 
     def close(self) -> None:
-        """Stop: the open watch responses are closed, so no thread outlives this by more than
-        the read it is in."""
+        """Stop. The sockets of the open watches are shut down, which ends a read blocked in
+        another thread at once (closing the response instead would wait for that thread's TLS
+        lock, that is until the server's timeout)."""
         self._closed.set()
         with self._lock:
             responses = list(self._responses)
         for response in responses:
-            with contextlib.suppress(Exception):
-                response.close()
+            sock = getattr(getattr(response, "connection", None), "sock", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=2)
 
     def _notify(self) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed while a thread was reading
@@ -238,7 +242,8 @@ class PodWatch:
         with self._lock:
             self._responses.add(response)
         if self._closed.is_set():  # closed while the request was being made
-            response.close()
+            response.release_conn()
+            return version
         try:
             for line in watch_stream.iter_resp_lines(response):  # type: ignore[no-untyped-call]
                 if self._closed.is_set():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -234,3 +236,27 @@ async def test_the_watch_sees_an_end_long_before_the_next_poll(
     async with running_launcher(pool, api_client, slow_poll):
         # Claimed on the first step; everything after that is woken by the watch.
         await wait_state(pool, run_id, "completed", within=20)
+
+
+async def test_sundial_pods_release_frees_the_pods_of_an_uninstalled_launcher(
+    pool, api_client, kubeconfig, core_api, namespace
+):
+    """After the launcher is gone for good, a deleted Pod would wait for ever: the command
+    takes the finalizer off every tracked Pod of the installation, and nothing else."""
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "run-forever"}))
+    run_id = await job.submit()
+    async with running_launcher(pool, api_client, settings(namespace, worker())):
+        [pod] = await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+    await asyncio.to_thread(core_api.delete_namespaced_pod, pod.metadata.name, namespace)
+    await asyncio.sleep(1)
+    assert tracked(core_api.read_namespaced_pod(pod.metadata.name, namespace))  # waiting
+
+    command = [
+        sys.executable, "-m", "sundial", "pods", "release",
+        "--kubeconfig", str(kubeconfig), "--instance", namespace, "--namespace", namespace,
+    ]  # fmt: skip
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["released", f"{namespace}/{pod.metadata.name}"]
+    await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=30)
