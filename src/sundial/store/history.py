@@ -52,6 +52,8 @@ class RunView:
     pod_name: str | None = None
     pod_exit_code: int | None = None
     pod_reason: str | None = None
+    #: What exactly failed, finer than ``failure_reason`` (BadArgs, UnknownHandler …).
+    failure_detail: str | None = None
     #: Why no live runner can claim this pending run (``runners.mark_unclaimable``), or None.
     unclaimable_reason: str | None = None
 
@@ -162,6 +164,8 @@ class HistoryRow:
     pod_name: str | None = None
     pod_exit_code: int | None = None
     pod_reason: str | None = None
+    #: What exactly failed, finer than ``failure_reason`` (BadArgs, UnknownHandler …).
+    failure_detail: str | None = None
     #: Why no live runner can claim this pending run, or None.
     unclaimable_reason: str | None = None
 

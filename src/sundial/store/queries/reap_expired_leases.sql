@@ -27,6 +27,7 @@ SET state = CASE
     lost_leases_used = r.lost_leases_used + CASE WHEN r.cancel_requested THEN 0 ELSE 1 END,
     lease_until = NULL,
     failure_reason = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'lease_expired' END,
+    failure_detail = NULL,
     last_error = CASE
         WHEN r.cancel_requested THEN format(
             'the lease of worker %%s expired during attempt %%s', r.lease_owner, r.attempt)
