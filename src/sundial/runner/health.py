@@ -16,12 +16,13 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from sundial import errors as sundial_errors
 from sundial.observability import metrics
 
 Probe = Callable[[], tuple[bool, str]]
 
 
-class PortUnavailableError(OSError):
+class PortUnavailableError(sundial_errors.SundialError, OSError):
     """The metrics port is taken (or not ours to bind); the message says what to do."""
 
 

@@ -597,7 +597,7 @@ class Worker:
                 if self.settings.maintenance_seconds > 0:
                     for run in await runners.mark_unclaimable(self.pool()):
                         _log_unclaimable(run, self.settings.worker_id)
-            except connection_errors.ERRORS as error:
+            except reconnect.ERRORS as error:
                 self.connection(error)
             except Exception as error:  # never let a bad announcement stop the runner
                 log.error("announcing this runner failed", exc_info=error)
@@ -631,7 +631,7 @@ class Worker:
             )
         for attempt in remaining:
             attempt.invocation.cancel.set()
-        with contextlib.suppress(*connection_errors.ERRORS):
+        with contextlib.suppress(*reconnect.ERRORS):
             await runners.withdraw(self.pool(), self.settings.worker_id)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=5)
