@@ -184,13 +184,15 @@ def classify(
                 code = int(term.get("exitCode", 0))
                 finished = _timestamp(term.get("finishedAt"))
                 if code != 0 and (finished is None or finished >= deleted_at):
+                    killed = (
+                        " and SIGKILLed after its grace period" if code == SIGKILL_EXIT_CODE else ""
+                    )
                     return outcome(
                         PodState.GONE,
                         "PodDeleted",
                         exit_code=code,
                         container=name,
-                        message="the Pod was deleted while it ran"
-                        + (" and killed after its grace period" if code == SIGKILL_EXIT_CODE else ""),
+                        message=f"the Pod was deleted while it ran{killed}",
                     )
         for name, term in terminated:
             code = int(term.get("exitCode", 0))
