@@ -35,7 +35,7 @@ import pathlib
 import tarfile
 import tempfile
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 MEDIA_INDEX = "application/vnd.oci.image.index.v1+json"
 MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -62,9 +62,12 @@ class ImageConfig:
     env: Sequence[str] = ()
     user: str = ""
     workdir: str = ""
+    stop_signal: str = ""
 
     def as_json(self) -> dict[str, object]:
-        config: dict[str, object] = {"Env": [DEFAULT_PATH, *self.env]}
+        # a PATH of the image's own replaces the default rather than shadowing it
+        default = [] if any(entry.startswith("PATH=") for entry in self.env) else [DEFAULT_PATH]
+        config: dict[str, object] = {"Env": [*default, *self.env]}
         if self.entrypoint is not None:
             config["Entrypoint"] = list(self.entrypoint)
         if self.cmd is not None:
@@ -73,6 +76,8 @@ class ImageConfig:
             config["User"] = self.user
         if self.workdir:
             config["WorkingDir"] = self.workdir
+        if self.stop_signal:
+            config["StopSignal"] = self.stop_signal
         return config
 
 
@@ -93,18 +98,18 @@ def tag_of(reference: str) -> str:
     return last.rsplit(":", 1)[1] if ":" in last else "latest"
 
 
-def _walk(rootfs: pathlib.Path) -> Iterator[str]:
-    """Every path under ``rootfs``, relative and sorted, parents before children."""
+def _walk(rootfs: pathlib.Path) -> list[str]:
+    """Every path under ``rootfs``, relative, sorted by component (so parents come first)."""
+    paths = []
     for dirpath, dirnames, filenames in os.walk(rootfs):
-        dirnames.sort()
         relative_dir = os.path.relpath(dirpath, rootfs)
         if relative_dir != ".":
-            yield relative_dir
-        names = sorted(filenames)
+            paths.append(relative_dir)
         # os.walk lists a symlink to a directory among the directories but does not descend it
-        names += [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]
-        for name in sorted(names):
-            yield os.path.normpath(os.path.join(relative_dir, name))
+        links = [name for name in dirnames if os.path.islink(os.path.join(dirpath, name))]
+        for name in [*filenames, *links]:
+            paths.append(os.path.normpath(os.path.join(relative_dir, name)))
+    return sorted(paths, key=lambda path: path.split(os.sep))
 
 
 def write_layer(rootfs: pathlib.Path, out: pathlib.Path) -> None:
@@ -223,6 +228,39 @@ def write(
     return Written(f"sha256:{manifest_digest}", f"sha256:{layer_digest}", layer_size)
 
 
+def name(archive: pathlib.Path, reference: str) -> None:
+    """Name every image in ``archive`` ``reference`` with the annotations :func:`write` sets.
+
+    buildah's ``oci-archive:`` sets only ``org.opencontainers.image.ref.name``; this makes its
+    archives import under the same name as ours. Blobs are copied unchanged, so every digest
+    stays; the archive is rewritten beside itself and renamed.
+    """
+    archive = archive.absolute()
+    with tempfile.TemporaryDirectory(dir=archive.parent, prefix=f".{archive.name}.") as scratch:
+        partial = pathlib.Path(scratch) / "image.tar"
+        with (
+            tarfile.open(archive) as source,
+            tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as target,
+        ):
+            for member in source:
+                if os.path.normpath(member.name) == "index.json":
+                    extracted = source.extractfile(member)
+                    if extracted is None:
+                        raise ArchiveError(f"{archive}: index.json cannot be read")
+                    index = json.loads(extracted.read())
+                    for descriptor in index.get("manifests") or []:
+                        descriptor["annotations"] = {
+                            **(descriptor.get("annotations") or {}),
+                            **index_annotations(reference),
+                        }
+                    _add_bytes(target, "index.json", _canonical(index))
+                elif member.isreg():
+                    target.addfile(member, source.extractfile(member))
+                else:
+                    target.addfile(member)
+        os.replace(partial, archive)
+
+
 @dataclasses.dataclass(frozen=True)
 class Verified:
     """An archive :func:`verify` accepted: its image names and the total size of its blobs."""
@@ -333,7 +371,7 @@ def _diff_id(tar: tarfile.TarFile, member: tarfile.TarInfo, digest: str) -> str:
         return f"sha256:{_sha256_stream(unpacked)}"
 
 
-def _sha256_stream(stream: typing.IO[bytes]) -> str:
+def _sha256_stream(stream: typing.IO[bytes] | gzip.GzipFile) -> str:
     digest = hashlib.sha256()
     for chunk in iter(lambda: stream.read(_CHUNK), b""):
         digest.update(chunk)
@@ -353,10 +391,18 @@ def _parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--env", action="append", default=[], help="K=V, repeatable")
     parser.add_argument("--user", default="", help="numeric UID:GID the image runs as")
     parser.add_argument("--workdir", default="")
+    parser.add_argument("--stop-signal", default="", help="e.g. SIGINT (default: SIGTERM)")
     parser.add_argument("--annotation", action="append", default=[], help="K=V on the manifest")
     parser.add_argument("--verify", action="store_true", help="check OUT instead of writing it")
+    parser.add_argument(
+        "--rename", action="store_true", help="set the image name (--name) of the archive OUT"
+    )
     arguments = parser.parse_args(argv)
-    if not arguments.verify and (arguments.rootfs is None or not arguments.name):
+    if arguments.rename and not arguments.name:
+        parser.error("--rename needs OUT and --name")
+    if not (arguments.verify or arguments.rename) and (
+        arguments.rootfs is None or not arguments.name
+    ):
         parser.error("writing an archive needs ROOTFS, OUT and --name")
     for flag in ("entrypoint", "cmd"):
         value = getattr(arguments, flag)
@@ -376,6 +422,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         checked = verify(arguments.out)
         print(f"{arguments.out}: {' '.join(checked.references)} {checked.blob_bytes} bytes, valid")
         return 0
+    if arguments.rename:
+        name(arguments.out, arguments.name)
+        return 0
     written = write(
         arguments.rootfs,
         arguments.out,
@@ -386,6 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             env=arguments.env,
             user=arguments.user,
             workdir=arguments.workdir,
+            stop_signal=arguments.stop_signal,
         ),
         dict(pair.split("=", 1) for pair in arguments.annotation),
     )
