@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from sundial.operator import failure_policy, pod_outcomes
-from sundial.operator.pod_outcomes import PodState
+from sundial.pods import failure_policy, outcomes
+from sundial.pods.outcomes import PodState
 from sundial.scheduling.failures import FailureClass
 
 CREATED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -57,19 +57,19 @@ RUNNING = {
 
 
 def test_succeeded() -> None:
-    outcome = pod_outcomes.classify(pod("Succeeded", terminated(0, "Completed")))
+    outcome = outcomes.classify(pod("Succeeded", terminated(0, "Completed")))
     assert outcome.state is PodState.SUCCEEDED and outcome.state.terminal
     assert outcome.exit_code == 0
 
 
 def test_running_and_pending_are_not_terminal() -> None:
-    assert pod_outcomes.classify(pod("Running", RUNNING)).state is PodState.RUNNING
-    pending = pod_outcomes.classify(pod("Pending", waiting("ContainerCreating")))
+    assert outcomes.classify(pod("Running", RUNNING)).state is PodState.RUNNING
+    pending = outcomes.classify(pod("Pending", waiting("ContainerCreating")))
     assert pending.state is PodState.PENDING and not pending.state.terminal
 
 
 def test_non_zero_exit_code_with_container_name() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod("Failed", terminated(0, "Completed", "sidecar"), terminated(3, "Error"))
     )
     assert outcome.state is PodState.FAILED
@@ -79,7 +79,7 @@ def test_non_zero_exit_code_with_container_name() -> None:
 
 
 def test_oom_killed_by_reason() -> None:
-    outcome = pod_outcomes.classify(pod("Failed", terminated(137, "OOMKilled")))
+    outcome = outcomes.classify(pod("Failed", terminated(137, "OOMKilled")))
     assert (outcome.state, outcome.reason, outcome.exit_code) == (
         PodState.OOM_KILLED,
         "OOMKilled",
@@ -98,7 +98,7 @@ def test_evicted_pod_is_disrupted_not_oom_although_its_container_reports_137() -
             {"type": "Ready", "status": "False"},
         ],
     )
-    outcome = pod_outcomes.classify(evicted)
+    outcome = outcomes.classify(evicted)
     assert (outcome.state, outcome.reason) == (PodState.DISRUPTED, "Evicted")
     assert ("DisruptionTarget", "True") in outcome.conditions
 
@@ -111,7 +111,7 @@ def test_disruption_target_condition_alone_is_a_disruption() -> None:
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
         ],
     )
-    outcome = pod_outcomes.classify(preempted)
+    outcome = outcomes.classify(preempted)
     assert (outcome.state, outcome.reason) == (PodState.DISRUPTED, "PreemptionByScheduler")
 
 
@@ -119,7 +119,7 @@ def test_disruption_target_condition_alone_is_a_disruption() -> None:
     "reason", ["ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"]
 )
 def test_containers_that_cannot_start_fail_fast(reason: str) -> None:
-    outcome = pod_outcomes.classify(pod("Pending", waiting(reason, "Back-off pulling image")))
+    outcome = outcomes.classify(pod("Pending", waiting(reason, "Back-off pulling image")))
     assert (outcome.state, outcome.reason) == (PodState.NEVER_STARTED, reason)
     assert outcome.message == "Back-off pulling image"
 
@@ -136,11 +136,11 @@ def test_unschedulable_fails_only_after_the_start_timeout() -> None:
             }
         ],
     )
-    before = pod_outcomes.classify(
+    before = outcomes.classify(
         unschedulable, now=CREATED + timedelta(seconds=20), start_timeout=timedelta(seconds=30)
     )
     assert before.state is PodState.PENDING
-    after = pod_outcomes.classify(
+    after = outcomes.classify(
         unschedulable, now=CREATED + timedelta(seconds=31), start_timeout=timedelta(seconds=30)
     )
     assert (after.state, after.reason) == (PodState.NEVER_STARTED, "Unschedulable")
@@ -148,7 +148,7 @@ def test_unschedulable_fails_only_after_the_start_timeout() -> None:
 
 
 def test_a_pod_pending_past_its_start_timeout_for_another_reason() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod("Pending", waiting("ContainerCreating")),
         now=CREATED + timedelta(minutes=5),
         start_timeout=timedelta(seconds=60),
@@ -157,7 +157,7 @@ def test_a_pod_pending_past_its_start_timeout_for_another_reason() -> None:
 
 
 def test_a_running_pod_never_hits_the_start_timeout() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod("Running", RUNNING),
         now=CREATED + timedelta(hours=1),
         start_timeout=timedelta(seconds=1),
@@ -166,7 +166,7 @@ def test_a_running_pod_never_hits_the_start_timeout() -> None:
 
 
 def test_deadline_exceeded() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod(
             "Failed",
             terminated(137, "Error"),
@@ -178,7 +178,7 @@ def test_deadline_exceeded() -> None:
 
 
 def test_a_missing_pod_is_gone() -> None:
-    outcome = pod_outcomes.classify(None)
+    outcome = outcomes.classify(None)
     assert outcome.state is PodState.GONE and outcome.state.terminal
 
 
@@ -203,7 +203,7 @@ def test_a_v1pod_object_is_classified_like_its_json() -> None:
             ],
         ),
     )
-    outcome = pod_outcomes.classify(v1)
+    outcome = outcomes.classify(v1)
     assert (outcome.state, outcome.container) == (PodState.OOM_KILLED, "main")
 
 
@@ -342,7 +342,7 @@ TABLE = [
 def test_failure_table(
     body: dict[str, Any] | None, state: PodState, reason: str, exit_code: int | None
 ) -> None:
-    outcome = pod_outcomes.classify(body)
+    outcome = outcomes.classify(body)
     assert (outcome.state, outcome.reason, outcome.exit_code) == (state, reason, exit_code)
 
 
@@ -350,12 +350,12 @@ def test_only_the_runtimes_oom_reason_is_an_oom_kill() -> None:
     """Oracle over every terminated reason and exit code: OOM_KILLED iff reason OOMKilled."""
     for reason in ("OOMKilled", "Error", "", "Completed", "ContainerCannotRun"):
         for code in (1, 2, 137, 139, 143, 255):
-            outcome = pod_outcomes.classify(pod("Failed", terminated(code, reason)))
+            outcome = outcomes.classify(pod("Failed", terminated(code, reason)))
             assert (outcome.state is PodState.OOM_KILLED) == (reason == "OOMKilled"), (reason, code)
 
 
 def test_a_deleted_pods_sigkill_follows_pod_deletion_policy_not_the_oom_path() -> None:
-    outcome = pod_outcomes.classify(deleted_pod("Failed", killed(137, "Error")))
+    outcome = outcomes.classify(deleted_pod("Failed", killed(137, "Error")))
     oom_rule = [{"action": "Fail", "onOOMKilled": True}]
     assert failure_policy.decide(oom_rule, outcome).failure is FailureClass.CRASH
     cancelled = failure_policy.decide(oom_rule, outcome, pod_deletion_policy="Cancel")
