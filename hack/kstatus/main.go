@@ -9,9 +9,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
 
@@ -21,8 +23,13 @@ type verdict struct {
 }
 
 func main() {
+	// apimachinery's decoder keeps integers int64, as unstructured objects need them.
 	var objects []map[string]interface{}
-	if err := json.NewDecoder(os.Stdin).Decode(&objects); err != nil {
+	input, err := io.ReadAll(os.Stdin)
+	if err == nil {
+		err = utiljson.Unmarshal(input, &objects)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "kstatus: stdin must be a JSON array of objects: %v\n", err)
 		os.Exit(2)
 	}
