@@ -252,6 +252,8 @@ def helm(helm_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Callabl
     ) -> subprocess.CompletedProcess[str]:
         environment = {
             "PATH": "/usr/bin:/bin",
+            # Without HOME, client-go would cache discovery in ./.kube of the working directory.
+            "HOME": str(home),
             "HELM_CACHE_HOME": str(home / "cache"),
             "HELM_CONFIG_HOME": str(home / "config"),
             "HELM_DATA_HOME": str(home / "data"),
