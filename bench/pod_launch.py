@@ -4,7 +4,7 @@ Not a test: prints figures (DESIGN.md section 11). Starts a throwaway PostgreSQL
 control plane of hack/cluster (or uses --dsn / --kubeconfig), then creates:
 
 - N Sundial ScheduledJobs (pod mode, ``* * * * *``, spread 0) in namespace ``bench-sundial``,
-  fired by ``operator.trigger.TriggerLoop`` and launched by ``operator.pod_launcher.PodLauncher``,
+  fired by ``scheduler.trigger.TriggerLoop`` and launched by ``pods.launcher.PodLauncher``,
   both in this process with their default settings (poll 1 s);
 - N native CronJobs (``* * * * *``) in ``bench-cron``, run by kube-controller-manager's CronJob
   and Job controllers;
@@ -53,7 +53,8 @@ from kubernetes import client, config, watch
 
 from sundial.api import scheduled_job
 from sundial.localdev import cluster, postgres
-from sundial.operator import pod_launcher, pod_manifest, trigger
+from sundial.pods import launcher, manifests
+from sundial.scheduler import trigger
 from sundial.store import migrate, schedules
 from sundial.store import pool as store_pool
 
@@ -96,7 +97,7 @@ class PodClock:
 
 def _fire_time(namespace: str, pod: Any) -> float | None:
     if namespace == SUNDIAL_NS:
-        stamp = (pod.metadata.annotations or {}).get(pod_manifest.ANNOTATION_FIRE_TIME)
+        stamp = (pod.metadata.annotations or {}).get(manifests.ANNOTATION_FIRE_TIME)
         return None if stamp is None else datetime.fromisoformat(stamp).timestamp()
     job_name = (pod.metadata.labels or {}).get("job-name", "")
     suffix = job_name.rsplit("-", 1)[-1]
@@ -186,16 +187,16 @@ async def bench(dsn: str, kubeconfig: Path, jobs: int, minutes: int) -> None:
     try:
         await create_scheduled_jobs(pool, jobs)
         create_cronjobs(client.BatchV1Api(api), jobs)
-        settings = pod_launcher.LauncherSettings(
+        settings = launcher.LauncherSettings(
             worker="bench-launcher",
             namespaces=[SUNDIAL_NS],
             max_pods=max(200, 4 * jobs),
             claim_batch=max(50, jobs),
-            manifest=pod_manifest.ManifestSettings(instance="bench"),
+            manifest=manifests.ManifestSettings(instance="bench"),
         )
-        launcher = pod_launcher.PodLauncher(pool, api, settings)
+        pod_launcher = launcher.PodLauncher(pool, api, settings)
         loop = trigger.TriggerLoop(pool, holder="bench-trigger")
-        tasks = [asyncio.create_task(launcher.run(stop)), asyncio.create_task(loop.run(stop))]
+        tasks = [asyncio.create_task(pod_launcher.run(stop)), asyncio.create_task(loop.run(stop))]
         # Count only minutes that both systems had fully set up before.
         after = (time.time() // 60 + 1) * 60
         end = after + minutes * 60 + 45

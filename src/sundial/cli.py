@@ -180,7 +180,7 @@ def scheduler(
     import logging
     import signal
 
-    from sundial.operator import trigger
+    from sundial.scheduler import trigger
     from sundial.store import pool as store_pool
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -415,8 +415,8 @@ def pod_launcher(
     from kubernetes import client as kube_client
     from kubernetes import config as kube_config
 
-    from sundial.operator import pod_launcher as launcher_module
-    from sundial.operator import pod_manifest
+    from sundial.pods import launcher as launcher_module
+    from sundial.pods import manifests
     from sundial.store import pool as store_pool
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -432,7 +432,7 @@ def pod_launcher(
         lease_seconds=lease_seconds,
         poll_interval_seconds=poll_seconds,
         max_pods=max_pods,
-        manifest=pod_manifest.ManifestSettings(
+        manifest=manifests.ManifestSettings(
             instance=instance,
             service_account_name=service_account,
             runner_image=runner_image,
@@ -548,7 +548,9 @@ def operator(
     import datetime
     import sys
 
-    from sundial.operator import pod_manifest, runtime, trigger
+    from sundial.operator import runtime
+    from sundial.pods import manifests
+    from sundial.scheduler import trigger
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
@@ -563,7 +565,7 @@ def operator(
         pod_launcher=pod_launcher,
         pod_queues=pod_queues,
         max_pods=max_pods,
-        pods=pod_manifest.ManifestSettings(
+        pods=manifests.ManifestSettings(
             instance=pod_instance,
             service_account_name=pod_service_account,
             runner_image=runner_image,

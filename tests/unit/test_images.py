@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def test_final_stage_is_a_numeric_non_root_user_running_sundial(image: str, comm
 
 
 def test_handler_pod_command_is_the_runner_image_entrypoint() -> None:
-    spec = pod_manifest.LaunchSpec(
+    spec = manifests.LaunchSpec(
         run_id=1,
         attempt=1,
         job_id="4f1c2b7e-0000-4000-8000-000000000001",
@@ -58,7 +58,7 @@ def test_handler_pod_command_is_the_runner_image_entrypoint() -> None:
         fire_time=None,
         timeout_seconds=60,
     )
-    manifest = pod_manifest.pod_manifest(spec, pod_manifest.ManifestSettings())
+    manifest = manifests.pod_manifest(spec, manifests.ManifestSettings())
     (container,) = manifest["spec"]["containers"]
     entrypoint = json.loads(instruction(final_stage(ROOT / "runner" / "Dockerfile"), "ENTRYPOINT"))
     assert container["command"][: len(entrypoint)] == entrypoint

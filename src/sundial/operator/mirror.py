@@ -36,7 +36,8 @@ import psycopg
 import psycopg_pool
 
 from sundial.api import common, conditions, job_run, scheduled_job
-from sundial.operator import context, events, job_runs, kube, pod_gc, scheduled_jobs, status
+from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
+from sundial.pods import pod_gc
 from sundial.store import history, maintenance
 
 __all__ = ["Mirror"]

@@ -59,7 +59,7 @@ FAILED_PHASES: Mapping[str, ConditionReason] = {
     "DeadLettered": ConditionReason.DEAD_LETTERED,
 }
 
-#: The start of the message of a quarantine by a failurePolicy rule (the pod launcher's).
+#: How the message of a quarantine by a failurePolicy rule starts (``pods.launcher`` writes it).
 QUARANTINE_RULE_PREFIX = "failurePolicy Quarantine"
 
 Wanted = tuple[str, common.ConditionStatus, str, str]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from chart_testing import CHART, EVERYTHING
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 
 
 def _kinds(objects: list[dict[str, Any]]) -> dict[str, int]:
@@ -170,13 +170,13 @@ def test_the_network_policy_keeps_job_pods_and_only_them_off_postgresql(
 ) -> None:
     objects = render()
     policy = _one(objects, "NetworkPolicy", "job-pods")
-    spec = pod_manifest.LaunchSpec(
+    spec = manifests.LaunchSpec(
         run_id=41, attempt=2, job_id="5f1c7f0e-6c1d-4a57-9d59-6a0a0c6f3e11",
         job_namespace="sundial", job_name="nightly", handler="reports.nightly", template={},
         args={}, idempotency_key="k", fire_time=None, timeout_seconds=60,
     )  # fmt: skip
-    settings = pod_manifest.ManifestSettings(instance="release")  # the chart's --pod-instance
-    job_pod = pod_manifest.pod_manifest(spec, settings)
+    settings = manifests.ManifestSettings(instance="release")  # the chart's --pod-instance
+    job_pod = manifests.pod_manifest(spec, settings)
     assert _selects(policy["spec"]["podSelector"], job_pod["metadata"]["labels"])
     for deployment in (o for o in objects if o["kind"] == "Deployment"):
         labels = deployment["spec"]["template"]["metadata"]["labels"]

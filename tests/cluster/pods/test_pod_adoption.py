@@ -28,7 +28,7 @@ from pod_testing import (
     wait_until,
 )
 
-from sundial.operator import pod_launcher
+from sundial.pods import launcher
 from sundial.store import claims
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
@@ -40,8 +40,8 @@ def worker() -> str:
 
 async def crash_after_pod_created(pool, api_client, core_api, namespace, run_id, worker_id):
     """Launcher A creates the run's Pod, then its task is cancelled mid-flight."""
-    launcher = pod_launcher.PodLauncher(pool, api_client, settings(namespace, worker_id))
-    task = asyncio.create_task(launcher.run(asyncio.Event()))
+    pod_launcher = launcher.PodLauncher(pool, api_client, settings(namespace, worker_id))
+    task = asyncio.create_task(pod_launcher.run(asyncio.Event()))
     try:
         [pod] = await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
         # The name is recorded right after the create; wait for it, as a crash comes later.

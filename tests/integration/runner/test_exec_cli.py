@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 from sundial.runner import exec_command
 
 SUNDIAL_EXEC = [sys.executable, "-m", "sundial", "exec"]
@@ -102,7 +102,7 @@ def test_handler_pod_runs_its_command_as_written(
     from the launcher's manifest unchanged, run the handler. The image names the handler
     modules with SUNDIAL_HANDLERS (runner/Dockerfile), since the command cannot."""
     out = tmp_path / "ctx"
-    spec = pod_manifest.LaunchSpec(
+    spec = manifests.LaunchSpec(
         run_id=42,
         attempt=3,
         job_id="4f1c2b7e-0000-4000-8000-000000000001",
@@ -115,9 +115,7 @@ def test_handler_pod_runs_its_command_as_written(
         fire_time=datetime(2026, 11, 29, 12, 0, tzinfo=UTC),
         timeout_seconds=60,
     )
-    (container,) = pod_manifest.pod_manifest(spec, pod_manifest.ManifestSettings())["spec"][
-        "containers"
-    ]
+    (container,) = manifests.pod_manifest(spec, manifests.ManifestSettings())["spec"]["containers"]
     executable = pathlib.Path(sys.executable).parent / container["command"][0]
     pod_env = {variable["name"]: variable["value"] for variable in container["env"]}
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("SUNDIAL_")}

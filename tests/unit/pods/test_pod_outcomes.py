@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from sundial.operator import pod_outcomes
-from sundial.operator.pod_outcomes import PodState
+from sundial.pods import outcomes
+from sundial.pods.outcomes import PodState
 
 CREATED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -56,19 +56,19 @@ RUNNING = {
 
 
 def test_succeeded() -> None:
-    outcome = pod_outcomes.classify(pod("Succeeded", terminated(0, "Completed")))
+    outcome = outcomes.classify(pod("Succeeded", terminated(0, "Completed")))
     assert outcome.state is PodState.SUCCEEDED and outcome.state.terminal
     assert outcome.exit_code == 0
 
 
 def test_running_and_pending_are_not_terminal() -> None:
-    assert pod_outcomes.classify(pod("Running", RUNNING)).state is PodState.RUNNING
-    pending = pod_outcomes.classify(pod("Pending", waiting("ContainerCreating")))
+    assert outcomes.classify(pod("Running", RUNNING)).state is PodState.RUNNING
+    pending = outcomes.classify(pod("Pending", waiting("ContainerCreating")))
     assert pending.state is PodState.PENDING and not pending.state.terminal
 
 
 def test_non_zero_exit_code_with_container_name() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod("Failed", terminated(0, "Completed", "sidecar"), terminated(3, "Error"))
     )
     assert outcome.state is PodState.FAILED
@@ -78,7 +78,7 @@ def test_non_zero_exit_code_with_container_name() -> None:
 
 
 def test_oom_killed_by_reason() -> None:
-    outcome = pod_outcomes.classify(pod("Failed", terminated(137, "OOMKilled")))
+    outcome = outcomes.classify(pod("Failed", terminated(137, "OOMKilled")))
     assert (outcome.state, outcome.reason, outcome.exit_code) == (
         PodState.OOM_KILLED,
         "OOMKilled",
@@ -87,7 +87,7 @@ def test_oom_killed_by_reason() -> None:
 
 
 def test_exit_137_without_a_reason_is_read_as_oom() -> None:
-    outcome = pod_outcomes.classify(pod("Failed", terminated(137, "Error")))
+    outcome = outcomes.classify(pod("Failed", terminated(137, "Error")))
     assert outcome.state is PodState.OOM_KILLED
 
 
@@ -102,7 +102,7 @@ def test_evicted_pod_is_disrupted_not_oom_although_its_container_reports_137() -
             {"type": "Ready", "status": "False"},
         ],
     )
-    outcome = pod_outcomes.classify(evicted)
+    outcome = outcomes.classify(evicted)
     assert (outcome.state, outcome.reason) == (PodState.DISRUPTED, "Evicted")
     assert ("DisruptionTarget", "True") in outcome.conditions
 
@@ -115,7 +115,7 @@ def test_disruption_target_condition_alone_is_a_disruption() -> None:
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
         ],
     )
-    outcome = pod_outcomes.classify(preempted)
+    outcome = outcomes.classify(preempted)
     assert (outcome.state, outcome.reason) == (PodState.DISRUPTED, "PreemptionByScheduler")
 
 
@@ -123,7 +123,7 @@ def test_disruption_target_condition_alone_is_a_disruption() -> None:
     "reason", ["ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"]
 )
 def test_containers_that_cannot_start_fail_fast(reason: str) -> None:
-    outcome = pod_outcomes.classify(pod("Pending", waiting(reason, "Back-off pulling image")))
+    outcome = outcomes.classify(pod("Pending", waiting(reason, "Back-off pulling image")))
     assert (outcome.state, outcome.reason) == (PodState.NEVER_STARTED, reason)
     assert outcome.message == "Back-off pulling image"
 
@@ -140,11 +140,11 @@ def test_unschedulable_fails_only_after_the_start_timeout() -> None:
             }
         ],
     )
-    before = pod_outcomes.classify(
+    before = outcomes.classify(
         unschedulable, now=CREATED + timedelta(seconds=20), start_timeout=timedelta(seconds=30)
     )
     assert before.state is PodState.PENDING
-    after = pod_outcomes.classify(
+    after = outcomes.classify(
         unschedulable, now=CREATED + timedelta(seconds=31), start_timeout=timedelta(seconds=30)
     )
     assert (after.state, after.reason) == (PodState.NEVER_STARTED, "Unschedulable")
@@ -152,7 +152,7 @@ def test_unschedulable_fails_only_after_the_start_timeout() -> None:
 
 
 def test_a_pod_pending_past_its_start_timeout_for_another_reason() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod("Pending", waiting("ContainerCreating")),
         now=CREATED + timedelta(minutes=5),
         start_timeout=timedelta(seconds=60),
@@ -161,7 +161,7 @@ def test_a_pod_pending_past_its_start_timeout_for_another_reason() -> None:
 
 
 def test_a_running_pod_never_hits_the_start_timeout() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod("Running", RUNNING),
         now=CREATED + timedelta(hours=1),
         start_timeout=timedelta(seconds=1),
@@ -170,7 +170,7 @@ def test_a_running_pod_never_hits_the_start_timeout() -> None:
 
 
 def test_deadline_exceeded() -> None:
-    outcome = pod_outcomes.classify(
+    outcome = outcomes.classify(
         pod(
             "Failed",
             terminated(137, "Error"),
@@ -182,7 +182,7 @@ def test_deadline_exceeded() -> None:
 
 
 def test_a_missing_pod_is_gone() -> None:
-    outcome = pod_outcomes.classify(None)
+    outcome = outcomes.classify(None)
     assert outcome.state is PodState.GONE and outcome.state.terminal
 
 
@@ -207,5 +207,5 @@ def test_a_v1pod_object_is_classified_like_its_json() -> None:
             ],
         ),
     )
-    outcome = pod_outcomes.classify(v1)
+    outcome = outcomes.classify(v1)
     assert (outcome.state, outcome.container) == (PodState.OOM_KILLED, "main")

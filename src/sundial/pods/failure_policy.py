@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sundial.operator.pod_outcomes import PodOutcome, PodState
+from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling.failures import FailureClass
 
 __all__ = ["DEFAULT_CLASSES", "POD_DELETION_POLICIES", "Verdict", "decide", "matching_rule"]

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from sundial.operator import failure_policy
-from sundial.operator.pod_outcomes import PodOutcome, PodState
+from sundial.pods import failure_policy
+from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import failures
 from sundial.scheduling.failures import FailureClass
 

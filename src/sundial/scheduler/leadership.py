@@ -24,7 +24,7 @@ __all__ = ["LEASE_NAME", "Leadership"]
 
 LEASE_NAME = "operator"
 
-log = logging.getLogger("sundial.operator.leadership")
+log = logging.getLogger("sundial.scheduler.leadership")
 
 
 class Leadership:

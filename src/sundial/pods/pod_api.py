@@ -1,8 +1,8 @@
-"""The pod launcher's Kubernetes calls, and what it reads off a Pod's labels.
+"""The Pod API as the pod launcher calls it (list, read, create, delete), and what Pods say.
 
 The installed synchronous ``kubernetes`` client, run in ``asyncio.to_thread``; responses are
 read as raw JSON (``_preload_content=False``): the launcher needs dicts, and skipping the model
-deserialisation keeps a LIST of hundreds of Pods cheap. Not a watch: the launcher relists each
+deserialisation keeps a LIST of hundreds of Pods cheap. The launcher relists each
 step (docs/adr/0009-pod-launcher.md, decision 1), only the Pods that have not ended
 (``NOT_ENDED``), and GETs by name the few it holds that are missing from that list.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 
 __all__ = ["NOT_ENDED", "PodApi", "api_message", "attempt_of", "ended", "labels", "run_of"]
 
@@ -109,14 +109,14 @@ def labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
 
 def run_of(pod: Mapping[str, Any]) -> int:
     try:
-        return int(labels(pod).get(pod_manifest.LABEL_RUN_ID, "-1"))
+        return int(labels(pod).get(manifests.LABEL_RUN_ID, "-1"))
     except ValueError:
         return -1
 
 
 def attempt_of(pod: Mapping[str, Any]) -> int:
     try:
-        return int(labels(pod).get(pod_manifest.LABEL_ATTEMPT, "-1"))
+        return int(labels(pod).get(manifests.LABEL_ATTEMPT, "-1"))
     except ValueError:
         return -1
 

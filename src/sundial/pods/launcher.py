@@ -59,8 +59,8 @@ from typing import Any, Protocol
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sundial.operator import failure_policy, pod_manifest, pod_outcomes, pod_watch
-from sundial.operator.pod_outcomes import PodOutcome, PodState
+from sundial.pods import failure_policy, manifests, outcomes, pod_api
+from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
 from sundial.scheduling import failures
 from sundial.store import claims, pod_runs
@@ -92,7 +92,7 @@ class LauncherSettings:
     delete_grace_seconds: int = 5
     #: Our clock's timeout fires this long after activeDeadlineSeconds should have.
     timeout_slack_seconds: float = 5.0
-    manifest: pod_manifest.ManifestSettings = field(default_factory=pod_manifest.ManifestSettings)
+    manifest: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
 
 
 @dataclass(frozen=True)
@@ -180,9 +180,7 @@ class PodLauncher:
     ) -> None:
         self._pool = pool
         self._hooks = hooks
-        self._pods = pod_watch.PodApi(
-            api_client, delete_grace_seconds=settings.delete_grace_seconds
-        )
+        self._pods = pod_api.PodApi(api_client, delete_grace_seconds=settings.delete_grace_seconds)
         self._settings = settings
         self._clock = clock or clocks.SystemClock()
         self._attempts: dict[int, _Attempt] = {}  # run id -> the attempt we hold
@@ -279,7 +277,7 @@ class PodLauncher:
         cancelled = []
         for run in runs:
             context = contexts[run.id]
-            name = pod_manifest.pod_name(instance, context.job_name, run.id, run.attempt)
+            name = manifests.pod_name(instance, context.job_name, run.id, run.attempt)
             attempt = _Attempt(run, context, name, context.namespace, now)
             attempt.look_first = adopted or run.attempt > 1
             attempt.pod_recorded = recorded is not None and recorded.get(run.id) == name
@@ -299,15 +297,15 @@ class PodLauncher:
         run_pods = []
         if attempt.look_first:
             run_pods = await self._pods.list(
-                [attempt.namespace], f"{pod_manifest.LABEL_RUN_ID}={attempt.run.id}"
+                [attempt.namespace], f"{manifests.LABEL_RUN_ID}={attempt.run.id}"
             )
         older_alive = False
         for pod in run_pods:
-            pod_attempt = pod_watch.attempt_of(pod)
+            pod_attempt = pod_api.attempt_of(pod)
             if pod_attempt == attempt.run.attempt:
                 self._adopt_pod(attempt, pod)
                 return
-            if pod_attempt < attempt.run.attempt and not pod_watch.ended(pod):
+            if pod_attempt < attempt.run.attempt and not pod_api.ended(pod):
                 older_alive = True
                 log.info(
                     "run %s: deleting the Pod of stale attempt %s", attempt.run.id, pod_attempt
@@ -318,7 +316,7 @@ class PodLauncher:
             return
         if older_alive:
             return  # created on a later step, once the old Pod is terminal or gone
-        spec = pod_manifest.LaunchSpec(
+        spec = manifests.LaunchSpec(
             run_id=attempt.run.id,
             attempt=attempt.run.attempt,
             job_id=str(attempt.run.job_id),
@@ -336,7 +334,7 @@ class PodLauncher:
             owner=await self._owner(attempt),
         )
         attempt.owner = spec.owner
-        manifest = pod_manifest.pod_manifest(spec, self._settings.manifest)
+        manifest = manifests.pod_manifest(spec, self._settings.manifest)
         try:
             await self._pods.create(attempt.namespace, manifest)
         except ApiException as error:
@@ -403,7 +401,7 @@ class PodLauncher:
         )
 
     async def _reject(self, attempt: _Attempt, error: ApiException) -> None:
-        message = pod_watch.api_message(error)
+        message = pod_api.api_message(error)
         log.warning("run %s: the apiserver refused its Pod: %s", attempt.run.id, message)
         self._attempts.pop(attempt.run.id, None)
         await pod_runs.record_pod(
@@ -439,17 +437,17 @@ class PodLauncher:
     async def _observe(self) -> None:
         """Classify the Pods of the attempts we hold; delete live Pods of stale attempts.
 
-        Reads only what is live: the LIST skips ended Pods (``pod_watch.NOT_ENDED``), which the
+        Reads only what is live: the LIST skips ended Pods (``pod_api.NOT_ENDED``), which the
         mirror keeps for the JobRun window and which can outnumber the live ones a hundred to
         one. An attempt whose Pod is not in the list has ended or is gone; one GET by its name
         says which — once per attempt, since an ended attempt is finished and let go.
         """
-        selector = f"{pod_manifest.LABEL_INSTANCE}={self._settings.manifest.instance}"
+        selector = f"{manifests.LABEL_INSTANCE}={self._settings.manifest.instance}"
         pods = await self._pods.list(
-            self._settings.namespaces, selector, field_selector=pod_watch.NOT_ENDED
+            self._settings.namespaces, selector, field_selector=pod_api.NOT_ENDED
         )
         by_attempt: dict[tuple[int, int], dict[str, Any] | None] = {
-            (pod_watch.run_of(pod), pod_watch.attempt_of(pod)): pod for pod in pods
+            (pod_api.run_of(pod), pod_api.attempt_of(pod)): pod for pod in pods
         }
         watched = [
             a for a in self._attempts.values() if a.created_at is not None and a.ended is None
@@ -467,9 +465,7 @@ class PodLauncher:
                 ended.append((attempt, attempt.ended))
                 continue
             pod = by_attempt.get(attempt.key)
-            outcome = pod_outcomes.classify(
-                pod, now=now, start_timeout=self._start_timeout(attempt)
-            )
+            outcome = outcomes.classify(pod, now=now, start_timeout=self._start_timeout(attempt))
             deadline = attempt.created_at + timedelta(
                 seconds=attempt.run.timeout_seconds + self._settings.timeout_slack_seconds
             )
@@ -593,18 +589,18 @@ class PodLauncher:
         candidates = [
             pod
             for pod in pods
-            if not pod_watch.ended(pod)
-            and self._attempts.get(pod_watch.run_of(pod)) is None
+            if not pod_api.ended(pod)
+            and self._attempts.get(pod_api.run_of(pod)) is None
             and not pod.get("metadata", {}).get("deletionTimestamp")
         ]
         if not candidates:
             return
         current = await pod_runs.current_attempts(
-            self._pool, [pod_watch.run_of(p) for p in candidates]
+            self._pool, [pod_api.run_of(p) for p in candidates]
         )
         for pod in candidates:
-            run = current.get(pod_watch.run_of(pod))
-            pod_attempt = pod_watch.attempt_of(pod)
+            run = current.get(pod_api.run_of(pod))
+            pod_attempt = pod_api.attempt_of(pod)
             if run is not None and run.attempt == pod_attempt and run.state == "running":
                 continue  # current: held by this launcher (being adopted) or another one
             if run is not None and run.attempt < pod_attempt:

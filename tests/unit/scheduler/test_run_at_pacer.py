@@ -1,4 +1,4 @@
-"""The fire budget on the run_at timeline (operator.trigger.RunAtPacer), without a database."""
+"""The fire budget on the run_at timeline (scheduler.trigger.RunAtPacer), without a database."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import collections
 import random
 from datetime import UTC, datetime, timedelta
 
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 
 HOUR = datetime(2026, 6, 1, 10, tzinfo=UTC)
 

@@ -36,14 +36,34 @@ import logging
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sundial.api import scheduled_job
-from sundial.operator import kube, pod_manifest
+from sundial.pods import manifests
 
-__all__ = ["FINISHED_STATES", "EndedPod", "collectable", "delete", "ended_pods", "parse", "unkept"]
+__all__ = [
+    "FINISHED_STATES",
+    "EndedPod",
+    "PodMetadataApi",
+    "collectable",
+    "delete",
+    "ended_pods",
+    "parse",
+    "unkept",
+]
 
-log = logging.getLogger("sundial.operator.pod_gc")
+log = logging.getLogger("sundial.pods.pod_gc")
+
+
+class PodMetadataApi(Protocol):
+    """The two Pod calls a sweep makes (``sundial.operator.kube.KubeApi`` has them)."""
+
+    async def list_pod_metadata(
+        self, namespaces: Sequence[str] | None, *, label_selector: str, field_selector: str
+    ) -> Sequence[dict[str, Any]]: ...
+
+    async def delete_pod(self, namespace: str, name: str, uid: str) -> bool: ...
+
 
 #: Pod phases in which nothing runs any more; everything else is listed by the launcher only.
 _ENDED = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
@@ -67,7 +87,7 @@ def parse(metadata_item: Mapping[str, Any]) -> EndedPod | None:
     metadata = metadata_item.get("metadata") or {}
     labels = metadata.get("labels") or {}
     try:
-        run_id = int(labels[pod_manifest.LABEL_RUN_ID])
+        run_id = int(labels[manifests.LABEL_RUN_ID])
     except (KeyError, ValueError):
         return None
     owner = None
@@ -88,12 +108,12 @@ def parse(metadata_item: Mapping[str, Any]) -> EndedPod | None:
 
 
 async def ended_pods(
-    api: kube.KubeApi, namespaces: Sequence[str] | None, instance: str
+    api: PodMetadataApi, namespaces: Sequence[str] | None, instance: str
 ) -> list[EndedPod]:
     """This installation's Pods whose containers have all ended (step 1 of the sweep)."""
     items = await api.list_pod_metadata(
         namespaces,
-        label_selector=f"{pod_manifest.LABEL_INSTANCE}={instance}",
+        label_selector=f"{manifests.LABEL_INSTANCE}={instance}",
         field_selector=_ENDED,
     )
     return [pod for pod in (parse(item) for item in items) if pod is not None]
@@ -126,7 +146,7 @@ def collectable(pods: Iterable[EndedPod], run_states: Mapping[int, str]) -> list
     ]
 
 
-async def delete(api: kube.KubeApi, pods: Sequence[EndedPod], writes: asyncio.Semaphore) -> int:
+async def delete(api: PodMetadataApi, pods: Sequence[EndedPod], writes: asyncio.Semaphore) -> int:
     """Delete ``pods`` with bounded concurrency; how many were deleted. A failed delete is
     logged and left to the next pass."""
 

@@ -1,11 +1,11 @@
-"""Which ended Pods the status mirror deletes (``operator.pod_gc``): pure selection rules."""
+"""Which ended Pods the status mirror deletes (``pods.pod_gc``): pure selection rules."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from sundial.operator import pod_gc
+from sundial.pods import pod_gc
 
 OWNER = uuid.uuid4()
 OTHER = uuid.uuid4()

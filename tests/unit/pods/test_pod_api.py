@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sundial.operator import pod_watch
+from sundial.pods import pod_api
 
 
 @dataclass
@@ -53,17 +53,17 @@ class FakeCore:
                 self.in_flight -= 1
 
 
-def pod_api() -> tuple[pod_watch.PodApi, FakeCore]:
-    api = pod_watch.PodApi(client.ApiClient(), delete_grace_seconds=0)
+def make_pod_api() -> tuple[pod_api.PodApi, FakeCore]:
+    api = pod_api.PodApi(client.ApiClient(), delete_grace_seconds=0)
     fake = FakeCore()
     api._core = fake
     return api, fake
 
 
 async def test_the_list_asks_the_apiserver_for_pods_that_have_not_ended() -> None:
-    api, fake = pod_api()
+    api, fake = make_pod_api()
 
-    pods = await api.list(["a", "b"], "sundial.dev/instance=x", field_selector=pod_watch.NOT_ENDED)
+    pods = await api.list(["a", "b"], "sundial.dev/instance=x", field_selector=pod_api.NOT_ENDED)
 
     assert [pod["metadata"]["name"] for pod in pods] == ["in-a", "in-b"]
     assert [options["field_selector"] for _, options in fake.list_calls] == [
@@ -75,7 +75,7 @@ async def test_the_list_asks_the_apiserver_for_pods_that_have_not_ended() -> Non
 
 
 async def test_a_list_without_a_field_selector_sends_none() -> None:
-    api, fake = pod_api()
+    api, fake = make_pod_api()
 
     await api.list(None, "sundial.dev/run-id=7")
 
@@ -87,8 +87,8 @@ async def test_a_list_without_a_field_selector_sends_none() -> None:
 async def test_get_many_keeps_the_order_reads_gone_as_none_and_bounds_the_gets_in_flight(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(pod_watch, "_GET_CONCURRENCY", 3)
-    api, fake = pod_api()
+    monkeypatch.setattr(pod_api, "_GET_CONCURRENCY", 3)
+    api, fake = make_pod_api()
     wanted = [("ns", f"pod-{n}") for n in range(30)] + [("ns", "gone-1")]
     # More threads than GETs, so only get_many's own bound can hold them back.
     with concurrent.futures.ThreadPoolExecutor(max_workers=40) as threads:
