@@ -75,7 +75,7 @@ def test_a_running_job_run_is_reconciling(
         "-n", namespace, "patch", "jr", "long", "--type=merge", "-p", '{"spec":{"cancel":true}}'
     )
     waited = _wait(kubeconfig, namespace, "long", "Failed")
-    assert waited.returncode == 0, waited.stderr
+    assert waited.returncode == 0, (waited.stderr, get_json(kubectl, "-n", namespace, "jr", "long"))
     body = get_json(kubectl, "-n", namespace, "jr", "long")
     assert body["status"]["phase"] == "Cancelled"
     assert (condition(body, "Failed") or {}).get("reason") == "Cancelled"
