@@ -33,6 +33,7 @@ import pydantic
 from sundial.api import conditions, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
 from sundial.operator import context, events, kube, status
+from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
@@ -90,7 +91,7 @@ async def reconcile(
         run = (await history.runs(ctx.pool, [run_number])).get(run_number)
     if run is None:
         return  # archived away and dropped: leave the last status as it is
-    if spec.cancel and run.state in runs.ACTIVE_STATES:
+    if spec.cancel and run.state in run_state.ACTIVE:
         result = await runs.cancel(ctx.pool, run_number, reason="cancelled: spec.cancel is true")
         log.info("JobRun cancelled", extra={"object": _ref(body), "result": str(result)})
         run = (await history.runs(ctx.pool, [run_number])).get(run_number) or run
@@ -223,7 +224,7 @@ async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
         return
     try:
         result = await runs.cancel(ctx.pool, run_number, reason=DELETED_REASON)
-    except store_errors.InvalidSubmissionError:
+    except store_errors.NoSuchRunError:
         return  # archived and dropped: long finished
     log.info(
         "JobRun deleted",

@@ -22,8 +22,9 @@ from typing import Any
 
 import pydantic
 
-from sundial.api import common, conditions, job_run
+from sundial.api import common, conditions, error_text, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
+from sundial.scheduling.run_state import RunState
 from sundial.store import history
 
 __all__ = [
@@ -38,17 +39,17 @@ __all__ = [
 ]
 
 #: Run states in PostgreSQL -> JobRun phases.
-PHASES: Mapping[str, job_run.Phase] = {
-    "scheduled": "Pending",
-    "pending": "Pending",
-    "blocked": "Blocked",
-    "running": "Running",
-    "retry_wait": "RetryWait",
-    "completed": "Succeeded",
-    "failed": "Failed",
-    "timed_out": "TimedOut",
-    "cancelled": "Cancelled",
-    "dead_lettered": "DeadLettered",
+PHASES: Mapping[str, job_run.Phase] = {  # every RunState (a test checks)
+    RunState.SCHEDULED: "Pending",
+    RunState.PENDING: "Pending",
+    RunState.BLOCKED: "Blocked",
+    RunState.RUNNING: "Running",
+    RunState.RETRY_WAIT: "RetryWait",
+    RunState.COMPLETED: "Succeeded",
+    RunState.FAILED: "Failed",
+    RunState.TIMED_OUT: "TimedOut",
+    RunState.CANCELLED: "Cancelled",
+    RunState.DEAD_LETTERED: "DeadLettered",
 }
 
 
@@ -85,13 +86,14 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
     Pod columns, and a merge patch of this dict then leaves what an earlier pass wrote. A new
     attempt's Pod clears the previous attempt's ``exitCode``. ``reason`` is the Pod's own
     reason (OOMKilled, Evicted, ImagePullBackOff …) when a pod run did not succeed, else the
-    failure class of the failure table.
+    failure's detail (BadArgs, UnknownHandler …) if the runner gave one, else the failure class
+    of the failure table.
     """
     duration = None
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
-    reason = run.failure_reason
-    if run.pod_reason and run.state != "completed":
+    reason = run.failure_detail or run.failure_reason
+    if run.pod_reason and run.state != RunState.COMPLETED:
         reason = run.pod_reason
     desired: dict[str, Any] = {
         "phase": PHASES.get(run.state),
@@ -102,7 +104,7 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
         "startedAt": rfc3339(run.started_at),
         "finishedAt": rfc3339(run.finished_at),
         "duration": duration,
-        "lastError": job_run.truncate_error(run.last_error) if run.last_error else None,
+        "lastError": error_text.truncate(run.last_error) if run.last_error else None,
         "observedGeneration": generation,
     }
     if run.pod_name is not None:
@@ -309,7 +311,7 @@ def scheduled_job_status(
         streak = sum(
             1
             for run in window.failed
-            if run.state != "cancelled"
+            if run.state != RunState.CANCELLED
             and (last_successful is None or (run.finished_at or now) > last_successful)
         )
     if schedule is not None and schedule.quarantine_after is not None:

@@ -12,11 +12,18 @@ camelCase) or as a ``kubernetes.client.V1Pod``. The order of the checks is the c
    evicted container is SIGKILLed and also reports 137); a container that exited 137 with no
    more specific reason -> OOM_KILLED (the fallback of runtimes that do not say OOMKilled);
    else FAILED with the first non-zero exit code.
-3. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
+3. Not yet terminal but being deleted (a ``deletionTimestamp``; the outcome finalizer keeps the
+   object, docs/adr/0023-pod-outcome-finalizer.md): ``DisruptionTarget=True`` (an eviction
+   through the Eviction API, a preemption) -> DISRUPTED at once; otherwise the kubelet's final
+   status is waited for until ``deletion_slack`` after the deletion's grace period ended, then
+   GONE (deleted by someone else, reason PodDeleted). A kubelet that reports in time gives the
+   real end instead (a container that finished its work within the grace period SUCCEEDED).
+4. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
    config error) -> NEVER_STARTED at once; still ``Pending`` past ``start_timeout`` ->
    NEVER_STARTED (``Unschedulable`` when the scheduler said so); else RUNNING or PENDING.
 
-A Pod that no longer exists is ``GONE`` (``classify(None)``): someone else deleted it.
+A Pod that no longer exists is ``GONE`` (``classify(None)``): someone else deleted it (or
+removed the outcome finalizer), so how it ended cannot be read any more.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 from kubernetes import client
 
 __all__ = [
+    "DELETION_SLACK",
     "DISRUPTION_REASONS",
     "NEVER_START_REASONS",
     "OOM_EXIT_CODE",
@@ -40,6 +48,8 @@ __all__ = [
 ]
 
 OOM_EXIT_CODE = 137
+#: How long past a deletion's grace period the kubelet's final status is waited for.
+DELETION_SLACK = timedelta(seconds=5)
 #: Waiting reasons a container does not recover from without a change to the Pod.
 NEVER_START_REASONS = frozenset(
     {
@@ -115,6 +125,7 @@ def classify(
     *,
     now: datetime | None = None,
     start_timeout: timedelta | None = None,
+    deletion_slack: timedelta = DELETION_SLACK,
 ) -> PodOutcome:
     """Where the Pod's attempt stands; see the module docstring for the order of the checks."""
     if pod is None:
@@ -173,6 +184,18 @@ def classify(
                     message=str(term.get("message") or ""),
                 )
         return outcome(PodState.FAILED, pod_reason or "Failed", message=message)
+
+    deleting = _timestamp(data.get("metadata", {}).get("deletionTimestamp"))
+    if deleting is not None:
+        if ("DisruptionTarget", "True") in conditions:
+            reason = _condition_reason(status, "DisruptionTarget") or "Disrupted"
+            message = str((_condition(status, "DisruptionTarget") or {}).get("message") or "")
+            return outcome(PodState.DISRUPTED, reason, message=message)
+        if now is not None and now > deleting + deletion_slack:
+            return outcome(
+                PodState.GONE, "PodDeleted", message="the Pod was deleted before it ended"
+            )
+        return outcome(PodState.RUNNING, "Terminating")
 
     for container_status in statuses:
         waiting = (container_status.get("state") or {}).get("waiting") or {}

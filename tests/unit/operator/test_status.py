@@ -6,6 +6,7 @@ import datetime
 import uuid
 
 from sundial.operator import status
+from sundial.scheduling import run_state
 from sundial.store import history
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, 30, 123456, tzinfo=datetime.UTC)
@@ -277,3 +278,20 @@ def test_a_failed_job_runs_conditions_carry_its_last_error():
     failed = history.RunView(9, "failed", 3, "HandlerError", "ValueError: bad row", NOW, NOW, NOW)
     messages = {kind: message for kind, _, _, message in status.job_run_conditions(failed)}
     assert messages["Failed"] == messages["Stalled"] == "ValueError: bad row"
+
+
+def test_every_run_state_has_a_phase() -> None:
+    assert set(status.PHASES) == set(run_state.RunState)
+
+
+def test_the_reason_is_the_failures_detail_when_the_runner_gave_one() -> None:
+    bad_args = history.RunView(
+        14, "failed", 1, "permanent", "invalid args", None, None, None, failure_detail="BadArgs"
+    )
+    assert status.job_run_status(bad_args, generation=1)["reason"] == "BadArgs"
+    no_detail = history.RunView(15, "failed", 1, "permanent", "upstream failed", *[None] * 3)
+    assert status.job_run_status(no_detail, generation=1)["reason"] == "permanent"
+    pod = history.RunView(
+        16, "dead_lettered", 3, "oom", None, None, None, None, "p", 137, "OOMKilled", "x"
+    )
+    assert status.job_run_status(pod, generation=1)["reason"] == "OOMKilled"
