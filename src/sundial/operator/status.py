@@ -122,7 +122,7 @@ def job_run_conditions(run: history.RunView) -> list[Wanted]:
     """
     phase = PHASES.get(run.state, "Pending")
     detail = run.last_error or run.failure_reason or ""
-    detail = job_run.truncate_error(detail) if detail else f"run {run.id} ended {phase}"
+    detail = error_text.truncate(detail) if detail else f"run {run.id} ended {phase}"
     if phase == "Succeeded":
         message = f"run {run.id} succeeded (attempt {run.attempt})"
         return [
