@@ -67,16 +67,33 @@ def crds(output: pathlib.Path | None) -> None:
     default=None,
     help="JSON object of arguments; defaults to the SUNDIAL_ARGS environment variable.",
 )
-def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None) -> None:
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    envvar="SUNDIAL_LOG_LEVEL",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Level of the handler's ctx.logger lines (or SUNDIAL_LOG_LEVEL).",
+)
+def exec_(
+    handler: str, handler_modules: tuple[str, ...], args_file: str | None, log_level: str
+) -> None:
     """Run one registered HANDLER in the foreground; the exit code is the outcome.
 
     0 succeeded, 1 the handler raised, 3 bad arguments, 4 unknown handler, 5 a handlers
     module failed to import, 6 bad SUNDIAL_* environment, 143 cancelled by SIGTERM.
+
+    Log records (the handler's ctx.logger among them) go to stdout as JSON lines with the
+    keys of every Sundial process; stderr carries only the reason of a failure, which the
+    subprocess executor keeps as the run's error.
     """
     import os
     import sys
 
+    from sundial.observability import logging as json_logging
     from sundial.runner import exec_command
+
+    json_logging.configure(log_level.upper(), stream=sys.stdout)
 
     try:
         args_text = exec_command.read_args(args_file, os.environ)

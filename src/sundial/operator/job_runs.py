@@ -10,7 +10,8 @@ lost events harmless):
   namespace, else the uid) - so re-applying a manifest, or submitting twice after a crash,
   creates one run. An upstream JobRun that has no run yet means "try again on the next pass";
 * ``cancel: true``: cancel the run (or never submit it);
-* otherwise: copy the run's state into ``status``, and delete the object
+* otherwise: copy the run's state into ``status`` (with the kstatus and Job-style conditions of
+  ``status.job_run_conditions``), and delete the object
   ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
 
 ``delete`` runs behind the finalizer when a user JobRun is deleted: a run that has not
@@ -29,7 +30,7 @@ from typing import Any
 
 import pydantic
 
-from sundial.api import common, conditions, job_run
+from sundial.api import conditions, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
 from sundial.operator import context, events, kube, status
 from sundial.scheduling import run_state
@@ -40,7 +41,7 @@ __all__ = ["DELETED_REASON", "delete", "reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
-Wanted = tuple[str, common.ConditionStatus, str, str]
+Wanted = status.Wanted
 
 #: The ``last_error`` of a run cancelled because its user JobRun was deleted.
 DELETED_REASON = "cancelled: the JobRun was deleted"
@@ -69,11 +70,16 @@ async def reconcile(
     run_id = current.get("runId")
     if run_id is None:
         if spec.cancel:
+            cancelled = ConditionReason.CANCELLED
             await _write(
                 ctx,
                 body,
                 {"phase": "Cancelled", "reason": "cancelled before it was submitted"},
-                [(ConditionType.READY, "False", "Cancelled", "cancelled before submission")],
+                [
+                    (ConditionType.READY, "False", cancelled, "cancelled before submission"),
+                    (ConditionType.COMPLETE, "False", cancelled, "cancelled before submission"),
+                    (ConditionType.FAILED, "True", cancelled, "cancelled before submission"),
+                ],
             )
             return
         run_id = await _submit(ctx, body, spec)
@@ -96,8 +102,7 @@ async def reconcile(
         desired,
         [
             (ConditionType.READY, "True", ConditionReason.SUBMITTED, f"run {run.id}"),
-            (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
-            (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
+            *status.job_run_conditions(run),
         ],
     )
     events.record_unclaimable(ctx.recorder, body, desired, current)
