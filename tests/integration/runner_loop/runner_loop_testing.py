@@ -134,11 +134,13 @@ class RunnerProcess:
         self.port = eventually(self._port, within=30, what=f"{worker_id} to start")
 
     def _port(self) -> int | None:
-        if self.process.poll() is not None:
-            raise AssertionError(f"runner exited early:\n{self.log_path.read_text()}")
+        # The log first: a runner may start and end (a handler that kills it) between polls.
         for entry in self.logs():
             if entry.get("message") == "runner starting":
                 return int(entry["metrics_port"])
+        if self.process.poll() is not None:
+            self._log.close()
+            raise AssertionError(f"runner exited early:\n{self.log_path.read_text()}")
         return None
 
     def logs(self) -> list[dict[str, Any]]:
