@@ -157,7 +157,8 @@ def real_node_of_session(
         return real_node.RealNode(
             name=nodes[0].metadata.name, images=real_node.read_images(real_node_images_env)
         )
-    return real_node.start(local_cluster, real_node_images_env)
+    # Only what the tests run: every 100 MB imported costs seconds per session.
+    return real_node.start(local_cluster, real_node_images_env, images=("BUSYBOX", "RUNNER"))
 
 
 @pytest.fixture(scope="session")

@@ -120,7 +120,7 @@ def start_cluster_with_node(
 ) -> tuple[cluster.LocalCluster, real_nodes.RealNode]:
     local = cluster.start(state_dir, owner_pid=owner_pid)
     try:
-        return local, real_nodes.start(local, images_env)
+        return local, real_nodes.start(local, images_env, images=("BUSYBOX",))
     except BaseException:
         local.stop()
         raise
