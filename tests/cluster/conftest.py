@@ -45,6 +45,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not selected or os.environ.get("SUNDIAL_TEST_KUBECONFIG"):
         return
     _build_control_plane(session)
+    stash = session.config.stash
+    if _SKIP_REASON in stash or _FAIL_REASON in stash or session.config.option.collectonly:
+        return
     if any(_HERE / "realnode" in Path(str(item.path)).parents for item in session.items):
         _prepare_real_node(session)
 
