@@ -9,7 +9,8 @@ footprint holds what is this node's: mounts under its state directory, its bridg
 veths on it (or on no bridge: a leftover), its cgroup root, and the processes in that cgroup
 root or naming its directory. The machine-wide part (six sysctls, the paths the kubelet and
 containerd hard-code) is compared only when no other real node ran at any point, because the
-last node out restores it; the tests say when they could not.
+last node out restores it; the tests say when they could not. This file sorts first in
+realnode/, so its first test runs before the session's real node starts.
 """
 
 from __future__ import annotations
