@@ -425,7 +425,7 @@ async def test_a_pod_deleted_by_someone_else_past_its_grace_follows_pod_deletion
 
     terminated = pods[0].status.container_statuses[0].state.terminated
     assert (terminated.exit_code, terminated.reason) == (137, "Error")  # what the kubelet wrote
-    assert (row["state"], row["attempt"], row["oom_retries_used"]) == ("cancelled", 1, 0)
+    assert (row["state"], row["attempt"], row["oom_retries_used"]) == ("cancelled", 1, 0), row
     assert "podDeletionPolicy: Cancel" in row["last_error"]
     assert [p.metadata.labels[pod_manifest.LABEL_ATTEMPT] for p in pods] == ["1"]
 
