@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -274,3 +275,27 @@ def test_the_watchdog_removes_the_node_when_its_owner_dies_beside_another_node(
     assert ready["Ready"] == "True"
     assert core_api.read_namespaced_pod(session_pod, "default").status.phase == "Running"
     core_api.delete_namespaced_pod(session_pod, "default", grace_period_seconds=0)
+
+
+def test_down_cleans_up_after_a_kubelet_and_containerd_killed_with_their_containers_running(
+    real_node_images_env: Path,
+):
+    """A crash, not a shutdown: SIGKILL leaves the shim, the container (now an orphan), its
+    cgroups, mounts and network namespace behind, and nobody to tear them down but down."""
+    state_dir = Path(tempfile.mkdtemp(prefix="sundial-crash-"))
+    before = footprint(state_dir)
+    local, node = start_cluster_with_node(state_dir, real_node_images_env, owner_pid=os.getpid())
+    try:
+        run_sleeping_pod(local, node)
+        for name in ("kubelet", "containerd"):
+            os.kill(int((state_dir / "pids" / f"{name}.pid").read_text()), signal.SIGKILL)
+        time.sleep(1)
+        crashed = footprint(state_dir)
+    finally:
+        local.stop()
+
+    names = {process.split()[1] for process in crashed.processes}
+    assert "sleep" in names and "kubelet" not in names, names  # the container outlived both
+    assert any(name.startswith("containerd-shim") for name in names), names
+    assert leftovers(before, footprint(state_dir), compare_shared=False) == {}
+    assert not state_dir.exists()
