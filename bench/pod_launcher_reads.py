@@ -44,7 +44,7 @@ from kubernetes import client, config
 
 from sundial.api import scheduled_job
 from sundial.localdev import cluster, kube_reads, postgres
-from sundial.operator import pod_launcher, pod_manifest, pod_watch
+from sundial.pods import launcher, manifests, pod_api
 from sundial.store import migrate, runs, schedules
 from sundial.store import pool as store_pool
 
@@ -61,7 +61,7 @@ FOREIGN_RUN = 10_000_000  # run ids of the kept Pods: no store row has them
 
 
 def kept_pod(run_id: int) -> dict[str, Any]:
-    spec = pod_manifest.LaunchSpec(
+    spec = manifests.LaunchSpec(
         run_id=run_id,
         attempt=1,
         job_id=str(uuid.uuid4()),
@@ -74,13 +74,13 @@ def kept_pod(run_id: int) -> dict[str, Any]:
         fire_time=datetime.now(UTC),
         timeout_seconds=3600,
     )
-    return pod_manifest.pod_manifest(spec, pod_manifest.ManifestSettings(instance=INSTANCE))
+    return manifests.pod_manifest(spec, manifests.ManifestSettings(instance=INSTANCE))
 
 
 def count_phase(core: client.CoreV1Api, phase: str) -> int:
     listing = core.list_namespaced_pod(
         NAMESPACE,
-        label_selector=f"{pod_manifest.LABEL_INSTANCE}={INSTANCE}",
+        label_selector=f"{manifests.LABEL_INSTANCE}={INSTANCE}",
         field_selector=f"status.phase={phase}",
     )
     return len(listing.items)
@@ -153,29 +153,29 @@ async def bench(dsn: str, kubeconfig: Path, kept: int, held: int, steps: int) ->
     reads = kube_reads.count_reads(measured_api)
     try:
         await submit_held_runs(pool, held)
-        settings = pod_launcher.LauncherSettings(
+        settings = launcher.LauncherSettings(
             worker="bench-reads",
             namespaces=[NAMESPACE],
-            manifest=pod_manifest.ManifestSettings(instance=INSTANCE),
+            manifest=manifests.ManifestSettings(instance=INSTANCE),
         )
-        launcher = pod_launcher.PodLauncher(pool, measured_api, settings)
+        pod_launcher = launcher.PodLauncher(pool, measured_api, settings)
 
         async def all_running() -> bool:
-            await launcher.step()
+            await pod_launcher.step()
             return await asyncio.to_thread(lambda: count_phase(core, "Running") == held)
 
         await wait_for(f"{held} held Pods Running", all_running)
-        await launcher.step()
+        await pod_launcher.step()
         step_samples = []
         for _ in range(steps):
             reads.take()
             started = time.perf_counter()
-            await launcher.step()
+            await pod_launcher.step()
             step_samples.append((reads.take(), time.perf_counter() - started))
-        assert len(launcher.held) == held, launcher.held
+        assert len(pod_launcher.held) == held, pod_launcher.held
 
-        pods = pod_watch.PodApi(measured_api, delete_grace_seconds=0)
-        selector = f"{pod_manifest.LABEL_INSTANCE}={INSTANCE}"
+        pods = pod_api.PodApi(measured_api, delete_grace_seconds=0)
+        selector = f"{manifests.LABEL_INSTANCE}={INSTANCE}"
         list_samples = []
         for _ in range(steps):
             reads.take()

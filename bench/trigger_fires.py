@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from sundial.localdev import postgres
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import cron, spread
 from sundial.store import fires, migrate
 from sundial.store import pool as store_pool

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sundial import cli
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 
 COMMANDS = {
     "operator": ["operator", "--dsn", "postgresql://unused/x", "--liveness-port", "0"],
@@ -23,16 +23,16 @@ class _Built(Exception):
 
 
 @pytest.fixture
-def built(monkeypatch: pytest.MonkeyPatch) -> list[pod_manifest.ManifestSettings]:
+def built(monkeypatch: pytest.MonkeyPatch) -> list[manifests.ManifestSettings]:
     """The ManifestSettings a command builds; the command stops right there."""
-    seen: list[pod_manifest.ManifestSettings] = []
-    real = pod_manifest.ManifestSettings
+    seen: list[manifests.ManifestSettings] = []
+    real = manifests.ManifestSettings
 
-    def record(**fields: Any) -> pod_manifest.ManifestSettings:
+    def record(**fields: Any) -> manifests.ManifestSettings:
         seen.append(real(**fields))
         raise _Built
 
-    monkeypatch.setattr(pod_manifest, "ManifestSettings", record)
+    monkeypatch.setattr(manifests, "ManifestSettings", record)
     # pod-launcher loads a kubeconfig before it builds its settings.
     monkeypatch.setattr(
         "kubernetes.config.new_client_from_config", lambda **_: _FakeClient(), raising=True
@@ -47,7 +47,7 @@ class _FakeClient:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_the_oom_flags_become_the_installation_default_bump(
-    command: str, built: list[pod_manifest.ManifestSettings]
+    command: str, built: list[manifests.ManifestSettings]
 ) -> None:
     arguments = [*COMMANDS[command], "--oom-memory-increase-percent", "50"]
     result = CliRunner().invoke(cli.main, [*arguments, "--oom-max-memory", "1.5Gi"])
@@ -60,7 +60,7 @@ def test_the_oom_flags_become_the_installation_default_bump(
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_without_the_flags_there_is_no_bump_and_the_cap_is_8gi(
-    command: str, built: list[pod_manifest.ManifestSettings]
+    command: str, built: list[manifests.ManifestSettings]
 ) -> None:
     result = CliRunner().invoke(cli.main, COMMANDS[command])
 
@@ -72,7 +72,7 @@ def test_without_the_flags_there_is_no_bump_and_the_cap_is_8gi(
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("quantity", ["8GB", "-1Gi", "100m", "0", "lots"])
 def test_a_max_memory_that_is_not_a_positive_quantity_is_a_usage_error(
-    command: str, quantity: str, built: list[pod_manifest.ManifestSettings]
+    command: str, quantity: str, built: list[manifests.ManifestSettings]
 ) -> None:
     result = CliRunner().invoke(cli.main, [*COMMANDS[command], "--oom-max-memory", quantity])
 
@@ -85,7 +85,7 @@ def test_a_max_memory_that_is_not_a_positive_quantity_is_a_usage_error(
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("percent", ["-1", "1001", "half"])
 def test_an_increase_percent_outside_0_to_1000_is_a_usage_error(
-    command: str, percent: str, built: list[pod_manifest.ManifestSettings]
+    command: str, percent: str, built: list[manifests.ManifestSettings]
 ) -> None:
     arguments = [*COMMANDS[command], "--oom-memory-increase-percent", percent]
     result = CliRunner().invoke(cli.main, arguments)

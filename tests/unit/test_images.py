@@ -1,8 +1,9 @@
 """The Dockerfiles of operator/ and runner/ agree with what the Pods and the chart assume.
 
-No Docker engine runs here, so the images are not built in CI; these checks hold the parts a
-cluster would refuse at run time: a Pod with ``runAsNonRoot`` only starts an image whose USER is
-a numeric non-zero UID, and a handler Pod's command (``sundial exec HANDLER``) must be on PATH.
+The unit tier builds no image (``hack/images/build`` does, with buildah, for the real-node
+tier); these checks hold, without a build, the parts a cluster would refuse at run time: a Pod
+with ``runAsNonRoot`` only starts an image whose USER is a numeric non-zero UID, and a handler
+Pod's command (``sundial exec HANDLER``) must be on PATH.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 
 import pytest
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ def test_final_stage_is_a_numeric_non_root_user_running_sundial(image: str, comm
 
 
 def test_handler_pod_command_is_the_runner_image_entrypoint() -> None:
-    spec = pod_manifest.LaunchSpec(
+    spec = manifests.LaunchSpec(
         run_id=1,
         attempt=1,
         job_id="4f1c2b7e-0000-4000-8000-000000000001",
@@ -58,7 +59,7 @@ def test_handler_pod_command_is_the_runner_image_entrypoint() -> None:
         fire_time=None,
         timeout_seconds=60,
     )
-    manifest = pod_manifest.pod_manifest(spec, pod_manifest.ManifestSettings())
+    manifest = manifests.pod_manifest(spec, manifests.ManifestSettings())
     (container,) = manifest["spec"]["containers"]
     entrypoint = json.loads(instruction(final_stage(ROOT / "runner" / "Dockerfile"), "ENTRYPOINT"))
     assert container["command"][: len(entrypoint)] == entrypoint

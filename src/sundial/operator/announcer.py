@@ -1,6 +1,6 @@
 """The trigger loop, hosted in the operator, telling Kubernetes what it did.
 
-``AnnouncingTriggerLoop`` is ``operator.trigger.TriggerLoop`` (same leader lease, same
+``AnnouncingTriggerLoop`` is ``scheduler.trigger.TriggerLoop`` (same leader lease, same
 transactions) whose every tick turns the store's report into Kubernetes Events on the
 ScheduledJob - ``SuccessfulCreate`` per run created, and the reasons ``store.fires`` reports
 per schedule (``MissSchedule``, ``TooManyMissedTimes``, ``JobAlreadyActive``, ``Coalesced``,
@@ -11,7 +11,8 @@ A schedule the mirror has not listed yet gets no Event (the run is still in Post
 from __future__ import annotations
 
 from sundial.api.conditions import EventReason
-from sundial.operator import context, events, trigger
+from sundial.operator import context, events
+from sundial.scheduler import trigger
 from sundial.store import fires, pool
 
 __all__ = ["AnnouncingTriggerLoop"]
@@ -56,7 +57,8 @@ class AnnouncingTriggerLoop(trigger.TriggerLoop):
             body = known.get(outcome.schedule_id)
             if body is None:
                 continue
-            for reason in outcome.events:
+            for text in outcome.events:
+                reason = EventReason(text)  # every reason store.fires reports is one (tested)
                 event_type = events.WARNING if reason in _WARNINGS else events.NORMAL
                 message = outcome.newly_quarantined or outcome.stalled or reason
                 self.ctx.recorder.record(body, event_type, reason, message)

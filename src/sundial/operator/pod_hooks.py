@@ -39,8 +39,10 @@ from typing import Any
 
 from sundial.api import common, job_run, scheduled_job
 from sundial.api.conditions import EventReason
-from sundial.operator import context, events, job_runs, kube, pod_launcher
-from sundial.operator.pod_outcomes import PodState
+from sundial.operator import context, events, job_runs, kube
+from sundial.pods import launcher
+from sundial.pods.outcomes import PodState
+from sundial.scheduling import run_state
 
 __all__ = ["OperatorPodHooks"]
 
@@ -58,7 +60,7 @@ _REASONS = {
 
 
 class OperatorPodHooks:
-    """``pod_launcher.LaunchHooks`` for the operator (see the module docstring)."""
+    """``launcher.LaunchHooks`` for the operator (see the module docstring)."""
 
     def __init__(self, ctx: context.Context) -> None:
         self.ctx = ctx
@@ -136,13 +138,13 @@ class OperatorPodHooks:
             return None
         return job_runs.DELETED_REASON
 
-    async def ended(self, end: pod_launcher.AttemptEnd) -> None:
+    async def ended(self, end: launcher.AttemptEnd) -> None:
         reason = _REASONS.get(end.outcome.state)
-        dead_lettered = end.run_state == "dead_lettered"
+        dead_lettered = end.run_state == run_state.RunState.DEAD_LETTERED
         pod_deleted = (
             end.outcome.state is PodState.GONE
-            and end.outcome.reason != pod_launcher.OWNER_DELETED
-            and end.run_state == "cancelled"
+            and end.outcome.reason != launcher.OWNER_DELETED
+            and end.run_state == run_state.RunState.CANCELLED
         )
         if reason is None and not dead_lettered and not pod_deleted:
             return
@@ -179,7 +181,7 @@ class OperatorPodHooks:
                 key=events.dead_lettered_key(end.run_id, end.attempt),
             )
 
-    async def _involved(self, end: pod_launcher.AttemptEnd) -> Mapping[str, Any] | None:
+    async def _involved(self, end: launcher.AttemptEnd) -> Mapping[str, Any] | None:
         """The object an attempt's Events go on: its user JobRun, else its ScheduledJob."""
         user_run = self.user_job_run(end.idempotency_key)
         if user_run is not None:

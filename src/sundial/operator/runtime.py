@@ -37,15 +37,13 @@ from sundial.operator import (
     events,
     handlers,
     kube,
-    leadership,
     liveness,
     logs,
     mirror,
     pod_hooks,
-    pod_launcher,
-    pod_manifest,
-    trigger,
 )
+from sundial.pods import launcher, manifests
+from sundial.scheduler import leadership, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import pool as store_pool
 
@@ -73,7 +71,7 @@ class OperatorConfig:
     pod_poll: timedelta = timedelta(seconds=1)
     max_pods: int = 200
     #: ``instance`` labels the Pods; the image runs handler jobs whose executionModel is pod.
-    pods: pod_manifest.ManifestSettings = field(default_factory=pod_manifest.ManifestSettings)
+    pods: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
 
 
 async def serve(config: OperatorConfig) -> int:
@@ -131,12 +129,12 @@ async def _lead(
     )
     status_mirror = mirror.Mirror(ctx)
     kopf_stop = asyncio.Event()
-    launcher = None
+    pod_launcher = None
     if config.pod_launcher:
-        launcher = pod_launcher.PodLauncher(
+        pod_launcher = launcher.PodLauncher(
             pool,
             api.api_client,
-            pod_launcher.LauncherSettings(
+            launcher.LauncherSettings(
                 worker=config.holder,
                 queues=config.pod_queues,
                 namespaces=config.namespaces,
@@ -164,7 +162,7 @@ async def _lead(
         asyncio.create_task(status_mirror.run(stop), name="mirror"),
         asyncio.create_task(recorder.run(stop), name="events"),
         keeper,
-        *([asyncio.create_task(launcher.run(stop), name="pods")] if launcher else []),
+        *([asyncio.create_task(pod_launcher.run(stop), name="pods")] if pod_launcher else []),
         asyncio.create_task(lead.lost.wait(), name="lease-lost"),
         asyncio.create_task(stop.wait(), name="stop"),
     }

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from sundial.api import scheduled_job
-from sundial.operator import pod_launcher, pod_manifest
+from sundial.pods import launcher, manifests
 from sundial.store import pool as store_pool
 from sundial.store import reaper, runs, schedules
 
@@ -117,11 +117,9 @@ async def wait_state(pool: store_pool.Pool, run_id: int, *states: str, within: f
 
 def run_pods(core_api: client.CoreV1Api, namespace: str, run_id: int) -> list[client.V1Pod]:
     listing = core_api.list_namespaced_pod(
-        namespace, label_selector=f"{pod_manifest.LABEL_RUN_ID}={run_id}"
+        namespace, label_selector=f"{manifests.LABEL_RUN_ID}={run_id}"
     )
-    return sorted(
-        listing.items, key=lambda pod: int(pod.metadata.labels[pod_manifest.LABEL_ATTEMPT])
-    )
+    return sorted(listing.items, key=lambda pod: int(pod.metadata.labels[manifests.LABEL_ATTEMPT]))
 
 
 async def wait_pods(
@@ -139,7 +137,7 @@ async def wait_pods(
     return pods
 
 
-def settings(namespace: str, worker: str, **changes: Any) -> pod_launcher.LauncherSettings:
+def settings(namespace: str, worker: str, **changes: Any) -> launcher.LauncherSettings:
     values: dict[str, Any] = {
         "worker": worker,
         "namespaces": [namespace],
@@ -148,22 +146,22 @@ def settings(namespace: str, worker: str, **changes: Any) -> pod_launcher.Launch
         "default_start_timeout_seconds": 30.0,
         "delete_grace_seconds": 0,
         "timeout_slack_seconds": 0.5,
-        "manifest": pod_manifest.ManifestSettings(instance=namespace),
+        "manifest": manifests.ManifestSettings(instance=namespace),
     }
     values.update(changes)
-    return pod_launcher.LauncherSettings(**values)
+    return launcher.LauncherSettings(**values)
 
 
 @contextlib.asynccontextmanager
 async def running_launcher(
     pool: store_pool.Pool, api_client: client.ApiClient, launcher_settings: Any
-) -> AsyncIterator[pod_launcher.PodLauncher]:
+) -> AsyncIterator[launcher.PodLauncher]:
     """A launcher in a task, stopped (Pods and leases left as they are) on exit."""
-    launcher = pod_launcher.PodLauncher(pool, api_client, launcher_settings)
+    pod_launcher = launcher.PodLauncher(pool, api_client, launcher_settings)
     stop = asyncio.Event()
-    task = asyncio.create_task(launcher.run(stop))
+    task = asyncio.create_task(pod_launcher.run(stop))
     try:
-        yield launcher
+        yield pod_launcher
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
@@ -212,11 +210,11 @@ class PodEvents:
         for event in self._watch.stream(
             core_api.list_namespaced_pod,
             namespace,
-            label_selector=f"{pod_manifest.LABEL_RUN_ID}={run_id}",
+            label_selector=f"{manifests.LABEL_RUN_ID}={run_id}",
             timeout_seconds=120,
         ):
             pod = event["object"]
-            attempt = int(pod.metadata.labels[pod_manifest.LABEL_ATTEMPT])
+            attempt = int(pod.metadata.labels[manifests.LABEL_ATTEMPT])
             self.events.append((event["type"], attempt, pod.status.phase))
 
     def __enter__(self) -> PodEvents:

@@ -28,7 +28,7 @@ from pod_testing import (
     wait_until,
 )
 
-from sundial.operator import pod_launcher
+from sundial.pods import launcher
 from sundial.store import claims
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
@@ -40,8 +40,8 @@ def worker() -> str:
 
 async def crash_after_pod_created(pool, api_client, core_api, namespace, run_id, worker_id):
     """Launcher A creates the run's Pod, then its task is cancelled mid-flight."""
-    launcher = pod_launcher.PodLauncher(pool, api_client, settings(namespace, worker_id))
-    task = asyncio.create_task(launcher.run(asyncio.Event()))
+    pod_launcher = launcher.PodLauncher(pool, api_client, settings(namespace, worker_id))
+    task = asyncio.create_task(pod_launcher.run(asyncio.Event()))
     try:
         [pod] = await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
         # The name is recorded right after the create; wait for it, as a crash comes later.
@@ -59,7 +59,16 @@ async def crash_after_pod_created(pool, api_client, core_api, namespace, run_id,
 
 
 async def delete_pod_now(core_api, namespace, run_id, name):
+    """Delete the Pod and take the outcome finalizer off it, so it is really gone: the case of
+    a Pod whose finalizer someone removed by hand (with the finalizer in place the Pod waits
+    for the launcher: test_pod_outcome_finalizer.py)."""
     await asyncio.to_thread(core_api.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
+    await asyncio.to_thread(
+        core_api.patch_namespaced_pod,
+        name,
+        namespace,
+        [{"op": "remove", "path": "/metadata/finalizers"}],
+    )
     await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=30)
 
 

@@ -32,7 +32,7 @@ from pod_testing import (
     wait_until,
 )
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 from sundial.store import runs, schedules
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
@@ -58,8 +58,8 @@ async def test_a_pod_run_succeeds_with_one_restricted_pod(pool, api_client, core
     [pod] = run_pods(core_api, namespace, run_id)
     assert row["pod_name"] == pod.metadata.name
     assert pod.status.phase == "Succeeded"
-    assert pod.metadata.labels[pod_manifest.LABEL_ATTEMPT] == "1"
-    assert pod.metadata.labels[pod_manifest.LABEL_JOB] == "report"
+    assert pod.metadata.labels[manifests.LABEL_ATTEMPT] == "1"
+    assert pod.metadata.labels[manifests.LABEL_JOB] == "report"
     assert pod.spec.restart_policy == "Never"
     assert pod.spec.active_deadline_seconds == 300
     assert pod.spec.automount_service_account_token is False
@@ -120,7 +120,7 @@ async def test_oom_killed_every_time_ends_dead_lettered_as_oom(
     assert (row["pod_reason"], row["pod_exit_code"]) == ("OOMKilled", 137)
     assert "OOMKilled" in row["last_error"]
     pods = run_pods(core_api, namespace, run_id)
-    assert [p.metadata.labels[pod_manifest.LABEL_ATTEMPT] for p in pods] == ["1", "2", "3"]
+    assert [p.metadata.labels[manifests.LABEL_ATTEMPT] for p in pods] == ["1", "2", "3"]
     limits = [p.spec.containers[0].resources.limits["memory"] for p in pods]
     assert limits == ["64Mi", str(128 * 2**20), str(200 * 2**20)]  # doubled, then capped
 
@@ -269,7 +269,7 @@ async def test_a_stale_pod_is_deleted_and_its_outcome_ignored(
 
     assert (row["state"], row["attempt"]) == ("completed", 2)
     [new_pod] = run_pods(core_api, namespace, run_id)  # attempt 1's Pod is gone
-    assert new_pod.metadata.labels[pod_manifest.LABEL_ATTEMPT] == "2"
+    assert new_pod.metadata.labels[manifests.LABEL_ATTEMPT] == "2"
     assert new_pod.metadata.name != old_pod.metadata.name
     assert row["pod_name"] == new_pod.metadata.name
     async with pool.connection() as conn:
@@ -337,7 +337,7 @@ async def test_a_handler_job_in_pod_mode_runs_sundial_exec_in_the_runner_image(
     launcher_settings = settings(
         namespace,
         worker(),
-        manifest=pod_manifest.ManifestSettings(instance=namespace, runner_image="runner:test"),
+        manifest=manifests.ManifestSettings(instance=namespace, runner_image="runner:test"),
     )
 
     async with maintenance(pool), running_launcher(pool, api_client, launcher_settings):

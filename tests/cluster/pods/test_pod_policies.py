@@ -27,7 +27,7 @@ from pod_testing import (
 )
 
 from sundial.api import common
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 from sundial.store import pool as store_pool
 from sundial.store import runs, schedules
 
@@ -39,7 +39,7 @@ def worker() -> str:
 
 
 def attempts(pods: list[client.V1Pod]) -> list[str]:
-    return [pod.metadata.labels[pod_manifest.LABEL_ATTEMPT] for pod in pods]
+    return [pod.metadata.labels[manifests.LABEL_ATTEMPT] for pod in pods]
 
 
 async def delete_running_pod(core_api: client.CoreV1Api, namespace: str, run_id: int) -> str:

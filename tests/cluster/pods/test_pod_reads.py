@@ -18,7 +18,7 @@ from kubernetes import client, config
 from pod_testing import OUTCOME, Job, run_pods, run_row, settings, template, wait_until
 
 from sundial.localdev import kube_reads
-from sundial.operator import pod_launcher, pod_manifest
+from sundial.pods import launcher, manifests
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 
@@ -27,10 +27,13 @@ KEPT = 50
 FOREIGN_RUN = 10_000_000
 
 
-def kept_pod(namespace: str, run_id: int, annotations: dict[str, str]) -> dict[str, Any]:
+def kept_pod(
+    namespace: str, run_id: int, annotations: dict[str, str], *, released: bool
+) -> dict[str, Any]:
     """A Pod as the launcher makes them (labels, environment, security context: its real
-    size), of a run this launcher does not hold."""
-    spec = pod_manifest.LaunchSpec(
+    size), of a run this launcher does not hold; ``released``: as the launcher leaves a Pod
+    once its outcome is recorded (no outcome finalizer, no tracked label)."""
+    spec = manifests.LaunchSpec(
         run_id=run_id,
         attempt=1,
         job_id=str(uuid.uuid4()),
@@ -43,11 +46,15 @@ def kept_pod(namespace: str, run_id: int, annotations: dict[str, str]) -> dict[s
         fire_time=None,
         timeout_seconds=3600,
     )
-    return pod_manifest.pod_manifest(spec, pod_manifest.ManifestSettings(instance=namespace))
+    pod = manifests.pod_manifest(spec, manifests.ManifestSettings(instance=namespace))
+    if released:
+        del pod["metadata"]["labels"][manifests.LABEL_TRACKED]
+        pod["metadata"]["finalizers"].remove(manifests.OUTCOME_FINALIZER)
+    return pod
 
 
 def phases(core_api: client.CoreV1Api, namespace: str, run_ids: range) -> list[str]:
-    selector = f"{pod_manifest.LABEL_RUN_ID} in ({','.join(str(r) for r in run_ids)})"
+    selector = f"{manifests.LABEL_RUN_ID} in ({','.join(str(r) for r in run_ids)})"
     pods = core_api.list_namespaced_pod(namespace, label_selector=selector).items
     return sorted(pod.status.phase or "" for pod in pods)
 
@@ -68,19 +75,19 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
     job = Job(pool, namespace)
     await job.define(template({OUTCOME: "run-forever"}))
     run_id = await job.submit()
-    launcher = pod_launcher.PodLauncher(
+    pod_launcher = launcher.PodLauncher(
         pool, reading_client, settings(namespace, f"launcher-{uuid.uuid4().hex[:6]}")
     )
 
     async def held_pod_runs() -> bool:
-        await launcher.step()
+        await pod_launcher.step()
         pods = await asyncio.to_thread(run_pods, core_api, namespace, run_id)
         return len(pods) == 1 and pods[0].status.phase == "Running"
 
     await wait_until(held_pod_runs, what="the held run's Pod Running")
-    await launcher.step()  # one quiet step first: the Pod's Running is not news any more
+    await pod_launcher.step()  # one quiet step first: the Pod's Running is not news any more
     reads.take()
-    await launcher.step()
+    await pod_launcher.step()
     before = reads.take()
 
     # KEPT ended Pods of the installation, as the mirror keeps them, and one live Pod of a run
@@ -88,10 +95,10 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
     # step, by another client (not counted).
     ended_runs = range(FOREIGN_RUN, FOREIGN_RUN + KEPT)
     for run in ended_runs:
-        core_api.create_namespaced_pod(namespace, kept_pod(namespace, run, {}))
+        core_api.create_namespaced_pod(namespace, kept_pod(namespace, run, {}, released=True))
     stale_run = FOREIGN_RUN + KEPT
     core_api.create_namespaced_pod(
-        namespace, kept_pod(namespace, stale_run, {OUTCOME: "run-forever"})
+        namespace, kept_pod(namespace, stale_run, {OUTCOME: "run-forever"}, released=False)
     )
     await wait_until(
         lambda: asyncio.to_thread(
@@ -103,7 +110,7 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
         what=f"{KEPT} kept Pods Succeeded and the stale one Running",
     )
 
-    await launcher.step()
+    await pod_launcher.step()
     after = reads.take()
 
     # The same requests; one more object, the live stale Pod. Not the KEPT ended ones.
@@ -121,5 +128,5 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
         what="the stale live Pod deleted",
     )
     assert phases(core_api, namespace, ended_runs) == ["Succeeded"] * KEPT  # left for the sweep
-    assert launcher.held == {run_id: 1}
+    assert pod_launcher.held == {run_id: 1}
     assert (await run_row(pool, run_id))["state"] == "running"

@@ -3,8 +3,7 @@ the kernel really produce them, against a real PostgreSQL.
 
 Every Pod selects and tolerates the real node (``node_testing.template``) and runs an image
 imported there. Waits are generous (a PLEG relist is once a second, and CI is loaded); the
-assertions are not. Tests marked ``racy`` depend on the launcher catching an evicted or
-deleted Pod's final status in the instant before the object goes (see their docstrings).
+assertions are not.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from pod_testing import (
     wait_state,
 )
 
-from sundial.operator import pod_manifest
+from sundial.pods import manifests
 from sundial.store import runs, schedules
 
 pytestmark = pytest.mark.timeout(180)
@@ -298,20 +297,40 @@ async def wait_running(core_api: client.CoreV1Api, namespace: str, run_id: int) 
 
 
 def hold(core_api: client.CoreV1Api, namespace: str, pod: client.V1Pod) -> None:
-    """Put a finalizer of the test's own on ``pod``: its final status stays readable."""
-    core_api.patch_namespaced_pod(
-        pod.metadata.name, namespace, {"metadata": {"finalizers": [HOLD]}}
-    )
+    """Add a finalizer of the test's own to ``pod`` (someone else's, beside the launcher's)."""
+    current = core_api.read_namespaced_pod(pod.metadata.name, namespace)
+    if current.metadata.finalizers:
+        patch = [{"op": "add", "path": "/metadata/finalizers/-", "value": HOLD}]
+    else:
+        patch = [{"op": "add", "path": "/metadata/finalizers", "value": [HOLD]}]
+    core_api.patch_namespaced_pod(pod.metadata.name, namespace, patch)
 
 
 def release(core_api: client.CoreV1Api, namespace: str, pods: list[client.V1Pod]) -> None:
+    """Take the test's finalizer off again, and only it: the launcher's own
+    (``sundial.dev/pod-outcome``) is the launcher's to remove, maybe at this very moment."""
     for pod in pods:
-        if HOLD in (pod.metadata.finalizers or []):
-            core_api.patch_namespaced_pod(
-                pod.metadata.name,
-                namespace,
-                [{"op": "remove", "path": "/metadata/finalizers"}],
-            )
+        for _attempt in range(10):
+            current = core_api.read_namespaced_pod(pod.metadata.name, namespace)
+            finalizers = list(current.metadata.finalizers or [])
+            if HOLD not in finalizers:
+                break
+            patch = [
+                {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+                {
+                    "op": "replace",
+                    "path": "/metadata/finalizers",
+                    "value": [name for name in finalizers if name != HOLD],
+                },
+            ]
+            try:
+                core_api.patch_namespaced_pod(pod.metadata.name, namespace, patch)
+                break
+            except client.ApiException as error:  # the launcher changed them meanwhile
+                if error.status == 404:
+                    break
+                if error.status != 422:
+                    raise
 
 
 HOLD = "sundial.dev/test-hold"
@@ -326,8 +345,9 @@ async def evict(core_api: client.CoreV1Api, namespace: str, name: str) -> None:
 async def test_an_evicted_pod_held_by_a_finalizer_is_a_disruption_not_counted(
     pool, api_client, core_api, namespace, real_node
 ):
-    """The Eviction API on a running Pod whose final status a finalizer keeps (as a later
-    issue makes Sundial's own Pods do): DisruptionTarget, retried without spending maxRetries."""
+    """The Eviction API on a running Pod that also carries someone else's finalizer:
+    DisruptionTarget, retried without spending maxRetries, and the Pod's final status the
+    kubelet wrote (exit 143 from the TERM trap) is what the test reads afterwards."""
     job = Job(pool, namespace)
     await job.define(
         template(real_node, TRAP_TERM, grace_seconds=5),
@@ -360,15 +380,14 @@ async def test_an_evicted_pod_held_by_a_finalizer_is_a_disruption_not_counted(
     assert reason == "infrastructure" and "EvictionByEvictionAPI" in error
 
 
-@pytest.mark.racy
 async def test_an_evicted_pod_is_a_disruption_not_counted_against_max_retries(
     pool, api_client, core_api, namespace, real_node
 ):
-    """KNOWN RACY until Sundial's Pods carry a finalizer (a later issue): the evicted Pod's
-    final status (DisruptionTarget) exists only between the kubelet's last status write and
-    the object's removal, well under a second. If the launcher's GET misses it, the Pod is
-    GONE and podDeletionPolicy (Retry) counts it as a crash: with maxRetries 0 the run is then
-    dead-lettered, and this test fails. That failure is the defect; do not weaken it."""
+    """The plain case: nothing but the launcher's outcome finalizer (ADR 0023) keeps the
+    evicted Pod's final status (DisruptionTarget) readable. Without it the status lives only
+    between the kubelet's last write and the object's removal; a missed read made the Pod
+    GONE and podDeletionPolicy (Retry) counted it as a crash (with maxRetries 0: dead-lettered,
+    and this test failed). Before that finalizer it passed 10 of 10 runs here, by luck."""
     job = Job(pool, namespace)
     await job.define(
         template(real_node, TRAP_TERM, grace_seconds=2),
@@ -386,19 +405,15 @@ async def test_an_evicted_pod_is_a_disruption_not_counted_against_max_retries(
     assert (row["attempt"], row["retries_used"], row["infra_retries_used"]) == (2, 0, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs pod_outcomes.classify to check deletionTimestamp before the 137 fallback "
-    "(the fix is on the images branch); until then the deletion is read as an OOM kill",
-)
 async def test_a_pod_deleted_by_someone_else_past_its_grace_follows_pod_deletion_policy(
     pool, api_client, core_api, namespace, real_node
 ):
     """``sleep`` ignores SIGTERM, so after the 1 s grace the kubelet SIGKILLs it: Failed, 137,
     reason Error, deletionTimestamp set and no DisruptionTarget. A finalizer of the test's
-    keeps that status readable, so the launcher always sees it (without one it sees it only
-    sometimes). It is a deletion by someone else: podDeletionPolicy (Cancel) applies, never
-    the OOM path (no OOM budget spent, no memory bump)."""
+    keeps that status readable for the test too. It is a deletion by someone else:
+    podDeletionPolicy (Cancel) applies, never the OOM path (no OOM budget spent, no memory
+    bump). Before classify read only OOMKilled as an OOM kill, this run went to retry_wait
+    with oom_retries_used 1."""
     job = Job(pool, namespace)
     await job.define(
         template(real_node, ["sleep", "600"], resources={"limits": {"memory": "32Mi"}}),
@@ -427,7 +442,7 @@ async def test_a_pod_deleted_by_someone_else_past_its_grace_follows_pod_deletion
     assert (terminated.exit_code, terminated.reason) == (137, "Error")  # what the kubelet wrote
     assert (row["state"], row["attempt"], row["oom_retries_used"]) == ("cancelled", 1, 0), row
     assert "podDeletionPolicy: Cancel" in row["last_error"]
-    assert [p.metadata.labels[pod_manifest.LABEL_ATTEMPT] for p in pods] == ["1"]
+    assert [p.metadata.labels[manifests.LABEL_ATTEMPT] for p in pods] == ["1"]
 
 
 async def test_a_handler_job_runs_sundial_exec_in_the_runner_image(

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from trigger_testing import UNPACED, add_schedule, fire_times
 
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import pool
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from trigger_testing import START, UNPACED, add_schedule, fire_times
 
 from sundial import cli
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, schedules
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import prometheus_client
 from trigger_testing import START, UNPACED, add_schedule, fire_times
 
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, runs, schedules
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import psycopg
 from trigger_testing import START, bulk_schedules
 
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import clock, spread
 from sundial.store import pool
 

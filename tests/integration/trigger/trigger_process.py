@@ -13,7 +13,7 @@ from datetime import datetime
 
 from trigger_testing import START
 
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import pool as store_pool
 

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from sundial.api import scheduled_job
-from sundial.operator import trigger
+from sundial.scheduler import trigger
 from sundial.scheduling import cron, spread
 from sundial.store import pool as store_pool
 from sundial.store import schedules

@@ -8,8 +8,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sundial.operator import context, events, job_runs, kube, pod_hooks, pod_launcher
-from sundial.operator.pod_outcomes import PodOutcome, PodState
+from sundial.operator import context, events, job_runs, kube, pod_hooks
+from sundial.pods import launcher
+from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
 
 NAMESPACE = "team"
@@ -66,8 +67,8 @@ def hooks_with(*, job_run: bool, scheduled_job: bool) -> tuple[pod_hooks.Operato
     return pod_hooks.OperatorPodHooks(ctx), (api, recorder)
 
 
-def end(state: PodState, reason: str, run_state: str, key: str) -> pod_launcher.AttemptEnd:
-    return pod_launcher.AttemptEnd(
+def end(state: PodState, reason: str, run_state: str, key: str) -> launcher.AttemptEnd:
+    return launcher.AttemptEnd(
         run_id=7,
         attempt=1,
         job_id=SCHEDULED_JOB_UID,
@@ -160,7 +161,7 @@ async def test_a_pod_gone_with_its_scheduled_job_follows_the_pod_deletion_policy
 async def test_a_pod_gone_with_its_job_run_posts_no_pod_deleted_event() -> None:
     hooks, (_, recorder) = hooks_with(job_run=True, scheduled_job=True)
 
-    await hooks.ended(end(PodState.GONE, pod_launcher.OWNER_DELETED, "cancelled", JOB_RUN_UID))
+    await hooks.ended(end(PodState.GONE, launcher.OWNER_DELETED, "cancelled", JOB_RUN_UID))
 
     assert recorder.recorded == []
 

@@ -1,0 +1,721 @@
+"""The pod launcher: pod-mode runs claimed from the store, one Pod per attempt, ends mapped back.
+
+A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts it, and
+``sundial pod-launcher`` runs it alone. Each ``step``:
+
+1. **Heartbeat** every held run in one statement (about three times per lease). A run whose
+   lease was lost is no longer ours: its Pod is deleted and its outcome ignored. A run with a
+   cancel request has its Pod deleted (with a grace period) and is finished cancelled.
+2. **Claim** pod-mode runs (``execution_models=('pod',)``) up to free slots, and **start**
+   each attempt: first every Pod of an *older* attempt of the same run that has not ended is
+   deleted, and the new Pod is created only once they are terminal or gone (one attempt's Pod
+   at a time, checked at every start, so it also holds after a reap and a new claim). The Pod
+   name is deterministic per attempt: a second create is a 409, adopted, never a second Pod.
+   A template the apiserver rejects (400/422, or 403 from Pod Security) fails the run at once
+   with the apiserver's message (class ``permanent``: no retry storm).
+3. **Observe** the Pods (one LIST per namespace of this installation's Pods whose outcome is
+   not recorded yet, ``sundial.dev/tracked=true``, plus a GET for each held attempt missing
+   from it: level triggered, see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
+   (``pod_outcomes``), and finish the ended ones in one batch through the job's failure
+   policy (``failure_policy``), after recording the Pod's name, exit code and reason on the
+   run. The timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop),
+   and a Pod that never starts, delete the Pod. A Pod someone else deleted before it ended is
+   retried (a crash) or ends the run cancelled, as the job's ``podDeletionPolicy`` says. A Pod
+   of ours whose attempt is not current (its run moved on, or is not running) is deleted; its
+   outcome is never recorded. A Pod that is gone because the object owning it was deleted
+   (the garbage collector took it with a deleted user JobRun) ends its run cancelled, whatever
+   the job's ``podDeletionPolicy`` says, when the hooks say so (``deleted_with_owner``): a
+   run whose JobRun was deleted is cancelled, never retried with a new Pod, even if the Pod
+   went before the operator's cancel landed (docs/adr/0013-job-run-owns-its-pods.md).
+
+**No Pod ends unaccounted** (docs/adr/0023-pod-outcome-finalizer.md): every Pod is created
+with the finalizer ``sundial.dev/pod-outcome``, so an evicted or deleted Pod stays readable,
+with its final status, until the launcher has committed its attempt's outcome; only then is
+the finalizer removed (``PodApi.release``). A tracked Pod whose attempt no launcher holds any
+more (the run finished, moved to a newer attempt, was cancelled, or its launcher lost the
+lease or crashed between the commit and the release) is released by whichever launcher of the
+installation lists it next; a live one is deleted first. A watch on the tracked Pods wakes the
+step loop as soon as one of them changes; the relist each ``poll_interval_seconds`` stays the
+safety net, so a broken watch costs latency, not correctness.
+
+Hooks (``LaunchHooks``, optional): the host may give each Pod an owner reference (the operator
+points it at the run's user JobRun, else the job's ScheduledJob, when one exists) and is told
+of every attempt whose Pod ended once its finish committed (the operator records Kubernetes
+Events from it). Without hooks (``sundial pod-launcher``) neither happens.
+
+Restart-safe: state lives in PostgreSQL and on the Pods. A launcher restarted with the same
+worker id adopts the runs it still holds and their Pods. It creates the Pod only if the crash
+fell between claim and create: the run's recorded Pod name (``pod_runs.record_pod``, written
+after the create succeeded) says whether the current attempt's Pod was created, and a Pod that
+was created and is gone now was deleted while the launcher was down — handled as a live
+launcher handles a gone Pod (``podDeletionPolicy``, or cancelled with its deleted owner, which
+the hooks look up again: ``former_owner``), never
+created again under the same attempt. A crash between the create and the record leaves no
+name, but the Pod exists under its deterministic name and is adopted. A launcher that does
+not come back loses its leases; the reaper returns the runs to pending and the next claim's
+start deletes the old attempt's Pod first. Stopping the launcher leaves Pods running, on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sundial.pods import failure_policy, manifests, outcomes, pod_api
+from sundial.pods.outcomes import PodOutcome, PodState
+from sundial.scheduling import clock as clocks
+from sundial.scheduling import failures, run_state
+from sundial.store import claims, pod_runs
+from sundial.store.pool import Pool
+
+__all__ = [
+    "OWNER_DELETED",
+    "AttemptEnd",
+    "LaunchHooks",
+    "LauncherSettings",
+    "PodLauncher",
+    "release_all",
+]
+
+log = logging.getLogger("sundial.pod_launcher")
+
+_PERMANENT_CREATE_STATUSES = frozenset({400, 422})
+
+#: The reason recorded for a Pod that went with its deleted owner (``deleted_with_owner``).
+OWNER_DELETED = "OwnerDeleted"
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    worker: str
+    queues: Sequence[str] = ("default",)
+    #: Where the launcher looks for its Pods; None: every namespace (a cluster-wide LIST).
+    namespaces: Sequence[str] | None = None
+    lease_seconds: float = claims.DEFAULT_LEASE_SECONDS
+    poll_interval_seconds: float = 1.0
+    #: Attempts held at once (Pods live or starting).
+    max_pods: int = 200
+    claim_batch: int = 50
+    #: Used when the job sets no startTimeoutSeconds.
+    default_start_timeout_seconds: float = 300.0
+    delete_grace_seconds: int = 5
+    #: Our clock's timeout fires this long after activeDeadlineSeconds should have.
+    timeout_slack_seconds: float = 5.0
+    manifest: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
+    #: Follow the tracked Pods with a watch that wakes the loop (off: poll only).
+    watch: bool = True
+    #: Steps woken by the watch are at least this far apart, so a burst of Pod events costs a
+    #: few relists, not one per event.
+    min_step_interval_seconds: float = 0.1
+    #: Finalizer releases in flight at once.
+    release_concurrency: int = 16
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """An attempt whose Pod ended (or never started), after its finish committed."""
+
+    run_id: int
+    attempt: int
+    job_id: str
+    namespace: str
+    job_name: str
+    pod_name: str
+    outcome: PodOutcome
+    #: The run's state after the finish: ``pending``/``retry_wait`` (retried), ``completed``,
+    #: ``failed``, ``dead_lettered`` ...; None if the store did not say.
+    run_state: str | None
+    #: The run's idempotency key (per run; a user JobRun's run is found by it).
+    idempotency_key: str | None = None
+
+
+class LaunchHooks(Protocol):
+    """What a host adds to the launcher (see the module docstring)."""
+
+    async def owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        """The ownerReference for the Pods of the run with ``idempotency_key`` of the job, or
+        None for none."""
+
+    async def former_owner(
+        self, namespace: str, job_name: str, job_id: str, idempotency_key: str
+    ) -> Mapping[str, Any] | None:
+        """The ownerReference a Pod deleted while no launcher ran most likely had, looked up
+        afresh (it went with the Pod): the run's user JobRun even while it is being deleted,
+        else as ``owner``. Asked once per such Pod, after a restart, so it may LIST."""
+
+    async def deleted_with_owner(self, namespace: str, owner: Mapping[str, Any]) -> str | None:
+        """For a Pod that is gone and had the ownerReference ``owner``: the reason its run is
+        cancelled if the Pod went because its owner was deleted (the owner is gone or being
+        deleted), else None (the job's ``podDeletionPolicy`` applies)."""
+
+    async def ended(self, end: AttemptEnd) -> None:
+        """Called once per committed end of an attempt this launcher observed; never raises."""
+
+
+@dataclass
+class _Attempt:
+    run: claims.ClaimedRun
+    context: pod_runs.LaunchContext
+    pod_name: str
+    namespace: str
+    claimed_at: datetime
+    created_at: datetime | None = None  # None until the Pod exists
+    #: How the attempt ended, kept until its finish commits: a failed write is retried on the
+    #: next step with the same outcome, even once the Pod has been deleted.
+    ended: PodOutcome | None = None
+    #: Look for existing Pods of the run before creating one: any retry (an older attempt's
+    #: Pod may live), an adopted run, or a create that met a 409. A first attempt just claimed
+    #: cannot have a Pod yet, which saves a LIST per launch.
+    look_first: bool = True
+    #: The ownerReference its Pod was created with (or adopted with), if any.
+    owner: Mapping[str, Any] | None = None
+    #: Set when the Pod went with its deleted owner: the attempt ends cancelled with this.
+    cancel_reason: str | None = None
+    #: An adopted attempt whose Pod the store says was created (its name is recorded): if it
+    #: is not found, it was deleted, and is not created again.
+    pod_recorded: bool = False
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.run.id, self.run.attempt)
+
+
+class PodLauncher:
+    """Claims pod-mode runs and drives one Pod per attempt; see the module docstring."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        api_client: client.ApiClient,
+        settings: LauncherSettings,
+        *,
+        clock: clocks.Clock | None = None,
+        hooks: LaunchHooks | None = None,
+    ) -> None:
+        self._pool = pool
+        self._hooks = hooks
+        self._api_client = api_client
+        self._pods = pod_api.PodApi(api_client, delete_grace_seconds=settings.delete_grace_seconds)
+        self._settings = settings
+        self._clock = clock or clocks.SystemClock()
+        self._attempts: dict[int, _Attempt] = {}  # run id -> the attempt we hold
+        self._last_heartbeat: datetime | None = None
+        self._adopted = False
+
+    @property
+    def held(self) -> dict[int, int]:
+        """Run id -> attempt of every run this launcher holds now."""
+        return {run_id: a.run.attempt for run_id, a in self._attempts.items()}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Step until ``stop`` is set; Pods and leases are left as they are."""
+        changed = asyncio.Event()
+        watch = None
+        if self._settings.watch:
+            watch = pod_api.PodWatch(
+                self._api_client,
+                self._settings.namespaces,
+                pod_api.tracked_selector(self._settings.manifest.instance),
+                changed,
+            )
+        try:
+            while not stop.is_set():
+                changed.clear()
+                try:
+                    await self.step()
+                except Exception:  # a failed step is retried; state is in PostgreSQL and Pods
+                    log.exception("pod launcher step failed")
+                await self._wait(stop, changed)
+        finally:
+            if watch is not None:
+                await asyncio.to_thread(watch.close)
+
+    async def _wait(self, stop: asyncio.Event, changed: asyncio.Event) -> None:
+        """Until the poll interval passes, ``stop`` is set, or the watch saw a change (but at
+        least ``min_step_interval_seconds``)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), self._settings.min_step_interval_seconds)
+            return
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(changed.wait())]
+        try:
+            await asyncio.wait(
+                waiters,
+                timeout=self._settings.poll_interval_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def step(self) -> None:
+        if not self._adopted:
+            await self._adopt()
+            self._adopted = True
+        await self._heartbeat()
+        await self._claim()
+        await self._start_pending()
+        await self._observe()
+
+    # -- leases ------------------------------------------------------------------------------
+
+    async def _adopt(self) -> None:
+        held = await pod_runs.held_runs(self._pool, self._settings.worker)
+        if held:
+            log.info("adopting %d runs held by %s", len(held), self._settings.worker)
+            await self._track(
+                [h.run for h in held],
+                adopted=True,
+                recorded={h.run.id: h.recorded_pod_name for h in held},
+            )
+
+    async def _heartbeat(self) -> None:
+        now = self._clock.now()
+        period = timedelta(seconds=self._settings.lease_seconds / 3)
+        if not self._attempts or (
+            self._last_heartbeat is not None and now - self._last_heartbeat < period
+        ):
+            return
+        self._last_heartbeat = now
+        result = await claims.heartbeat(
+            self._pool,
+            self._settings.worker,
+            [attempt.key for attempt in self._attempts.values()],
+            lease_seconds=self._settings.lease_seconds,
+        )
+        for run_id in result.lost:
+            attempt = self._attempts.pop(run_id)
+            log.warning("run %s attempt %s: lease lost; deleting its Pod", *attempt.key)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
+        cancelled = [self._attempts.pop(r) for r in result.cancel_requested if r in self._attempts]
+        for attempt in cancelled:
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
+        if cancelled:
+            await self._finish([(a, claims.Outcome.cancelled(a.run), None) for a in cancelled])
+
+    # -- starting attempts -----------------------------------------------------------------
+
+    async def _claim(self) -> None:
+        free = self._settings.max_pods - len(self._attempts)
+        if free <= 0:
+            return
+        claimed = await claims.claim(
+            self._pool,
+            self._settings.worker,
+            queues=self._settings.queues,
+            execution_models=("pod",),
+            limit=min(free, self._settings.claim_batch),
+            lease_seconds=self._settings.lease_seconds,
+        )
+        if claimed:
+            await self._track(claimed)
+
+    async def _track(
+        self,
+        runs: Sequence[claims.ClaimedRun],
+        *,
+        adopted: bool = False,
+        recorded: Mapping[int, str | None] | None = None,
+    ) -> None:
+        contexts = await pod_runs.launch_context(self._pool, [run.id for run in runs])
+        now = self._clock.now()
+        instance = self._settings.manifest.instance
+        cancelled = []
+        for run in runs:
+            context = contexts[run.id]
+            name = manifests.pod_name(instance, context.job_name, run.id, run.attempt)
+            attempt = _Attempt(run, context, name, context.namespace, now)
+            attempt.look_first = adopted or run.attempt > 1
+            attempt.pod_recorded = recorded is not None and recorded.get(run.id) == name
+            if run.cancel_requested:
+                cancelled.append((attempt, claims.Outcome.cancelled(run), None))
+                continue
+            self._attempts[run.id] = attempt
+        await self._finish(cancelled)
+
+    async def _start_pending(self) -> None:
+        starting = [a for a in self._attempts.values() if a.created_at is None]
+        if starting:
+            await asyncio.gather(*(self._start(attempt) for attempt in starting))
+
+    async def _start(self, attempt: _Attempt) -> None:
+        """Create the attempt's Pod once no older attempt's Pod of the run is alive."""
+        run_pods = []
+        if attempt.look_first:
+            run_pods = await self._pods.list(
+                [attempt.namespace], f"{manifests.LABEL_RUN_ID}={attempt.run.id}"
+            )
+        older_alive = False
+        for pod in run_pods:
+            pod_attempt = pod_api.attempt_of(pod)
+            if pod_attempt == attempt.run.attempt:
+                self._adopt_pod(attempt, pod)
+                return
+            if pod_attempt < attempt.run.attempt and not pod_api.ended(pod):
+                older_alive = True
+                log.info(
+                    "run %s: deleting the Pod of stale attempt %s", attempt.run.id, pod_attempt
+                )
+                await self._pods.delete(attempt.namespace, pod["metadata"]["name"])
+        if attempt.pod_recorded:
+            await self._adopt_gone_pod(attempt)
+            return
+        if older_alive:
+            return  # created on a later step, once the old Pod is terminal or gone
+        spec = manifests.LaunchSpec(
+            run_id=attempt.run.id,
+            attempt=attempt.run.attempt,
+            job_id=str(attempt.run.job_id),
+            job_namespace=attempt.namespace,
+            job_name=attempt.context.job_name,
+            handler=attempt.run.handler,
+            template=attempt.context.pod_template,
+            args=attempt.run.args if isinstance(attempt.run.args, Mapping) else {},
+            idempotency_key=attempt.run.idempotency_key,
+            fire_time=attempt.run.fire_time,
+            timeout_seconds=attempt.run.timeout_seconds,
+            oom_kills_before=attempt.context.oom_kills,
+            oom_memory_increase_percent=attempt.context.oom_memory_increase_percent,
+            oom_max_memory_bytes=attempt.context.oom_max_memory_bytes,
+            owner=await self._owner(attempt),
+        )
+        attempt.owner = spec.owner
+        manifest = manifests.pod_manifest(spec, self._settings.manifest)
+        try:
+            await self._pods.create(attempt.namespace, manifest)
+        except ApiException as error:
+            if error.status == 409:
+                attempt.look_first = True  # it exists: adopted on the next step
+                return
+            if error.status in _PERMANENT_CREATE_STATUSES or (
+                error.status == 403 and "PodSecurity" in str(error.body)
+            ):
+                await self._reject(attempt, error)
+                return
+            log.warning("run %s: creating its Pod failed (%s); retrying", attempt.run.id, error)
+            await self._fail_if_never_started(attempt)
+            return
+        attempt.created_at = self._clock.now()
+        recorded = await pod_runs.record_pod(
+            self._pool,
+            self._settings.worker,
+            attempt.run.id,
+            attempt.run.attempt,
+            pod_name=attempt.pod_name,
+        )
+        if not recorded:
+            self._attempts.pop(attempt.run.id, None)
+            await self._pods.delete(attempt.namespace, attempt.pod_name)
+
+    async def _owner(self, attempt: _Attempt, *, former: bool = False) -> Mapping[str, Any] | None:
+        if self._hooks is None:
+            return None
+        lookup = self._hooks.former_owner if former else self._hooks.owner
+        try:
+            return await lookup(
+                attempt.namespace,
+                attempt.context.job_name,
+                str(attempt.run.job_id),
+                attempt.run.idempotency_key,
+            )
+        except Exception:  # an owner reference is a convenience: launch without one
+            log.exception("run %s: could not resolve the Pod's owner", attempt.run.id)
+            return None
+
+    async def _adopt_gone_pod(self, attempt: _Attempt) -> None:
+        """An adopted attempt whose Pod was created (the store recorded it) and is gone: it
+        was deleted while no launcher watched. ``_observe`` ends it as a gone Pod, as if this
+        launcher had seen it go; its owner is looked up again for ``_gone_with_owner``, since
+        the ownerReference went with the Pod."""
+        log.info(
+            "run %s attempt %s: its Pod %s was deleted while the launcher was away",
+            attempt.run.id,
+            attempt.run.attempt,
+            attempt.pod_name,
+        )
+        attempt.owner = await self._owner(attempt, former=True)
+        attempt.created_at = self._clock.now()
+
+    def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
+        references = pod.get("metadata", {}).get("ownerReferences") or ()
+        attempt.owner = references[0] if references else None
+        created = pod.get("metadata", {}).get("creationTimestamp")
+        attempt.created_at = (
+            datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+            if created
+            else self._clock.now()
+        )
+
+    async def _reject(self, attempt: _Attempt, error: ApiException) -> None:
+        message = pod_api.api_message(error)
+        log.warning("run %s: the apiserver refused its Pod: %s", attempt.run.id, message)
+        self._attempts.pop(attempt.run.id, None)
+        await pod_runs.record_pod(
+            self._pool,
+            self._settings.worker,
+            attempt.run.id,
+            attempt.run.attempt,
+            pod_name=attempt.pod_name,
+            reason="PodRejected",
+        )
+        attempt.ended = PodOutcome(PodState.NEVER_STARTED, "PodRejected", message=message)
+        outcome = claims.Outcome.failed(
+            attempt.run,
+            f"the apiserver refused the Pod: {message}",
+            failures.FailureClass.PERMANENT,
+        )
+        await self._finish([(attempt, outcome, None)])
+
+    async def _fail_if_never_started(self, attempt: _Attempt) -> None:
+        limit = self._start_timeout(attempt)
+        if self._clock.now() - attempt.claimed_at > limit:
+            outcome = PodOutcome(
+                PodState.NEVER_STARTED,
+                "StartTimeout",
+                message=f"the Pod could not be created within {limit.total_seconds():.0f} s",
+            )
+            self._attempts.pop(attempt.run.id, None)
+            attempt.ended = outcome
+            await self._end([(attempt, outcome)])
+
+    # -- observing Pods --------------------------------------------------------------------
+
+    async def _observe(self) -> None:
+        """Classify the Pods of the attempts we hold; delete live Pods of stale attempts.
+
+        Reads only what is unaccounted for: the LIST selects the tracked Pods (live, or ended
+        with their outcome not yet recorded), not the released ones the mirror keeps for the
+        JobRun window, which can outnumber them a hundred to one. An attempt whose Pod is not
+        in the list was released or is gone (a Pod created before the finalizer existed, or
+        one whose finalizer someone removed); one GET by its name says which.
+        """
+        pods = await self._pods.list(
+            self._settings.namespaces, pod_api.tracked_selector(self._settings.manifest.instance)
+        )
+        by_attempt: dict[tuple[int, int], dict[str, Any] | None] = {
+            (pod_api.run_of(pod), pod_api.attempt_of(pod)): pod for pod in pods
+        }
+        watched = [
+            a for a in self._attempts.values() if a.created_at is not None and a.ended is None
+        ]
+        missing = [a for a in watched if a.key not in by_attempt]
+        if missing:
+            found = await self._pods.get_many([(a.namespace, a.pod_name) for a in missing])
+            by_attempt.update(zip((a.key for a in missing), found, strict=True))
+        now = self._clock.now()
+        ended: list[tuple[_Attempt, PodOutcome]] = []
+        for attempt in list(self._attempts.values()):
+            if attempt.created_at is None:
+                continue
+            if attempt.ended is not None:
+                ended.append((attempt, attempt.ended))
+                continue
+            pod = by_attempt.get(attempt.key)
+            outcome = outcomes.classify(pod, now=now, start_timeout=self._start_timeout(attempt))
+            deadline = attempt.created_at + timedelta(
+                seconds=attempt.run.timeout_seconds + self._settings.timeout_slack_seconds
+            )
+            if outcome.state is PodState.GONE:
+                outcome = await self._gone_with_owner(attempt, outcome)
+            if not outcome.state.terminal and now > deadline:
+                outcome = PodOutcome(
+                    PodState.DEADLINE_EXCEEDED,
+                    "DeadlineExceeded",
+                    message=f"running past timeoutSeconds ({attempt.run.timeout_seconds} s)",
+                )
+            if outcome.state.terminal:
+                attempt.ended = outcome
+                ended.append((attempt, outcome))
+        # Decided before the ends: a Pod released by its own finish below is not swept again.
+        unheld = [pod for pod in pods if not self._holds(pod)]
+        await self._end(ended)
+        await self._sweep(unheld)
+
+    async def _gone_with_owner(self, attempt: _Attempt, outcome: PodOutcome) -> PodOutcome:
+        """``outcome`` (GONE), or an ``OWNER_DELETED`` one if the hooks say the Pod went with
+        its deleted owner; then the attempt is cancelled (``cancel_reason``)."""
+        if self._hooks is None or attempt.owner is None:
+            return outcome
+        try:
+            reason = await self._hooks.deleted_with_owner(attempt.namespace, attempt.owner)
+        except Exception:  # unknown: let the next step ask again rather than guess a retry
+            log.exception("run %s: could not read the owner of its gone Pod", attempt.run.id)
+            return PodOutcome(PodState.RUNNING, "Unknown")
+        if reason is None:
+            return outcome
+        attempt.cancel_reason = reason
+        return PodOutcome(PodState.GONE, OWNER_DELETED, message=reason)
+
+    async def _end(self, ended: Sequence[tuple[_Attempt, PodOutcome]]) -> None:
+        finishes: list[tuple[_Attempt, claims.Outcome, failure_policy.Verdict | None]] = []
+        for attempt, outcome in ended:
+            if outcome.state in (PodState.NEVER_STARTED, PodState.DEADLINE_EXCEEDED):
+                await self._pods.delete(attempt.namespace, attempt.pod_name)
+            verdict = failure_policy.decide(
+                attempt.context.failure_policy,
+                outcome,
+                pod_deletion_policy=attempt.context.pod_deletion_policy,
+            )
+            await pod_runs.record_pod(
+                self._pool,
+                self._settings.worker,
+                attempt.run.id,
+                attempt.run.attempt,
+                pod_name=attempt.pod_name,
+                exit_code=outcome.exit_code,
+                reason=outcome.reason,
+            )
+            if attempt.cancel_reason is not None:
+                cancelled = claims.Outcome.cancelled(attempt.run, attempt.cancel_reason)
+                finishes.append((attempt, cancelled, None))
+            elif verdict.failure is None:
+                finishes.append((attempt, claims.Outcome.succeeded(attempt.run), verdict))
+            elif verdict.failure is failures.FailureClass.CANCELLED:
+                # The same fenced end as a cancel request: state cancelled, dependents cancelled.
+                reason = f"{outcome.describe()} (podDeletionPolicy: Cancel)"
+                finishes.append((attempt, claims.Outcome.cancelled(attempt.run, reason), verdict))
+            else:
+                error = outcome.describe()
+                if verdict.action:
+                    error = f"{error} (failurePolicy: {verdict.action})"
+                result = claims.Outcome.failed(attempt.run, error, verdict.failure)
+                finishes.append((attempt, result, verdict))
+            log.info(
+                "run %s attempt %s: Pod %s ended %s",
+                attempt.run.id,
+                attempt.run.attempt,
+                attempt.pod_name,
+                outcome.describe(),
+            )
+        await self._finish(finishes)
+
+    async def _finish(
+        self,
+        finishes: Sequence[tuple[_Attempt, claims.Outcome, failure_policy.Verdict | None]],
+    ) -> None:
+        if not finishes:
+            return
+        result = await claims.finish(
+            self._pool, self._settings.worker, [outcome for _, outcome, _ in finishes]
+        )
+        # Committed (or lost to a newer attempt): nothing more is to be read off these Pods.
+        await self._release(
+            [(a.namespace, a.pod_name) for a, _, _ in finishes if a.created_at is not None]
+        )
+        for attempt, outcome, verdict in finishes:
+            if self._attempts.get(attempt.run.id) is attempt:
+                del self._attempts[attempt.run.id]
+            if outcome.run_id in result.lost:
+                log.warning("run %s attempt %s: finish discarded (lease lost)", *attempt.key)
+            else:
+                if verdict is not None and verdict.quarantine:
+                    await pod_runs.quarantine_schedule(
+                        self._pool, attempt.run.id, f"failurePolicy Quarantine: {outcome.error}"
+                    )
+                await self._report_end(attempt, result.states.get(attempt.run.id))
+
+    async def _report_end(self, attempt: _Attempt, run_state: str | None) -> None:
+        if self._hooks is None or attempt.ended is None:
+            return
+        end = AttemptEnd(
+            run_id=attempt.run.id,
+            attempt=attempt.run.attempt,
+            job_id=str(attempt.run.job_id),
+            namespace=attempt.namespace,
+            job_name=attempt.context.job_name,
+            pod_name=attempt.pod_name,
+            outcome=attempt.ended,
+            run_state=run_state,
+            idempotency_key=attempt.run.idempotency_key,
+        )
+        try:
+            await self._hooks.ended(end)
+        except Exception:  # reporting never undoes a committed finish
+            log.exception("run %s attempt %s: reporting its end failed", *attempt.key)
+
+    async def _release(self, pods: Sequence[tuple[str, str]]) -> None:
+        """Remove the outcome finalizer of ``pods`` ((namespace, name)), a few at a time. A
+        release that fails is logged: the Pod stays tracked, and the next step's sweep
+        releases it once it sees the attempt is no longer held."""
+        if not pods:
+            return
+        limit = asyncio.Semaphore(self._settings.release_concurrency)
+
+        async def release(namespace: str, name: str) -> None:
+            async with limit:
+                try:
+                    await self._pods.release(namespace, name)
+                except Exception:
+                    log.exception("could not release Pod %s/%s; retried later", namespace, name)
+
+        await asyncio.gather(*(release(namespace, name) for namespace, name in pods))
+
+    async def _sweep(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        """``pods``: tracked Pods whose attempt this launcher does not hold. Delete the live ones
+        that are stale, and release every one whose attempt is no longer current.
+
+        An attempt is current while its run is running under that attempt (held by this
+        launcher while adopting, or by another one); a Pod of a newer attempt than the store
+        showed is a claim newer than our read, and is left alone too. Everything else is done:
+        the run finished, moved on, or went back to pending after a lost lease. An ended Pod of
+        a stale attempt is released and left for the mirror's sweep
+        (docs/adr/0011-finished-pod-gc.md)."""
+        candidates = list(pods)
+        if not candidates:
+            return
+        current = await pod_runs.current_attempts(
+            self._pool, [pod_api.run_of(p) for p in candidates]
+        )
+        done = []
+        for pod in candidates:
+            run = current.get(pod_api.run_of(pod))
+            pod_attempt = pod_api.attempt_of(pod)
+            if (
+                run is not None
+                and run.attempt == pod_attempt
+                and run.state == run_state.RunState.RUNNING
+            ):
+                continue  # current: held by this launcher (being adopted) or another one
+            if run is not None and run.attempt < pod_attempt:
+                continue  # a claim newer than our read: not stale
+            metadata = pod["metadata"]
+            if not pod_api.ended(pod) and not metadata.get("deletionTimestamp"):
+                log.info("deleting stale Pod %s/%s", metadata["namespace"], metadata["name"])
+                await self._pods.delete(metadata["namespace"], metadata["name"])
+            done.append((str(metadata["namespace"]), str(metadata["name"])))
+        await self._release(done)
+
+    def _holds(self, pod: Mapping[str, Any]) -> bool:
+        """Whether ``pod`` is the Pod of an attempt this launcher holds."""
+        attempt = self._attempts.get(pod_api.run_of(pod))
+        return attempt is not None and attempt.run.attempt == pod_api.attempt_of(pod)
+
+    def _start_timeout(self, attempt: _Attempt) -> timedelta:
+        seconds = attempt.context.start_timeout_seconds
+        if seconds is None:
+            return timedelta(seconds=self._settings.default_start_timeout_seconds)
+        return timedelta(seconds=seconds)
+
+
+async def release_all(
+    api_client: client.ApiClient, namespaces: Sequence[str] | None, instance: str
+) -> list[str]:
+    """Take the outcome finalizer off every tracked Pod of the installation ``instance``; the
+    ``namespace/name`` of each. For an uninstall: once no launcher runs, nothing else removes
+    it, and a deleted Pod would wait for ever. Outcomes not recorded by then are lost; the
+    runs stay as PostgreSQL has them (``sundial runs cancel`` ends one)."""
+    pods = pod_api.PodApi(api_client, delete_grace_seconds=0)
+    tracked = await pods.list(namespaces, pod_api.tracked_selector(instance))
+    names = [(str(p["metadata"]["namespace"]), str(p["metadata"]["name"])) for p in tracked]
+    for namespace, name in names:
+        await pods.release(namespace, name)
+    return [f"{namespace}/{name}" for namespace, name in names]

@@ -1,0 +1,87 @@
+"""One active operator at a time, by a lease row in PostgreSQL.
+
+kopf's own peering needs its own cluster-wide CRDs and only pauses handlers; Sundial already
+has leases in its system of record (``store.leases``), so the operator takes the ``operator``
+lease before it starts kopf, the trigger and the mirror, and renews it every third of its TTL.
+A standby process waits (alive, not ready to act). A leader that cannot renew in time stops
+acting - it exits, and its supervisor restarts it as a standby - so at most one operator
+writes at a time, except across a lost renewal, which everything tolerates: fires are
+deduplicated by their unique key and the mirror is level-triggered (docs/adr/0008-operator.md).
+A restart with the same holder name (a StatefulSet pod, or ``--holder``) takes its lease back
+at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from sundial.store import leases
+from sundial.store.pool import Pool
+
+__all__ = ["LEASE_NAME", "Leadership"]
+
+LEASE_NAME = "operator"
+
+log = logging.getLogger("sundial.scheduler.leadership")
+
+
+class Leadership:
+    def __init__(self, pool: Pool, holder: str, *, ttl_seconds: float = 15.0) -> None:
+        self.pool = pool
+        self.holder = holder
+        self.ttl_seconds = ttl_seconds
+        self.lease: leases.LeaderLease | None = None
+        self.lost = asyncio.Event()
+
+    async def acquire(self, stop: asyncio.Event) -> bool:
+        """Wait until this process holds the lease (True) or ``stop`` is set (False)."""
+        announced = False
+        while not stop.is_set():
+            try:
+                self.lease = await leases.acquire(
+                    self.pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
+                )
+            except Exception:
+                log.exception("could not ask for the operator lease; retrying")
+                self.lease = None
+            if self.lease is not None:
+                log.info("leading", extra={"holder": self.holder, "epoch": self.lease.epoch})
+                return True
+            if not announced:
+                log.info("standing by: another operator holds the lease")
+                announced = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
+        return False
+
+    async def keep(self, stop: asyncio.Event) -> None:
+        """Renew until ``stop``; set ``lost`` if a renewal fails or comes too late."""
+        loop = asyncio.get_running_loop()
+        renewed_at = loop.time()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
+            if stop.is_set():
+                break
+            try:
+                lease = await leases.acquire(
+                    self.pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
+                )
+            except Exception:
+                log.exception("could not renew the operator lease")
+                lease = None
+            if lease is not None and (self.lease is None or lease.epoch == self.lease.epoch):
+                self.lease = lease
+                renewed_at = loop.time()
+                continue
+            if lease is not None or loop.time() - renewed_at >= self.ttl_seconds:
+                log.error("lost the operator lease; stopping", extra={"holder": self.holder})
+                self.lost.set()
+                return
+
+    async def release(self) -> None:
+        if self.lease is not None:
+            with contextlib.suppress(Exception):
+                await leases.release(self.pool, self.lease)
