@@ -97,7 +97,10 @@ def _prepare_real_node(session: pytest.Session) -> None:
     log_path = Path(tempfile.gettempdir()) / f"sundial-images-{os.getpid()}.log"
     started = time.monotonic()
     try:
-        stash[_IMAGES_ENV] = real_node.images_env(log_path=log_path)
+        # What the real-node tests run; the runner image brings the python one it builds on.
+        stash[_IMAGES_ENV] = real_node.images_env(
+            log_path=log_path, names=("pause", "busybox", "runner")
+        )
     except real_node.RealNodeError as error:
         stash[_REAL_NODE_SKIP_REASON] = str(error)
         return

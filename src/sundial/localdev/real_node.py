@@ -88,9 +88,12 @@ def install_packages(hack_dir: Path | None = None) -> str | None:
     return (result.stderr or result.stdout).strip() or f"exited {result.returncode}"
 
 
-def images_env(*, log_path: Path, hack_dir: Path | None = None) -> Path:
+def images_env(
+    *, log_path: Path, names: tuple[str, ...] = (), hack_dir: Path | None = None
+) -> Path:
     """The env file of ``SUNDIAL_IMAGE_*`` lines: ``SUNDIAL_IMAGES_ENV``, or what
-    ``hack/images/build`` prints on its last line (it builds what its cache lacks)."""
+    ``hack/images/build`` prints on its last line (it builds what its cache lacks: the images
+    ``names`` (``("pause", "busybox")``) and what they build on, or all of them)."""
     given = os.environ.get("SUNDIAL_IMAGES_ENV")
     if given:
         if not Path(given).is_file():
@@ -106,7 +109,7 @@ def images_env(*, log_path: Path, hack_dir: Path | None = None) -> Path:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w") as log:
         result = subprocess.run(
-            [str(build)], stdout=subprocess.PIPE, stderr=log, text=True, check=False
+            [str(build), *names], stdout=subprocess.PIPE, stderr=log, text=True, check=False
         )
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
