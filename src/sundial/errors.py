@@ -35,7 +35,8 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── PostgresNotFoundError (RuntimeError)         sundial.localdev.postgres: no initdb here
     ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
     └── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
-        └── GoNotFoundError                          no Go toolchain to build it
+        ├── GoNotFoundError                          no Go toolchain to build it
+        └── RealNodeError                            sundial.localdev.real_node: no real node here
 
 Private exceptions that carry control flow inside one module (``store.runs._FireExists``,
 ``runner.exec_command._BadEnvironment``) never leave it and are not drawn.
