@@ -96,11 +96,11 @@ class ScheduledJobStatus(common.ApiModel):
 
     conditions: common.Conditions | None = None
     observed_generation: int | None = pydantic.Field(default=None, ge=0)
-    last_schedule_time: pydantic.AwareDatetime | None = None
+    last_schedule_time: common.Timestamp | None = None
     """The fire time of the latest run created."""
-    next_schedule_time: pydantic.AwareDatetime | None = None
+    next_schedule_time: common.Timestamp | None = None
     """When the next run fires (after spread); absent while suspended or stalled."""
-    last_successful_time: pydantic.AwareDatetime | None = None
+    last_successful_time: common.Timestamp | None = None
     """When the latest successful run finished."""
     active: list[ActiveRunRef] | None = pydantic.Field(
         default=None,

@@ -20,7 +20,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from sundial.api import common, scheduled_job
-from sundial.scheduling import concurrency, cron, missed_fires, plan, spread
+from sundial.scheduling import concurrency, cron, missed_fires, plan, spread, time_zones
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import queries
@@ -91,6 +91,7 @@ async def upsert(
     stalled: scheduling_errors.SchedulingError | None = None
     next_fire_time = now
     try:
+        time_zones.require_iana(spec.time_zone)
         parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
         rules(
             spec.spread_seconds,
