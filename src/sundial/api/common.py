@@ -346,10 +346,18 @@ class OomSpec(ApiModel):
     @pydantic.field_validator("max_memory")
     @classmethod
     def _positive_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not validate.memory_bytes(value):
+        if value is None:
+            return value
+        size = validate.memory_bytes(value)
+        if not size:
             raise ValueError(
                 f"oom.maxMemory {value!r} is not a positive memory quantity:"
                 " write it like 512Mi or 4Gi"
+            )
+        if size > validate.MAX_MEMORY_BYTES:
+            raise ValueError(
+                f"oom.maxMemory {value!r} is more than 8Ei, which no node has (and PostgreSQL's"
+                " bigint cannot hold): write a real size like 64Gi"
             )
         return value
 
