@@ -13,7 +13,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from sundial.api import json_values, job_run, messages, scheduled_job
+from sundial.api import job_run, json_values, messages, scheduled_job
 
 POD = {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
 

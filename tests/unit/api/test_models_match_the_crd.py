@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import crd_admission
 import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+import crd_admission
 from sundial.api import job_run, messages, scheduled_job
 
 MODELS: dict[str, type[pydantic.BaseModel]] = {
