@@ -594,7 +594,7 @@ Exit codes:
 MAX_RUN_ID = 2**63 - 1
 
 
-class RunIdType(click.ParamType):
+class RunIdType(click.ParamType[int]):
     """A run id as `sundial runs` prints it: ASCII digits, 1 to 2**63-1.
 
     ``int()`` alone is too lenient for an id a person types or pastes: it takes ``' 7 '``,

@@ -96,10 +96,10 @@ def find_cycle(graph: Mapping[str, Sequence[str]], start: str) -> list[str] | No
         for node in frontier:
             for dep in graph.get(node, ()):
                 if dep == start:
-                    path = [node]
-                    while path[-1] != start:
-                        path.append(parents[path[-1]])
-                    return [start, *reversed(path[:-1]), start] if node != start else [start, start]
+                    back = [node]
+                    while back[-1] != start:
+                        back.append(parents[back[-1]])
+                    return [start, *reversed(back[:-1]), start]
                 if dep not in parents and dep in graph:
                     parents[dep] = node
                     following.append(dep)
