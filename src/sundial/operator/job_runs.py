@@ -148,14 +148,20 @@ async def _submit(
     else:
         assert spec.job is not None
         job = uuid.UUID(uid)
-        await schedules.upsert_job(
-            ctx.pool,
-            uid=job,
-            namespace=namespace,
-            name=f"jobrun:{uid}",
-            generation=int(metadata.get("generation") or 0),
-            spec=spec.job,
-        )
+        try:
+            await schedules.upsert_job(
+                ctx.pool,
+                uid=job,
+                namespace=namespace,
+                name=f"jobrun:{uid}",
+                generation=int(metadata.get("generation") or 0),
+                spec=spec.job,
+            )
+        except store_errors.RefusedValueError as error:  # a backstop: the models refuse these
+            await _report(
+                ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, str(error))
+            )
+            return None
         if spec.job.handler is not None:
             args.update(spec.job.handler.args or {})
     args.update(spec.args or {})

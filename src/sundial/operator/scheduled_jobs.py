@@ -74,15 +74,24 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
         ctx.wake.set()
         return
     metadata = body["metadata"]
-    result = await schedules.upsert(
-        ctx.pool,
-        uid=metadata["uid"],
-        namespace=metadata["namespace"],
-        name=metadata["name"],
-        generation=int(metadata.get("generation") or 0),
-        spec=spec,
-        now=ctx.clock.now(),
-    )
+    try:
+        result = await schedules.upsert(
+            ctx.pool,
+            uid=metadata["uid"],
+            namespace=metadata["namespace"],
+            name=metadata["name"],
+            generation=int(metadata.get("generation") or 0),
+            spec=spec,
+            now=ctx.clock.now(),
+        )
+    except store_errors.RefusedValueError as error:  # a backstop: the models refuse these
+        ctx.recorder.record(
+            body, events.WARNING, conditions.ConditionReason.INVALID_SPEC, str(error)
+        )
+        log.warning(
+            "ScheduledJob refused by the store", extra={"object": _ref(body), "error": str(error)}
+        )
+        return
     if result.stalled is not None:
         ctx.recorder.record(body, events.WARNING, result.stalled.reason, str(result.stalled))
         log.warning(

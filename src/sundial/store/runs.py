@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from sundial.store import dependencies, errors, queries
@@ -222,6 +223,8 @@ async def submit(
     try:
         async with pool.connection() as conn, conn.transaction():
             return await _submit_in(conn, request)
+    except psycopg.errors.DataError as error:
+        raise errors.RefusedValueError(error.diag.message_primary or str(error)) from error
     except _FireExists as exists:
         # Our transaction rolled back (including any key we reserved); the fire has its run.
         state = await _state(pool, exists.run_id)
