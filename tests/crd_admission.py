@@ -296,7 +296,7 @@ JSON_SCALARS = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-(2**40), 2**40),
-    st.floats(allow_nan=False, allow_infinity=False, width=32).filter(lambda f: not f.is_integer()),
+    st.integers(-(2**20), 2**20).map(lambda n: n + 0.5),
     st.text(max_size=12),
     st.sampled_from(ODD_TEXT),
 )
@@ -434,19 +434,32 @@ def _job_shape(job: Any, use_template: bool) -> Any:
     return job
 
 
-def _shaped(kind: str, spec: Any, use_template: bool, use_ref: bool) -> Any:
-    """Most manifests follow the cross-field rules, so that the rest of them gets exercised."""
+SCHEDULES = ["*/5 * * * *", "@hourly", "0 9 * * 1-5", "@every 90s", "30 2 1 * *"]
+ZONES = ["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
+
+
+def _shaped(kind: str, spec: Any, use_template: bool, use_ref: bool, pick: int) -> Any:
+    """Most manifests follow the cross-field rules and name things that exist (a real cron
+    expression and zone, the ScheduledJob ``hello``), so that the rest of them gets exercised;
+    ``pick`` chooses among those."""
     if not isinstance(spec, dict):
         return spec
     if kind == "ScheduledJob":
         spec = _job_shape(spec, use_template)
         if spec.get("missedFirePolicy") != "Backfill":
             spec.pop("maxBackfill", None)
+        if isinstance(spec.get("schedule"), str):
+            spec["schedule"] = SCHEDULES[pick % len(SCHEDULES)]
+        if isinstance(spec.get("timeZone"), str):
+            spec["timeZone"] = ZONES[pick % len(ZONES)]
         return spec
     spec = dict(spec)
+    if isinstance(spec.get("dependsOn"), list) and pick % 3:
+        spec.pop("dependsOn")  # an upstream that does not exist waits, by design
     if use_ref or "job" not in spec:
         spec.pop("job", None)
-        spec.setdefault("jobRef", {"name": "hello"})
+        if not isinstance(spec.get("jobRef"), dict) or isinstance(spec["jobRef"].get("name"), str):
+            spec["jobRef"] = {"name": "hello"}
     else:
         spec.pop("jobRef", None)
         spec["job"] = _job_shape(spec["job"], use_template)
@@ -459,14 +472,15 @@ def manifests(kind: str, name: str = "hostile") -> st.SearchStrategy[dict[str, A
     """Whole objects of ``kind`` (``spec`` generated from the CRD; no ``status``)."""
     spec = SCHEMAS[kind]["properties"]["spec"]
     return st.builds(
-        lambda body, shaped, use_template, use_ref: {
+        lambda body, shaped, use_template, use_ref, pick: {
             "apiVersion": "sundial.dev/v1alpha1",
             "kind": kind,
             "metadata": {"name": name},
-            "spec": _shaped(kind, body, use_template, use_ref) if shaped else body,
+            "spec": _shaped(kind, body, use_template, use_ref, pick) if shaped else body,
         },
         _valid(spec),
         st.integers(0, 100_000).map(lambda n: n % 10 != 7),
         st.booleans(),
         st.booleans(),
+        st.integers(0, 1000),
     )
