@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import uuid
@@ -231,3 +232,44 @@ def wait_gone() -> Callable[..., None]:
 def wait_for() -> Callable[..., Any]:
     """:func:`wait_for_object`, for tests: ``wait_for(api.list_namespaced_pod, ...)``."""
     return wait_for_object
+
+
+@pytest.fixture(scope="session")
+def helm_binary() -> Path:
+    binary = cluster.bin_dir() / "helm"
+    if not binary.is_file():
+        pytest.skip(f"helm is not built yet ({binary}): run hack/cluster/build")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def helm(helm_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """Run helm with its own cache and config directories: ``helm("lint", "charts/sundial")``."""
+    home = tmp_path_factory.mktemp("helm-home")
+
+    def run(
+        *args: str, check: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        environment = {
+            "PATH": "/usr/bin:/bin",
+            # Without HOME, client-go would cache discovery in ./.kube of the working directory.
+            "HOME": str(home),
+            "HELM_CACHE_HOME": str(home / "cache"),
+            "HELM_CONFIG_HOME": str(home / "config"),
+            "HELM_DATA_HOME": str(home / "data"),
+        }
+        completed = subprocess.run(
+            [str(helm_binary), *args],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=timeout,
+            check=False,
+        )
+        if check and completed.returncode != 0:
+            raise AssertionError(
+                f"helm {' '.join(args)} exited {completed.returncode}:\n{completed.stderr}"
+            )
+        return completed
+
+    return run

@@ -28,6 +28,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sundial import errors as sundial_errors
+
 __all__ = ["MAX_DEPTH", "FreeFormError", "check", "problem"]
 
 MAX_DEPTH: Final = 32
@@ -36,7 +38,7 @@ MAX_DEPTH: Final = 32
 NUL: Final = "\x00"
 
 
-class FreeFormError(ValueError):
+class FreeFormError(sundial_errors.SundialError, ValueError):
     """A free-form value that cannot be stored; the message names where and what to do."""
 
 

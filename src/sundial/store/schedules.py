@@ -4,8 +4,8 @@
 ``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid.
 ``next_fire_time`` is kept while the schedule text and zone are unchanged (fires missed while
 the operator was away still go through the missed-fire policy) and recomputed when they
-change. PostgreSQL refusing a value (a NUL the models would have refused) is
-``errors.RefusedValueError``, after a rollback. An invalid cron expression or time zone is
+change. PostgreSQL refusing a value (a NUL the models would have refused) leaves the store's
+edge as ``errors.RefusedValueError``, after a rollback. An invalid cron expression or time zone is
 stored as *stalled* (the schedule stops
 firing, with the error naming the field) rather than raised, so an edit to a bad value never
 leaves the old schedule firing. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are
@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
 from psycopg.types.json import Jsonb
 
 from sundial.api import common, scheduled_job
 from sundial.scheduling import concurrency, cron, missed_fires, plan, spread, time_zones
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
-from sundial.store import errors as store_errors
 from sundial.store import queries
 from sundial.store.pool import Connection, Pool
 
@@ -125,19 +123,16 @@ async def upsert(
         "stalled_reason": None if stalled is None else stalled.reason,
         "last_error": None if stalled is None else str(stalled),
     }
-    try:
-        async with pool.connection() as conn, conn.transaction():
-            cursor = await conn.execute(queries.get("schedule_upsert_job"), job_row)
-            if await cursor.fetchone() is None:
-                stored = await _get(conn, schedule_id)
-                return UpsertResult(
-                    schedule_id, False, stored.next_fire_time if stored else None, stalled, False
-                )
-            cursor = await conn.execute(queries.get("schedule_upsert"), schedule_row)
-            row = await cursor.fetchone()
-            assert row is not None
-    except psycopg.errors.DataError as error:
-        raise store_errors.RefusedValueError(error.diag.message_primary or str(error)) from error
+    async with pool.connection() as conn, conn.transaction():
+        cursor = await conn.execute(queries.get("schedule_upsert_job"), job_row)
+        if await cursor.fetchone() is None:
+            stored = await _get(conn, schedule_id)
+            return UpsertResult(
+                schedule_id, False, stored.next_fire_time if stored else None, stalled, False
+            )
+        cursor = await conn.execute(queries.get("schedule_upsert"), schedule_row)
+        row = await cursor.fetchone()
+        assert row is not None
     return UpsertResult(schedule_id, bool(row[1]), None if stalled is not None else row[0], stalled)
 
 
@@ -156,12 +151,9 @@ async def upsert_job(
     name): the operator uses ``jobrun:<uid>``. False when a newer generation is stored already.
     """
     row = _job_row(uuid.UUID(str(uid)), namespace, name, generation, spec)
-    try:
-        async with pool.connection() as conn:
-            cursor = await conn.execute(queries.get("schedule_upsert_job"), row)
-            return await cursor.fetchone() is not None
-    except psycopg.errors.DataError as error:
-        raise store_errors.RefusedValueError(error.diag.message_primary or str(error)) from error
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("schedule_upsert_job"), row)
+        return await cursor.fetchone() is not None
 
 
 async def set_suspended(pool: Pool, schedule_id: uuid.UUID, suspended: bool) -> bool:
