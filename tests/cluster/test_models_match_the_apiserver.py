@@ -66,6 +66,16 @@ def model_refusal(manifest: dict[str, Any]) -> list[str] | None:
     return None
 
 
+def date_time_quirks(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where the apiserver admits what its own schema refuses: an empty list in a
+    ``format: date-time`` field (``runAt: []`` is admitted and stored as ``[]``; ``{}`` and
+    numbers are refused). The models refuse it (ADR 0015), and reconcile reports Stalled."""
+    spec = manifest.get("spec")
+    if isinstance(spec, dict) and spec.get("runAt") == []:
+        return [("spec.runAt", "an empty list is not a date-time")]
+    return []
+
+
 def related(one: str, other: str) -> bool:
     return one == other or one.startswith(other) or other.startswith(one)
 
@@ -86,7 +96,7 @@ def test_models_and_the_apiserver_agree_on_generated_manifests(
 ) -> None:
     manifest = data.draw(crd_admission.manifests(kind))
     apiserver = apiserver_refusal(custom, namespace, manifest)
-    own = crd_admission.sundial_only_errors(manifest)
+    own = crd_admission.sundial_only_errors(manifest) + date_time_quirks(manifest)
     models = model_refusal(manifest)
     if apiserver is None and not own:
         assert models is None, f"the apiserver admits it, the models refuse {models}"
