@@ -276,7 +276,8 @@ def report(stages: list[Stage], options: argparse.Namespace) -> str:
         )  # fmt: skip
     headers = [
         "target/s", "reached/s", "runners", "schedules", "runs", "lag p50 ms", "lag p99 ms",
-        "p99 fires/one-shots ms", "lag max ms", "not started", "peak in flight", "peak conns", "runner µs/job",
+        "p99 fires/one-shots ms", "lag max ms", "not started", "peak in flight", "peak conns",
+        "runner µs/job",
         "postgres µs/job", "all µs/job", "runner cores", "postgres cores", "scheduler cores",
         "submitter cores", "load 1/5/15", "verdict",
     ]  # fmt: skip
