@@ -225,7 +225,7 @@ def create_schedules(
     for index in range(count):
         uid = uuid.uuid4()
         offset = spread.offset_for(uid, spread_seconds).total_seconds() * 1000
-        jobs.append(f"{uid}\tbench\tsched-{index}\t{handler}\n")
+        jobs.append(f"{uid}\tbench\tsched-{index}-{uid.hex[:8]}\t{handler}\n")
         rows.append(
             f"{uid}\t{uid}\t{cron_text}\tUTC\t{first_fire.isoformat()}\t{spread_seconds}"
             f"\t{int(offset)}\t{run_args}\n"
@@ -251,3 +251,19 @@ ALL_RUNS = """(
     SELECT id, job_id, schedule_id, state, attempt, run_at, started_at, finished_at,
            idempotency_key FROM finished_runs
 )"""
+
+
+def grid_instant(period_seconds: int, lead_seconds: float) -> Any:
+    """The first multiple of ``period_seconds`` since the epoch at least ``lead_seconds`` away:
+    a fire time of ``@every {period}s`` (and, for 60, of ``* * * * *``), as the trigger only
+    fires schedules on their own grid."""
+    from datetime import UTC, datetime
+
+    earliest = time.time() + lead_seconds
+    return datetime.fromtimestamp((int(earliest) // period_seconds + 1) * period_seconds, tz=UTC)
+
+
+def suspend_schedules(dsn: str) -> None:
+    """Stop every schedule of ``dsn`` firing again (the runs they made go on)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE schedules SET suspended = true")
