@@ -92,10 +92,18 @@ async def sleep(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 
 @sundial.job("bench.sink")
 async def sink(args: dict[str, Any], ctx: sundial.JobContext) -> None:
-    """Work for ``seconds``, then write the fenced side effect."""
+    """Work for ``seconds``, then write the fenced side effect.
+
+    With ``shielded`` the write survives the runner cancelling the attempt (a call already on
+    the wire to a downstream), so a paused-and-resumed attempt's write does reach the sink
+    and the fence, not the runner, has to reject it.
+    """
     await asyncio.sleep(float(args.get("seconds", 0.2)))
     params = {"key": ctx.idempotency_key, "run_id": int(ctx.run_id), "attempt": ctx.attempt}
-    await _sink_execute(_FENCED_UPSERT, params)
+    if args.get("shielded"):
+        await asyncio.shield(_sink_execute(_FENCED_UPSERT, params))
+    else:
+        await _sink_execute(_FENCED_UPSERT, params)
 
 
 @sundial.job("bench.poison")
@@ -114,3 +122,8 @@ async def downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
         raise ConnectionError("downstream is out")
     params = {"key": ctx.idempotency_key, "run_id": int(ctx.run_id), "attempt": ctx.attempt}
     await _sink_execute(_FENCED_UPSERT, params)
+
+
+@sundial.job("bench.probe")
+async def probe(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Never run by a runner: bench/soak.py claims these itself to time the claim."""

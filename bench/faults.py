@@ -14,7 +14,8 @@ Per fault, after it ends and the stack has had its recovery budget:
 * stale accepted (must be 0): sink writes accepted from an attempt older than one accepted
   before for the same key, and completed runs whose sink row is not the completing attempt;
 * stale rejected: writes of superseded attempts the fence turned away (the fault bit);
-* executed more than once: keys written by more than one attempt (allowed: at least once);
+* executed more than once: completed runs whose completing attempt is not the first (allowed:
+  at least once); "written twice" in the notes counts keys the sink took from two attempts;
 * duplicate fires (must be 0): schedule fires that made more than one run;
 * recover s: from the fault's last injection until every run was terminal.
 
@@ -121,7 +122,9 @@ class Fault:
     def job(self, handler: str = "bench.sink", **columns: Any) -> uuid.UUID:
         return stack.create_job(self.dsn, f"{handler}-{uuid.uuid4().hex[:6]}", handler, **columns)
 
-    def submit(self, job: uuid.UUID, count: int, seconds: float, **item: Any) -> None:
+    def submit(
+        self, job: uuid.UUID, count: int, seconds: float, *, shielded: bool = False, **item: Any
+    ) -> None:
         async def go() -> None:
             pool = await store_pool.open_pool(self.dsn, min_size=1, max_size=2)
             try:
@@ -131,7 +134,7 @@ class Fault:
                         job,
                         [
                             runs.BatchItem(
-                                args={"seconds": seconds},
+                                args={"seconds": seconds, "shielded": shielded},
                                 idempotency_key=f"{self.name}-{job}-{i}",
                                 **item,
                             )
@@ -208,7 +211,10 @@ class Fault:
             """
         )
         r.stale_accepted += stale_log
-        r.stale_rejected, r.executed_twice = rejected, twice
+        r.stale_rejected = rejected
+        r.executed_twice = sum(1 for row in rows if row[1] == "completed" and row[2] > 1)
+        if twice:
+            r.notes.append(f"written twice: {twice}")
         [(duplicates,)] = self.query(
             "SELECT count(*) FROM (SELECT schedule_id, fire_time FROM ("
             " SELECT schedule_id, fire_time FROM job_runs WHERE schedule_id IS NOT NULL"
@@ -253,7 +259,7 @@ def runner_sigstop(f: Fault, size: Sizes) -> None:
     job = f.job()
     f.scheduler("s1")
     stopped, _other = f.runner(50), f.runner(50)
-    f.submit(job, size.runs, 2.0)
+    f.submit(job, size.runs, 2.0, shielded=True)
     f.wait_holding(_other)
     held = f.wait_holding(stopped)
     stopped.send_signal(signal.SIGSTOP)

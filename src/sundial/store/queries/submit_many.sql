@@ -13,7 +13,7 @@ WITH job AS (
 item AS (
     SELECT *
     FROM unnest(%(ordinals)s::int[], %(keys)s::text[], %(args_hashes)s::text[],
-                %(args)s::jsonb[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
+                %(args)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
                 %(delays)s::double precision[])
          AS i(ordinal, key, args_hash, args, priority, run_at, delay_seconds)
 ),
@@ -27,7 +27,7 @@ reserved AS (
     RETURNING key, run_id
 ),
 numbered AS MATERIALIZED (
-    SELECT i.ordinal, i.key, i.args, i.priority,
+    SELECT i.ordinal, i.key, i.args::jsonb AS args, i.priority,
            coalesce(r.run_id, nextval(pg_get_serial_sequence('job_runs', 'id'))) AS run_id,
            coalesce(i.run_at, now() + make_interval(secs => i.delay_seconds)) AS run_at
     FROM item i
