@@ -280,8 +280,7 @@ def scheduler_kill_9(f: Fault, size: Sizes) -> None:
         handler="bench.sink", run_args='{"seconds": 0.2}', cron_text="@every 10s",
     )  # fmt: skip
     schedulers = {"s1": f.scheduler("s1"), "s2": f.scheduler("s2")}
-    # Runners leave promotion to the scheduler here, so its death is felt.
-    f.runner(100, ("--maintenance-seconds", "0"))
+    f.runner(100)
     f.submit(job, size.runs // 2, 0.2, delay_seconds=4.0)
     kills = 0
     for _ in range(2):

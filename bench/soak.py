@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -173,7 +174,15 @@ def main() -> int:
         try:
             for _ in range(options.runners):
                 processes.runner(async_slots=1000)
-            processes.scheduler()
+            # A scheduler with a maintainer archives after its hot window (default an hour):
+            # a minute here, so a soak of minutes sees archiving at work.
+            help_text = subprocess.run(
+                [sys.executable, "-m", "sundial", "scheduler", "--help"],
+                capture_output=True, text=True, check=False,
+            ).stdout  # fmt: skip
+            window = ["--hot-window", "60s"] if "--hot-window" in help_text else []
+            print(f"  sundial scheduler {' '.join(window) or '(no --hot-window option)'}")
+            processes.scheduler(extra=window)
             samples = asyncio.run(soak(dsn, options))
             sizes = bytes_per_row(dsn)
         finally:
