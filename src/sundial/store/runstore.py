@@ -33,6 +33,10 @@ class RunStore(Protocol):
         depends_on: Sequence[int] = (),
     ) -> runs.Submitted: ...
 
+    async def submit_many(
+        self, job: uuid.UUID | str, items: Sequence[runs.BatchItem]
+    ) -> list[runs.Submitted]: ...
+
     async def claim(
         self,
         *,
@@ -88,6 +92,11 @@ class PostgresRunStore:
             idempotency_key=idempotency_key,
             depends_on=depends_on,
         )
+
+    async def submit_many(
+        self, job: uuid.UUID | str, items: Sequence[runs.BatchItem]
+    ) -> list[runs.Submitted]:
+        return await runs.submit_many(self.pool, job, items)
 
     async def claim(
         self,
