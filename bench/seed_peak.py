@@ -6,9 +6,10 @@ rate so only the system limits it) and P `sundial runner` processes serving ``be
 (``await asyncio.sleep(2)``), with enough async slots for 1.5x the in-flight count.
 
 The load has the seed's two sources, both measured by the same metric:
-* schedules: S schedules (one job each, `* * * * *`, spreadSeconds = the stage's length) all
-  due at the same instant, as at the top of a minute; the trigger fires them and spreads their
-  run_at over the stage;
+* schedules: S schedules (one job each, ``@every {stage}s`` - for a 60 s stage the grid of
+  ``* * * * *`` - with spreadSeconds = the stage's length) all due at the same instant, as at
+  the top of a minute; the trigger fires them and spreads their run_at over the stage (they
+  are suspended just before their next fire);
 * one-shots: the rest of the rate, submitted live by this process every 50 ms with
   ``runs.submit_many`` (idempotency keys on), run_at = now.
 
@@ -20,7 +21,7 @@ scheduler and the submitter, per job and in cores. "What saturates first" is rea
 a runner at ~1 core (one Python thread), PostgreSQL near the cores left, or connections.
 
     .venv/bin/python bench/seed_peak.py                  # 6,000/s for 60 s, then 2x, 4x
-    .venv/bin/python bench/seed_peak.py --quick          # 300/s for 20 s, then 2x, 4x, 8x
+    .venv/bin/python bench/seed_peak.py --quick          # 300/s for 20 s, then 2x ... 16x
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -128,14 +129,18 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
     stage.schedules = int(schedule_rate * options.seconds)
     oneshot_rate = rate - schedule_rate
     lead = 8.0 + options.runners  # start-up of the processes before the stage begins
-    first_fire = datetime.now(UTC) + timedelta(seconds=lead)
+    # The trigger fires a schedule only on its own grid: `@every {seconds}s` (for 60 s, the
+    # grid of `* * * * *`) and the first grid instant after the processes are up.
+    period = int(options.seconds)
+    first_fire = stack.grid_instant(period, lead)
     if stage.schedules:
         stack.create_schedules(
             dsn,
             stage.schedules,
             first_fire=first_fire,
-            spread_seconds=int(options.seconds),
+            spread_seconds=period,
             handler="bench.sleep",
+            cron_text=f"@every {period}s",
         )
     processes = stack.Processes(dsn)
     slots = math.ceil(rate * JOB_SECONDS * 1.5 / options.runners) + 50
@@ -160,7 +165,12 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
                 meters = {name: stack.CpuMeter() for name in groups}
                 for name, pids in groups.items():
                     meters[name].start(pids)
+                suspended = False
                 while time.monotonic() < start + options.seconds:
+                    if not suspended and time.monotonic() > start + options.seconds - 1.5:
+                        # The next fire is at the stage's end: it belongs to no stage.
+                        conn.execute("UPDATE schedules SET suspended = true")
+                        suspended = True
                     await asyncio.sleep(1.0)
                     row = conn.execute(
                         "SELECT (SELECT count(*) FROM job_runs WHERE state = 'running'),"
@@ -233,11 +243,13 @@ def main() -> int:
     )
     parser.add_argument("--multipliers", default="1,2,4", help="rates to try, times --rate")
     parser.add_argument("--ceiling", type=float, default=1.0, help="lag p99 SLO (seconds)")
-    parser.add_argument("--quick", action="store_true", help="300/s, 20 s stages, 2 runners")
+    parser.add_argument(
+        "--quick", action="store_true", help="300/s x 1, 2, 4, 8, 16; 20 s stages; 2 runners"
+    )
     options = parser.parse_args()
     if options.quick:
         options.rate, options.seconds, options.runners = 300.0, 20.0, 2
-        options.schedules, options.multipliers = 1000, "1,2,4,8"
+        options.schedules, options.multipliers = 1000, "1,2,4,8,16"
     stages: list[Stage] = []
     with stack.throwaway(max_connections=400) as server:
         for index, multiplier in enumerate(float(m) for m in options.multipliers.split(",")):
