@@ -4,9 +4,11 @@ Not a test: it prints one table. bench/runner_throughput.py compares ONE runner 
 procrastinate and the raw SQL loop; this one asks how the same protocol scales with processes
 on one database. For each process count: a fresh database with ``--jobs`` pending runs of
 ``bench.noop``, N runners started together; jobs/s is runs / (last finished_at - first
-started_at), both stamped by the database; CPU per job is the runners' and PostgreSQL's (the
-postmaster and every child) utime + stime from /proc over the drain, divided by the runs. The
-raw claim-and-finish SQL loop (bench/store_throughput.py) is the ceiling per job.
+started_at), both stamped by the database. The runs are inserted (one statement) only once
+every runner is connected and idle, so start-up is not counted; CPU per job is the runners'
+and PostgreSQL's (the postmaster and every child, so the insert too) utime + stime from /proc
+from the insert to the drain, divided by the runs. The raw claim-and-finish SQL loop
+(bench/store_throughput.py, array claim) is the ceiling per job.
 
     .venv/bin/python bench/runner_scaling.py [--jobs 40000] [--processes 1,2,4] [--quick]
 """
@@ -26,35 +28,46 @@ import store_throughput
 def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str, float]:
     dsn = stack.create_database(server, f"scaling_{processes}")  # type: ignore[arg-type]
     job = stack.create_job(dsn, "noop", "bench.noop")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            """
-            INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
-                                  max_retries, backoff_base_seconds, backoff_cap_seconds,
-                                  state, priority, run_at, dispatch_key, args)
-            SELECT %s, 'default', 'bench.noop', 'async', 60, 3, 1, 60, 'pending', 1, now(),
-                   sundial_dispatch_key(now(), 1::smallint), '{}'
-            FROM generate_series(1, %s)
-            """,
-            (job, jobs),
-        )
-        conn.execute("VACUUM ANALYZE job_runs")
     group = stack.Processes(dsn)
     try:
-        # Start them held back (no pending work visible until all are up) would need a gate in
-        # the product; instead CPU counts from the first claim, as in runner_throughput.py.
         runners = [group.runner(async_slots=concurrency) for _ in range(processes)]
-        meter = stack.CpuMeter()
         with psycopg.connect(dsn, autocommit=True) as conn:
-            deadline = time.monotonic() + 600
-            while not conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM job_runs WHERE state = 'running')"
-                " OR EXISTS (SELECT 1 FROM job_runs WHERE finished_at IS NOT NULL)"
-            ).fetchone()[0]:  # type: ignore[index]
-                if time.monotonic() > deadline:
-                    raise RuntimeError("no runner claimed anything")
-                time.sleep(0.005)
+            # Work appears only once every runner is connected and idle, so no runner's
+            # start-up (imports, pool) is counted and none starts late.
+            deadline = time.monotonic() + 120
+            seen, steady_since = -1, time.monotonic()
+            while True:
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                ).fetchone()
+                count = 0 if row is None else int(row[0])
+                if count != seen:
+                    seen, steady_since = count, time.monotonic()
+                # Each runner holds a pool and a LISTEN connection (3 today); a count that
+                # stopped moving for 3 s means they are all up, whatever that number becomes.
+                if count >= 3 * processes or (
+                    count >= processes and time.monotonic() - steady_since > 3
+                ):
+                    break
+                if time.monotonic() > deadline or any(r.poll() is not None for r in runners):
+                    raise RuntimeError("the runners did not connect")
+                time.sleep(0.1)
+            time.sleep(1.0)
+            meter = stack.CpuMeter()
             meter.start([r.pid for r in runners] + stack.postgres_pids(server))  # type: ignore[arg-type]
+            conn.execute(
+                """
+                INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
+                                      max_retries, backoff_base_seconds, backoff_cap_seconds,
+                                      state, priority, run_at, dispatch_key, args)
+                SELECT %s, 'default', 'bench.noop', 'async', 60, 3, 1, 60, 'pending', 1, now(),
+                       sundial_dispatch_key(now(), 1::smallint), '{}'
+                FROM generate_series(1, %s)
+                """,
+                (job, jobs),
+            )
+            deadline = time.monotonic() + 600
             while True:
                 row = conn.execute(
                     "SELECT NOT EXISTS (SELECT 1 FROM job_runs WHERE state = 'pending')"
@@ -98,10 +111,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=40_000)
     parser.add_argument("--processes", default="1,2,4")
     parser.add_argument("--concurrency", type=int, default=1000, help="async slots per runner")
-    parser.add_argument("--quick", action="store_true", help="10,000 jobs")
+    parser.add_argument("--quick", action="store_true", help="20,000 jobs")
     options = parser.parse_args()
     if options.quick:
-        options.jobs = 10_000
+        options.jobs = 20_000
     rows = []
     load_before = stack.load_average()
     with stack.throwaway() as server:
