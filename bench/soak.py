@@ -148,13 +148,15 @@ def bytes_per_row(dsn: str) -> dict[str, float]:
                       JOIN pg_class c ON c.oid = i.inhrelid
                      WHERE i.inhparent = 'job_run_attempts'::regclass)::float8
                      / greatest(1, (SELECT count(*) FROM job_run_attempts)),
-                   (SELECT count(*) FROM finished_runs), (SELECT count(*) FROM job_run_attempts)
+                   (SELECT count(*) FROM finished_runs), (SELECT count(*) FROM job_run_attempts),
+                   pg_total_relation_size('idempotency_keys')::float8
+                     / greatest(1, (SELECT count(*) FROM idempotency_keys))
             """
         ).fetchone()
     assert row is not None
     return {
         "hot": row[0], "finished": row[1] or 0.0, "attempt": row[2] or 0.0,
-        "finished_rows": row[3], "attempt_rows": row[4],
+        "finished_rows": row[3], "attempt_rows": row[4], "key": row[5],
     }  # fmt: skip
 
 
@@ -217,7 +219,7 @@ def main() -> int:
         + ("BOUNDED" if bounded else f"GROWING ({growth:+.1f} MB of heap per minute)")
         + f"; bytes per run: hot table {sizes['hot']:.0f}, finished_runs {sizes['finished']:.0f}"
         f" ({sizes['finished_rows']:,} rows), job_run_attempts row {sizes['attempt']:.0f}"
-        f" ({sizes['attempt_rows']:,} rows)"
+        f" ({sizes['attempt_rows']:,} rows), idempotency key {sizes['key']:.0f}"
     )
     print(
         f"reproduce: .venv/bin/python bench/soak.py --minutes {options.minutes:g} --rate "
