@@ -11,6 +11,7 @@ duplicate fires == 0. Runs executed more than once are allowed (at least once) a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ def test_quick_faults_lose_nothing_and_accept_no_stale_write(tmp_path: Path) -> 
     completed = subprocess.run(
         [sys.executable, "bench/faults.py", "--quick", "--seed", "16", "--json", str(report)],
         cwd=ROOT,
-        env={"SUNDIAL_BENCH_LOGS": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=dict(os.environ, SUNDIAL_BENCH_LOGS=str(tmp_path)),
         capture_output=True,
         text=True,
         timeout=580,
