@@ -73,7 +73,14 @@ def runner_scaling(output: str) -> str:
 
 
 def runner_throughput(output: str) -> str:
-    keep = ("sundial runner", "pgqueuer ", "procrastinate ", "raw claim", "ratio sundial / raw")
+    keep = (
+        "sundial runner",
+        "sundial total",
+        "pgqueuer ",
+        "procrastinate ",
+        "raw claim",
+        "raw total",
+    )
     lines = [re.sub(r"\s+", " ", line.strip()) for line in output.splitlines()]
     return "; ".join(line for line in lines if line.startswith(keep))
 
