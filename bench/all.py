@@ -35,7 +35,9 @@ def _rows(output: str) -> list[list[str]]:
     """The data rows of the last Markdown table in ``output``."""
     tables: list[list[list[str]]] = [[]]
     for line in output.splitlines():
-        if line.startswith("|") and not line.startswith("|-"):
+        if line.startswith("|-"):
+            continue  # the rule under the header
+        if line.startswith("|"):
             tables[-1].append([c.strip() for c in line.strip("|").split("|")])
         elif tables[-1]:
             tables.append([])
