@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sundial.scheduling import run_state
 from sundial.store import attempts, dependencies, queries
 from sundial.store.pool import Pool
 
@@ -47,7 +48,7 @@ async def reap(pool: Pool, *, limit: int = 1000) -> ReapResult:
                     run_id, attempt, owner, started_at, state, "lease_expired", error
                 )
             )
-            if state == "pending":
+            if state == run_state.RunState.PENDING:
                 requeued.add(run_id)
             else:
                 ended[run_id] = state

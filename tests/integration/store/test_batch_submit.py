@@ -216,14 +216,3 @@ async def test_concurrent_batches_sharing_keys_make_one_run_per_key(
             created += submitted.created
     assert created == 50 and len(by_key) == 50
     assert len(run_rows(store_dsn)) == 50 and key_rows(store_dsn) == 50
-
-
-async def test_the_run_store_interface_submits_batches(
-    pool: store_pool.Pool, job: uuid.UUID
-) -> None:
-    from sundial.store import runstore
-
-    store: runstore.RunStore = runstore.PostgresRunStore(pool, worker="w")
-    first = await store.submit_many(job, [runs.BatchItem(idempotency_key="i")])
-    again = await store.submit_many(job, [runs.BatchItem(idempotency_key="i"), runs.BatchItem()])
-    assert again[0].run_id == first[0].run_id and not again[0].created and again[1].created
