@@ -240,13 +240,15 @@ def runner_kill_9(f: Fault, size: Sizes) -> None:
     job = f.job()
     f.scheduler("s1")
     runners = [f.runner(50), f.runner(50)]
-    f.submit(job, size.runs, 1.0)
+    # Twice the work of the other faults: a restarted runner takes seconds to start on a
+    # busy machine, and each of the three kills should find its victim holding runs.
+    f.submit(job, size.runs * 2, 1.0)
     held = []
     for _ in range(3):
         victim = f.rng.randrange(len(runners))
-        f.wait_holding(runners[victim])
+        f.wait_holding(runners[victim], budget=20)
         _sleep_random(f.rng, 0.0, 1.0)
-        held.append(f.wait_holding(runners[victim]))
+        held.append(f.wait_holding(runners[victim], budget=5))
         runners[victim].kill()
         runners[victim].wait()
         f.last_injection = time.monotonic()
