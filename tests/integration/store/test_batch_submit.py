@@ -88,7 +88,7 @@ async def test_random_batches_agree_with_submit_one_by_one(
     # No column at its table default, so a column submit_many forgot to copy shows.
     job = make_job(
         "batch", queue="q2", priority=3, timeout_seconds=45, max_retries=4,
-        backoff_base_seconds=1.5, backoff_cap_seconds=9.0, oom_max_retries=7,
+        backoff_base_seconds=1.5, backoff_cap_seconds=9.0, oom_max_retries=7, max_lost_leases=5,
     )  # fmt: skip
     rng = random.Random(16)
     refused = agreed = 0
