@@ -107,7 +107,14 @@ def eventually(predicate: Callable[[], Any], *, within: float = 30.0, what: str 
 class RunnerProcess:
     """One `sundial runner` child; its JSON log goes to a file the test can read."""
 
-    def __init__(self, dsn: str, log_dir: pathlib.Path, *args: str, worker_id: str) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        log_dir: pathlib.Path,
+        *args: str,
+        worker_id: str,
+        maintenance: bool = True,
+    ) -> None:
         self.worker_id = worker_id
         self.log_path = log_dir / f"{worker_id}.log"
         env = dict(os.environ, PYTHONPATH=str(TESTS_DIR))
@@ -119,6 +126,8 @@ class RunnerProcess:
             "--metrics-port", "0",
             "--metrics-host", "127.0.0.1",
             "--concurrency", "process=1",
+            # No scheduler runs in these tests: the runners reap and promote themselves.
+            *(["--maintenance"] if maintenance else []),
             *args,
         ]  # fmt: skip
         self._log = self.log_path.open("wb")
@@ -187,9 +196,11 @@ class Runners:
         self.log_dir = log_dir
         self.started: list[RunnerProcess] = []
 
-    def start(self, dsn: str, *args: str, worker_id: str | None = None) -> RunnerProcess:
+    def start(
+        self, dsn: str, *args: str, worker_id: str | None = None, maintenance: bool = True
+    ) -> RunnerProcess:
         name = worker_id or f"runner-{len(self.started) + 1}"
-        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name)
+        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name, maintenance=maintenance)
         self.started.append(runner)
         return runner
 
