@@ -109,16 +109,22 @@ async def test_a_pass_that_hits_its_batch_bound_is_due_again_at_once(
     assert "archive" in (await keeper.step()).ran
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 async def test_retention_drops_old_month_partitions_and_keeps_recent_ones(
     pool: store_pool.Pool, store_dsn: str, seed: int
 ) -> None:
     rng = random.Random(seed)
-    now = datetime(2027, 1, 1, tzinfo=UTC) + timedelta(
-        days=rng.randint(0, 700), seconds=rng.randint(0, 86399)
-    )
     retention_days = rng.choice((1, 7, 30, 31, 45, 90, 365))
-    existing = {month_start(now, -offset) for offset in rng.sample(range(0, 16), 8)}
+    base = datetime(2027, 1, 1, tzinfo=UTC) + timedelta(days=rng.randint(0, 700))
+    existing = set()
+    if seed % 2:
+        # The cutoff a second before, at, or a second after the end of a month we have.
+        boundary = month_start(base)
+        now = boundary + timedelta(days=retention_days, seconds=rng.choice((-1, 0, 1)))
+        existing.add(month_start(boundary, -1))
+    else:
+        now = base + timedelta(seconds=rng.randint(0, 86399))
+    existing |= {month_start(now, -offset) for offset in rng.sample(range(0, 16), 8)}
     existing.add(month_start(now))
     for month in existing:
         create_partition(store_dsn, month)
@@ -160,9 +166,7 @@ async def test_retention_drops_old_month_partitions_and_keeps_recent_ones(
     assert archived_ids(store_dsn) == ({1} if oldest in kept else set()) | {2}
 
 
-async def test_retention_zero_keeps_every_partition(
-    pool: store_pool.Pool, store_dsn: str
-) -> None:
+async def test_retention_zero_keeps_every_partition(pool: store_pool.Pool, store_dsn: str) -> None:
     now = datetime(2030, 6, 15, tzinfo=UTC)
     create_partition(store_dsn, datetime(2020, 1, 1, tzinfo=UTC))
     settings = maintainer.MaintainerSettings(archive_retention=None)
