@@ -239,6 +239,15 @@ def migrate(dsn: str, target: int | None) -> None:
 @hot_window_option
 @archive_retention_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Serve the trigger's and the maintainer's /metrics on this port (0: any free port;"
+    " -1: off).",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
 @click.option("--log-level", default="INFO", show_default=True)
 def scheduler(
     dsn: str,
@@ -252,6 +261,8 @@ def scheduler(
     hot_window: float,
     archive_retention_days: int,
     once: bool,
+    metrics_port: int,
+    metrics_host: str,
     log_level: str,
 ) -> None:
     """Run the trigger loop, and the maintainer, under the PostgreSQL leader lease.
@@ -266,6 +277,8 @@ def scheduler(
     import logging
     import os
     import signal
+
+    import prometheus_client
 
     from sundial.observability import logging as json_logging
     from sundial.scheduler import maintainer as maintainer_module
@@ -297,9 +310,18 @@ def scheduler(
             stop = asyncio.Event()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+            port = None
+            if metrics_port >= 0:
+                server, _ = prometheus_client.start_http_server(metrics_port, metrics_host)
+                port = server.server_port
             logging.getLogger("sundial.scheduler").info(
                 "scheduler running",
-                extra={"holder": loop.holder, "maintainer": maintainer, "pid": os.getpid()},
+                extra={
+                    "holder": loop.holder,
+                    "maintainer": maintainer,
+                    "metrics_port": port,
+                    "pid": os.getpid(),
+                },
             )
             await asyncio.gather(loop.run(stop), *([keeper.run(stop)] if maintainer else []))
         finally:

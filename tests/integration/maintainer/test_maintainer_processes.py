@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -90,7 +91,20 @@ def scheduler(daemons: Callable[..., Daemon], dsn: str, holder: str) -> Daemon:
         holder,
         "scheduler", "--dsn", dsn, "--holder", holder,
         "--poll-seconds", "0.1", "--lease-ttl", "2",
+        "--metrics-port", "0", "--metrics-host", "127.0.0.1",
     )  # fmt: skip
+
+
+def metric(daemon: Daemon, sample: str) -> float | None:
+    """One sample of the daemon's /metrics (the port it logged), or None if absent."""
+    port = daemon.said("scheduler running")[0]["metrics_port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    for line in text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == sample:
+            return float(value)
+    return None
 
 
 def test_the_standby_scheduler_takes_over_and_its_maintainer_reaps(
@@ -106,6 +120,10 @@ def test_the_standby_scheduler_takes_over_and_its_maintainer_reaps(
     crashed = insert_run(store_dsn, job, "running", lease_in=-timedelta(seconds=1))
     eventually(lambda: states(store_dsn)[crashed] == "pending", what="the leader to reap")
     assert [line["count"] for line in one.said("reaped expired leases")] == [1]
+    requeued = 'sundial_maintainer_leases_reaped_total{outcome="requeued"}'
+    assert metric(one, requeued) == 1.0
+    assert metric(one, "sundial_maintainer_leading") == 1.0
+    assert metric(two, "sundial_maintainer_leading") == 0.0
 
     one.stop(signal.SIGKILL)  # no release: the lease has to run out
     eventually(lambda: two.said("taking over"), within=20, what="the standby to take over")
