@@ -3,8 +3,10 @@
 A ``Schedule`` turns into instants (timezone-aware UTC datetimes). ``parse_schedule`` accepts:
 
 - a 5-field cron expression (minute, hour, day-of-month, month, day-of-week; ``*``, ``?``,
-  lists, ranges, steps, month and weekday names, 7 = Sunday; day-of-month and day-of-week OR'ed
-  when both are restricted, as in Vixie cron and Kubernetes CronJob);
+  lists, ranges, steps, month and weekday names, 7 = Sunday). ``N-N`` is the single value N;
+  day-of-month and day-of-week are OR'ed only when both are restricted, and a day field whose
+  text starts with ``*`` (or is ``?``) is not restricted, as in Vixie cron. An expression that
+  can never fire (``0 0 30 2 *``) is refused here, saying why;
 - the macros ``@yearly`` / ``@annually``, ``@monthly``, ``@weekly``, ``@daily`` / ``@midnight``,
   ``@hourly``;
 - ``@every <duration>`` (``@every 30s``, ``@every 1h30m``): an interval in absolute time,
@@ -18,9 +20,13 @@ DESIGN.md section 7 says (see docs/adr/0002-cron-and-dst.md for why croniter is 
 - a wall-clock time skipped by spring-forward fires at the first valid instant after it (the
   instant of the transition); several skipped times therefore share one fire.
 
-Matching is done by croniter on a "wall-clock timeline" (local wall times written as if they
-were UTC, which has no DST); each matching wall time is then resolved to a real instant by the
-two rules above. Fire times strictly increase and every one is a UTC instant.
+``cron_fields`` expands each field to the values it matches; croniter then only walks the
+calendar on a "wall-clock timeline" (local wall times written as if they were UTC, which has no
+DST), given every field as ``*`` or an explicit list and the day rule as its ``day_or`` flag.
+Each matching wall time is resolved to a real instant by the two rules above. Fire times
+strictly increase and every one is a UTC instant. Every failure, whatever the input or instant,
+is a ``SchedulingError`` naming the field; no croniter exception leaves this module.
+docs/cron.md compares these semantics with Kubernetes CronJob and Vixie cron.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -37,10 +43,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from croniter.croniter import CroniterError
 
-from sundial.scheduling import errors
+from sundial.scheduling import cron_fields, errors
 from sundial.scheduling.clock import require_aware
 
 MAX_SCHEDULE_LENGTH = 256
+#: What croniter and datetime arithmetic raise at the edges; never let one escape this module.
+_EVALUATION_ERRORS = (CroniterError, ValueError, OverflowError, KeyError)
 MAX_INTERVAL = timedelta(days=366)
 
 MACROS: dict[str, str] = {
@@ -53,37 +61,8 @@ MACROS: dict[str, str] = {
     "@hourly": "0 * * * *",
 }
 
-_MONTH_NAMES = {
-    name: number
-    for number, name in enumerate(
-        ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"],
-        start=1,
-    )
-}
-_WEEKDAY_NAMES = {
-    name: number for number, name in enumerate(["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"])
-}
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str
-    low: int
-    high: int
-    names: dict[str, int]
-    allows_question_mark: bool
-
-
-_FIELDS = (
-    _Field("minute", 0, 59, {}, False),
-    _Field("hour", 0, 23, {}, False),
-    _Field("day-of-month", 1, 31, {}, True),
-    _Field("month", 1, 12, _MONTH_NAMES, False),
-    _Field("day-of-week", 0, 7, _WEEKDAY_NAMES, True),
-)
-
-_ITEM = re.compile(r"^(?P<range>\*|[0-9A-Za-z]+(?:-[0-9A-Za-z]+)?)(?:/(?P<step>[0-9]+))?$")
 _DURATION = re.compile(r"^(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?:(?P<s>[0-9]+)s)?$")
+_TIME_ZONE_PREFIX = re.compile(r"^(?:CRON_)?TZ=", re.IGNORECASE)
 
 
 class Schedule(Protocol):
@@ -121,12 +100,20 @@ class IntervalSchedule:
 
     def next_fire_after(self, after: datetime) -> datetime:
         elapsed = require_aware(after, "after") - self.anchor
-        periods = elapsed // self.every + 1
-        return (self.anchor + periods * self.every).astimezone(UTC)
+        return self._fire(elapsed // self.every + 1, "after", after)
 
     def previous_fire_at_or_before(self, at: datetime) -> datetime:
         elapsed = require_aware(at, "at") - self.anchor
-        return (self.anchor + (elapsed // self.every) * self.every).astimezone(UTC)
+        return self._fire(elapsed // self.every, "at or before", at)
+
+    def _fire(self, periods: int, where: str, instant: datetime) -> datetime:
+        try:
+            return (self.anchor + periods * self.every).astimezone(UTC)
+        except OverflowError as error:  # past year 9999 or before year 1
+            raise errors.InvalidScheduleError(
+                self.text or str(self.every),
+                f"has no fire time {where} {instant.isoformat()} that can be computed ({error})",
+            ) from error
 
 
 @dataclass(frozen=True)
@@ -139,28 +126,46 @@ class CronSchedule:
     _matcher: croniter = field(repr=False, compare=False)
 
     def next_fire_after(self, after: datetime) -> datetime:
-        after_utc = require_aware(after, "after").astimezone(UTC)
+        require_aware(after, "after")
         # A wall time at or before the local reading of `after` always resolves at or before
         # `after` (proof in the ADR), so matching can start there; a first-pass fall-back time
         # that resolves before `after` when `after` is in the second pass is skipped below.
-        matches = self._wall_matches(_wall(after_utc, self.time_zone), forward=True)
-        for wall_time in matches:
-            instant = resolve_wall_time(wall_time, self.time_zone)
-            if instant > after_utc:
-                return instant
+        try:
+            after_utc = after.astimezone(UTC)
+            matches = self._wall_matches(_wall(after_utc, self.time_zone), forward=True)
+            for wall_time in matches:
+                instant = resolve_wall_time(wall_time, self.time_zone)
+                if instant > after_utc:
+                    return instant
+        except _EVALUATION_ERRORS as error:
+            raise self._no_fire("after", after, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
 
     def previous_fire_at_or_before(self, at: datetime) -> datetime:
-        at_utc = require_aware(at, "at").astimezone(UTC)
+        require_aware(at, "at")
         # Right after a fall-back, wall times later than the local reading of `at` (up to the
         # size of the shift) resolved to first occurrences at or before `at`; start there.
-        start = _wall(at_utc, self.time_zone) + _recent_backward_shift(at_utc, self.time_zone)
-        start += timedelta(microseconds=1)  # croniter's get_prev is strict; make `at` eligible
-        for wall_time in self._wall_matches(start, forward=False):
-            instant = resolve_wall_time(wall_time, self.time_zone)
-            if instant <= at_utc:
-                return instant
+        try:
+            at_utc = at.astimezone(UTC)
+            start = _wall(at_utc, self.time_zone) + _recent_backward_shift(at_utc, self.time_zone)
+            start += timedelta(microseconds=1)  # croniter's get_prev is strict; `at` is eligible
+            for wall_time in self._wall_matches(start, forward=False):
+                instant = resolve_wall_time(wall_time, self.time_zone)
+                if instant <= at_utc:
+                    return instant
+        except _EVALUATION_ERRORS as error:
+            raise self._no_fire("at or before", at, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
+
+    def _no_fire(self, where: str, instant: datetime, error: Exception) -> errors.SchedulingError:
+        # Parsing refuses expressions that never fire, so this is the edge of the calendar
+        # (year 1 or 9999) or a croniter failure; either way it must not leave this layer as
+        # anything but a SchedulingError the trigger loop turns into a Stalled schedule.
+        return errors.InvalidScheduleError(
+            self.text,
+            f"has no fire time {where} {instant.isoformat()} that can be computed ({error}); "
+            "check the schedule and the instant",
+        )
 
     def _wall_matches(self, start: datetime, *, forward: bool) -> Iterator[datetime]:
         """Naive local wall times matching the expression, strictly after/before ``start``."""
@@ -171,19 +176,30 @@ class CronSchedule:
             yield step(datetime).replace(tzinfo=None)
 
 
-@functools.lru_cache(maxsize=16384)
 def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule | IntervalSchedule:
     """Compile the ``schedule`` and ``timeZone`` fields of a ScheduledJob.
 
     Results are immutable and cached (a trigger loop sees the same few expressions thousands of
     times a minute); errors are not cached.
 
-    Raises ``InvalidScheduleError`` or ``UnknownTimeZoneError`` with a message naming the field.
-    ``time_zone`` ``None`` or ``""`` means UTC, like an omitted ``timeZone``.
+    Raises ``InvalidScheduleError`` or ``UnknownTimeZoneError`` with a message naming the field,
+    whatever the arguments are (a non-string never reaches the cache, which would raise
+    ``TypeError`` on an unhashable value). ``time_zone`` ``None`` or ``""`` means UTC, like an
+    omitted ``timeZone``.
     """
-    zone = parse_time_zone(time_zone)
+    if time_zone is not None and not isinstance(time_zone, str):
+        raise errors.UnknownTimeZoneError(time_zone, "is not a string; give an IANA name")
     if not isinstance(schedule, str):
-        raise errors.InvalidScheduleError(repr(schedule), "is not a string")
+        parse_time_zone(time_zone)  # a bad zone is reported first, as for string schedules
+        raise errors.InvalidScheduleError(
+            schedule, "is not a string; give a 5-field cron expression"
+        )
+    return _compile(schedule, time_zone)
+
+
+@functools.lru_cache(maxsize=16384)
+def _compile(schedule: str, time_zone: str | None) -> CronSchedule | IntervalSchedule:
+    zone = parse_time_zone(time_zone)
     text = schedule.strip()
     if not text:
         raise errors.InvalidScheduleError(schedule, "is empty; give a 5-field cron expression")
@@ -191,6 +207,8 @@ def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule
         raise errors.InvalidScheduleError(
             text[:40] + "...", f"is longer than {MAX_SCHEDULE_LENGTH} characters"
         )
+    if _TIME_ZONE_PREFIX.match(text):
+        raise errors.InvalidScheduleError(text, _time_zone_prefix_problem(text))
     if text.startswith("@"):
         word, _, rest = text.partition(" ")
         lowered = word.lower()
@@ -202,18 +220,26 @@ def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule
                 "is not supported: Sundial schedules are time-based; "
                 "create a JobRun for a one-off run",
             )
-        if lowered not in MACROS or rest.strip():
+        if lowered in MACROS and rest.strip():
+            raise errors.InvalidScheduleError(
+                text, f"has text after {word}; a macro stands alone (write just {lowered!r})"
+            )
+        if lowered not in MACROS:
             raise errors.InvalidScheduleError(
                 text, f"is not a known macro; use one of {', '.join(MACROS)} or @every <duration>"
             )
-        expression = MACROS[lowered]
+        fields = cron_fields.expand(MACROS[lowered])
     else:
-        expression = _validate_fields(text)
+        fields = cron_fields.expand(text)
+    cron_fields.require_a_fire(text, fields)
+    expression, day_or = fields.for_croniter()
     try:
-        matcher = croniter(expression, datetime(2000, 1, 1, tzinfo=UTC))
-    except (CroniterError, ValueError, KeyError) as error:  # pragma: no cover - pre-validated
+        matcher = croniter(expression, datetime(2000, 1, 1, tzinfo=UTC), day_or=day_or)
+        # A last guard: whatever the check above missed, croniter must find a fire.
+        copy.copy(matcher).get_next(datetime)
+    except (CroniterError, ValueError, KeyError, OverflowError) as error:
         raise errors.InvalidScheduleError(
-            text, f"is not a valid cron expression: {error}"
+            text, f"is not a cron expression Sundial can evaluate: {error}"
         ) from error
     return CronSchedule(text=text, expression=expression, time_zone=zone, _matcher=matcher)
 
@@ -285,6 +311,19 @@ def _recent_backward_shift(instant: datetime, zone: ZoneInfo) -> timedelta:
     return largest
 
 
+def _time_zone_prefix_problem(text: str) -> str:
+    prefix, _, rest = text.partition(" ")
+    variable, _, name = prefix.partition("=")
+    rest = rest.strip()
+    fix = f"put {name!r} in the timeZone field" if name else "name the zone in the timeZone field"
+    if rest:
+        fix += f" and write the schedule as {rest!r}"
+    return (
+        f"sets the time zone with {variable.upper()}=, which Sundial does not accept "
+        f"(nor does Kubernetes CronJob); {fix}"
+    )
+
+
 def _parse_duration(text: str, duration: str) -> timedelta:
     match = _DURATION.match(duration)
     if not duration or match is None:
@@ -293,62 +332,3 @@ def _parse_duration(text: str, duration: str) -> timedelta:
         )
     hours, minutes, seconds = (int(match.group(unit) or 0) for unit in ("h", "m", "s"))
     return timedelta(hours=hours, minutes=minutes, seconds=seconds)
-
-
-def _validate_fields(text: str) -> str:
-    """Check a 5-field expression field by field; return it normalised for croniter."""
-    parts = text.split()
-    if len(parts) != 5:
-        hint = (
-            " (seconds and years fields are not supported)"
-            if len(parts) in (6, 7)
-            else " (minute hour day-of-month month day-of-week)"
-        )
-        raise errors.InvalidScheduleError(
-            text,
-            f"is not a valid cron expression: it has {len(parts)} fields, expected 5{hint}",
-        )
-    normalised = []
-    for spec, part in zip(_FIELDS, parts, strict=True):
-        normalised.append(_validate_field(text, spec, part))
-    return " ".join(normalised)
-
-
-def _validate_field(text: str, spec: _Field, part: str) -> str:
-    def fail(problem: str) -> errors.InvalidScheduleError:
-        return errors.InvalidScheduleError(text, f"is not a valid cron expression: {problem}")
-
-    if part == "?":
-        if not spec.allows_question_mark:
-            raise fail(f"{spec.name} does not accept '?'")
-        return "*"
-    items = []
-    for item in part.split(","):
-        match = _ITEM.match(item)
-        if match is None:
-            raise fail(f"{spec.name} item {item!r} is not a number, name, range or step")
-        step = match.group("step")
-        if step is not None and not 1 <= int(step) <= spec.high:
-            raise fail(f"{spec.name} step {step} out of range 1-{spec.high}")
-        span = match.group("range")
-        if span != "*":
-            bounds = [_field_value(fail, spec, bound) for bound in span.split("-")]
-            if len(bounds) == 2 and bounds[0] > bounds[1]:
-                raise fail(f"{spec.name} range {span} runs backwards")
-            span = "-".join(str(bound) for bound in bounds)
-        items.append(span if step is None else f"{span}/{step}")
-    return ",".join(items)
-
-
-def _field_value(
-    fail: Callable[[str], errors.InvalidScheduleError], spec: _Field, token: str
-) -> int:
-    if token.isdigit():
-        value = int(token)
-    elif token.upper() in spec.names:
-        value = spec.names[token.upper()]
-    else:
-        raise fail(f"{spec.name} value {token!r} is not a number or a known name")
-    if not spec.low <= value <= spec.high:
-        raise fail(f"{spec.name} {value} out of range {spec.low}-{spec.high}")
-    return value

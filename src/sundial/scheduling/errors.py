@@ -36,7 +36,7 @@ class InvalidScheduleError(SchedulingError):
 
     reason = "InvalidSchedule"
 
-    def __init__(self, value: str, problem: str) -> None:
+    def __init__(self, value: object, problem: str) -> None:
         super().__init__("schedule", value, problem)
 
 
@@ -45,7 +45,7 @@ class UnknownTimeZoneError(SchedulingError):
 
     reason = "UnknownTimeZone"
 
-    def __init__(self, value: str, problem: str = "is not a known IANA time zone name") -> None:
+    def __init__(self, value: object, problem: str = "is not a known IANA time zone name") -> None:
         super().__init__("timeZone", value, problem)
 
 

@@ -107,6 +107,47 @@ async def test_an_invalid_spec_stalls_the_schedule_naming_the_field(pool: pool.P
     assert fixed.stalled is None and fixed.next_fire_time == START + timedelta(hours=1)
 
 
+async def test_a_schedule_that_never_fires_stalls_instead_of_raising(pool: pool.Pool) -> None:
+    uid = await add_schedule(pool, START, "0 0 * * *")
+    result = await schedules.upsert(
+        pool,
+        uid=uid,
+        namespace="default",
+        name="february-30",
+        generation=2,
+        spec=spec("0 0 30 2 *"),
+        now=START,
+    )
+    assert result.stalled is not None and result.stalled.field == "schedule"
+    info = await schedules.get(pool, uid)
+    assert info is not None and info.stalled_reason == "InvalidSchedule"
+    assert info.last_error == (
+        "schedule: '0 0 30 2 *' never fires: February has no day 30; "
+        "change the day-of-month or the month field"
+    )
+
+
+async def test_a_stored_schedule_that_never_fires_stalls_without_stopping_others(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    every_minute = {"schedule": "* * * * *", "concurrency_policy": "Allow"}
+    good = await add_schedule(pool, START, **every_minute)
+    never = await add_schedule(pool, START, **every_minute)
+    with psycopg.connect(store_dsn) as conn:  # stored before parsing refused such schedules
+        conn.execute("UPDATE schedules SET cron = '0 0 31 4,6,9,11 *' WHERE id = %s", (never,))
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+
+    for minute in (1, 2):
+        manual_clock.set(START + timedelta(minutes=minute))
+        await loop.tick()
+
+    assert len(fire_times(store_dsn, good)) == 2
+    assert fire_times(store_dsn, never) == []
+    info = await schedules.get(pool, never)
+    assert info is not None and info.stalled_reason == "InvalidSchedule"
+    assert info.last_error is not None and "never fires" in info.last_error
+
+
 async def test_bad_cron_and_zone_rows_do_not_stop_other_schedules(
     pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
 ) -> None:

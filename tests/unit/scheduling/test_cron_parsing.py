@@ -88,12 +88,13 @@ def test_day_of_month_and_day_of_week_are_ored_when_both_restricted() -> None:
         (
             "30-10 * * * *",
             "schedule: '30-10 * * * *' is not a valid cron expression: "
-            "minute range 30-10 runs backwards",
+            "minute range 30-10 runs backwards; a range cannot wrap around, so write 30-59,0-10",
         ),
         (
             "0 0 L * *",
             "schedule: '0 0 L * *' is not a valid cron expression: "
-            "day-of-month value 'L' is not a number or a known name",
+            "day-of-month value 'L' uses L, W, # or H, which Sundial does not support "
+            "(neither do Vixie cron and Kubernetes CronJob); list the values instead",
         ),
         (
             "? * * * *",
