@@ -1,4 +1,4 @@
-"""Prometheus metrics of the maintainer (DESIGN.md section 8): what it did, and whether it leads.
+"""Prometheus metrics of the maintainer: what it did, and whether it leads (docs/design.md).
 
 Kept apart from the runner's and the trigger's metrics so each component owns its module.
 Names have the ``sundial_`` prefix and base units; labels come from fixed sets (``task`` is one
