@@ -296,6 +296,10 @@ def scheduler(
     )
 
     async def serve() -> None:
+        # Handle SIGTERM from the start: a stop while the pool opens is still a clean exit.
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
         opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-scheduler")
         try:
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
@@ -307,9 +311,6 @@ def scheduler(
                 state = "leader" if loop.lease is not None else "standby"
                 click.echo(f"one step done as {state} ({loop.holder})")
                 return
-            stop = asyncio.Event()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                asyncio.get_running_loop().add_signal_handler(signum, stop.set)
             port = None
             if metrics_port >= 0:
                 server, _ = prometheus_client.start_http_server(metrics_port, metrics_host)
