@@ -154,6 +154,14 @@ class Duration(click.ParamType[float, object]):
         return seconds
 
 
+#: The daemons' log level; every daemon logs JSON lines (``observability.logging``).
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
+
 #: What the maintainer keeps where (ADR 0019); on `sundial scheduler` and `sundial operator`.
 hot_window_option = click.option(
     "--hot-window",
@@ -248,7 +256,7 @@ def migrate(dsn: str, target: int | None) -> None:
     " -1: off).",
 )
 @click.option("--metrics-host", default="0.0.0.0", show_default=True)
-@click.option("--log-level", default="INFO", show_default=True)
+@log_level_option
 def scheduler(
     dsn: str,
     holder: str | None,
@@ -426,7 +434,7 @@ def _parse_concurrency(
 )
 @click.option("--metrics-host", default="0.0.0.0", show_default=True)
 @click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
-@click.option("--log-level", default="INFO", show_default=True)
+@log_level_option
 def runner(
     dsn: str,
     handler_modules: tuple[str, ...],
@@ -522,7 +530,7 @@ def runner(
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
 @oom_increase_option
 @oom_max_memory_option
-@click.option("--log-level", default="INFO", show_default=True)
+@log_level_option
 def pod_launcher(
     dsn: str,
     namespaces: tuple[str, ...],
