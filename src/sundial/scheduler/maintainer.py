@@ -137,6 +137,8 @@ class Maintainer:
             "retention": (s.retention_interval, self._retention),
             "monitor": (s.monitor_interval, self._monitor),
         }
+        # Every label set of sundial_pending_runs this maintainer has set.
+        self._pending_labels: set[tuple[str, str, str]] = set()
         # Task -> when it is due next; unset: due now (every task runs on taking the lead).
         self._due: dict[str, datetime] = {}
 
@@ -288,14 +290,21 @@ class Maintainer:
                 "history partitions not dropped yet: their table was busy",
                 extra={"partitions": list(dropped.busy)},
             )
-        # A full batch may have left more; a busy one is retried after the interval.
-        return len(dropped.dropped) + len(dropped.busy) >= s.max_batches_per_pass
+        # A full batch may have left more; a busy table is tried again after the interval.
+        return not dropped.busy and len(dropped.dropped) >= s.max_batches_per_pass
 
     async def _monitor(self, report: PassReport) -> bool:
         depth = await monitoring.pending_depth(self.pool)
-        metrics.PENDING_RUNS.clear()
+        seen = set()
         for row in depth:
-            metrics.PENDING_RUNS.labels(row.queue, str(row.priority), row.state).set(row.runs)
+            labels = (row.queue, str(row.priority), row.state)
+            metrics.PENDING_RUNS.labels(*labels).set(row.runs)
+            seen.add(labels)
+        # A backlog that emptied reads 0 (never a gap a scrape could see); queues, priorities
+        # and states are bounded sets, so the series are too.
+        for labels in self._pending_labels - seen:
+            metrics.PENDING_RUNS.labels(*labels).set(0)
+        self._pending_labels |= seen
         return False
 
     def _log(self, report: PassReport) -> None:

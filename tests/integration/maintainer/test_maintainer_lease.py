@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 from maintainer_testing import HOLDER, insert_run, states
+from prometheus_client import REGISTRY
 
 from sundial.scheduler import maintainer, trigger
 from sundial.scheduling import clock as clocks
@@ -83,3 +84,26 @@ async def test_expired_leases_are_reaped_and_due_runs_promoted_in_bounded_passes
     assert {run: now[run] for run in expired} == dict.fromkeys(expired, "pending")
     assert {run: now[run] for run in due} == dict.fromkeys(due, "pending")
     assert (now[alive], now[later]) == ("running", "scheduled")
+
+
+async def test_the_backlog_gauge_follows_the_pending_runs(
+    pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    labels = {"queue": "monitored", "priority": "1", "state": "pending"}
+    runs = [insert_run(store_dsn, job, "pending", queue="monitored") for _ in range(3)]
+    clock = clocks.ManualClock(datetime.now(UTC))
+    settings = maintainer.MaintainerSettings(archive_retention=None)
+    keeper = maintainer.Maintainer(pool, holder=HOLDER, clock=clock, settings=settings)
+    assert await leases.acquire(pool, trigger.LEASE_NAME, HOLDER, ttl_seconds=60) is not None
+    await keeper.step()
+    assert REGISTRY.get_sample_value("sundial_pending_runs", labels) == 3
+    with psycopg.connect(store_dsn) as conn:
+        conn.execute(
+            "UPDATE job_runs SET state = 'cancelled', finished_at = now() WHERE id = ANY(%s)",
+            (runs,),
+        )
+    await keeper.step()  # the clock stands still: the gauge is not read again
+    assert REGISTRY.get_sample_value("sundial_pending_runs", labels) == 3
+    clock.advance(settings.monitor_interval)
+    await keeper.step()
+    assert REGISTRY.get_sample_value("sundial_pending_runs", labels) == 0
