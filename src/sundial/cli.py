@@ -68,16 +68,33 @@ def crds(output: pathlib.Path | None) -> None:
     default=None,
     help="JSON object of arguments; defaults to the SUNDIAL_ARGS environment variable.",
 )
-def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None) -> None:
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    envvar="SUNDIAL_LOG_LEVEL",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Level of the handler's ctx.logger lines (or SUNDIAL_LOG_LEVEL).",
+)
+def exec_(
+    handler: str, handler_modules: tuple[str, ...], args_file: str | None, log_level: str
+) -> None:
     """Run one registered HANDLER in the foreground; the exit code is the outcome.
 
     0 succeeded, 1 the handler raised, 3 bad arguments, 4 unknown handler, 5 a handlers
     module failed to import, 6 bad SUNDIAL_* environment, 143 cancelled by SIGTERM.
+
+    Log records (the handler's ctx.logger among them) go to stdout as JSON lines with the
+    keys of every Sundial process; stderr carries only the reason of a failure, which the
+    subprocess executor keeps as the run's error.
     """
     import os
     import sys
 
+    from sundial.observability import logging as json_logging
     from sundial.runner import exec_command
+
+    json_logging.configure(log_level.upper(), stream=sys.stdout)
 
     try:
         args_text = exec_command.read_args(args_file, os.environ)
@@ -208,9 +225,13 @@ def _maintainer_settings(
 @click.option("--target", type=int, default=None, help="Stop after this migration version.")
 def migrate(dsn: str, target: int | None) -> None:
     """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+    from sundial.store import errors as store_errors
     from sundial.store import migrate as store_migrate
 
-    applied = store_migrate.migrate(dsn, target=target)
+    try:
+        applied = store_migrate.migrate(dsn, target=target)
+    except store_errors.StoreError as error:
+        raise click.ClickException(str(error)) from error
     for migration in applied:
         click.echo(f"applied {migration.version:04d}_{migration.name}")
     if not applied:
@@ -607,6 +628,45 @@ def pod_launcher(
     asyncio.run(serve())
 
 
+@main.group("pods")
+def pods_() -> None:
+    """Sundial's Pods, outside a running launcher."""
+
+
+@pods_.command("release")
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Namespace to release Pods in (repeatable; default: every namespace).",
+)
+@click.option("--kubeconfig", default=None, help="Default: in-cluster config, else ~/.kube/config.")
+@click.option("--instance", default="sundial", show_default=True, help="Label of Sundial's Pods.")
+def pods_release(namespaces: tuple[str, ...], kubeconfig: str | None, instance: str) -> None:
+    """Remove Sundial's outcome finalizer from every Pod of the installation.
+
+    For uninstalling: run it after the operator (or `sundial pod-launcher`) is gone, so no
+    Pod waits for a launcher that will not come back. Pods still running keep running; their
+    outcome is not recorded (docs/adr/0023-pod-outcome-finalizer.md).
+    """
+    import asyncio
+
+    from kubernetes import config as kube_config
+
+    from sundial.pods import launcher as launcher_module
+
+    api_client = kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    try:
+        released = asyncio.run(
+            launcher_module.release_all(api_client, namespaces or None, instance)
+        )
+    finally:
+        api_client.close()
+    for name in released:
+        click.echo(f"released {name}")
+    click.echo(f"{len(released)} Pods released", err=True)
+
+
 @main.command()
 @dsn_option
 @click.option(
@@ -818,6 +878,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
         "STARTED",
         "FINISHED",
         "REASON",
+        "DETAIL",
         "POD",
         "EXIT",
         "POD REASON",
@@ -832,6 +893,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
             when(row.started_at),
             when(row.finished_at),
             row.failure_reason or "-",
+            row.failure_detail or "-",
             row.pod_name or "-",
             "-" if row.pod_exit_code is None else str(row.pod_exit_code),
             row.pod_reason or "-",
@@ -866,6 +928,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     """
     import asyncio
 
+    from sundial.scheduling import run_state
     from sundial.store import errors, runs
 
     database = _require_dsn(ctx, dsn)
@@ -884,7 +947,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
 
     try:
         result, info = asyncio.run(cancel())
-    except errors.InvalidSubmissionError as error:  # there is no such run
+    except errors.NoSuchRunError as error:
         _refuse(str(error), EXIT_NO_SUCH_RUN)
     if result is runs.CancelResult.CANCELLED:
         click.echo(f"run {run_id} cancelled (it had not started; its dependents are cancelled)")
@@ -897,9 +960,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     else:
         state = info.state if info is not None else "finished"
         hint = (
-            f"; to run it again: sundial runs replay {run_id}"
-            if state in ("dead_lettered", "failed", "timed_out")
-            else ""
+            f"; to run it again: sundial runs replay {run_id}" if state in run_state.FAILED else ""
         )
         _refuse(
             f"run {run_id} cannot be cancelled: it already ended {state}, nothing is left to"
@@ -926,21 +987,16 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
 
     database = _require_dsn(ctx, dsn)
 
-    async def replay() -> int | None:
+    async def replay() -> int:
         async with _store_pool(database) as pool:
-            if await runs.get(pool, run_id) is None:
-                return None
             return await runs.replay(pool, run_id)
 
     try:
         attempt = asyncio.run(replay())
-    except errors.InvalidSubmissionError as error:  # the run's state does not allow it
+    except errors.NoSuchRunError as error:
+        _refuse(str(error), EXIT_NO_SUCH_RUN)
+    except errors.RunNotReplayableError as error:
         _refuse(str(error), EXIT_RUN_REFUSED)
-    if attempt is None:
-        _refuse(
-            f"there is no run {run_id}: check the id (`sundial runs` lists them)",
-            EXIT_NO_SUCH_RUN,
-        )
     click.echo(
         f"run {run_id} replayed: pending with a fresh retry budget; its next claim is"
         f" attempt {attempt + 1}"

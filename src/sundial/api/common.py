@@ -219,7 +219,7 @@ class FailurePolicyRule(ApiModel):
     )
     """Matches when any of these conditions is on the Pod."""
     on_oom_killed: bool | None = pydantic.Field(default=None, alias="onOOMKilled")
-    """Matches an attempt killed for running out of memory (``OOMKilled``, or exit 137)."""
+    """Matches an attempt its container runtime reports ``OOMKilled`` (exit 137 alone is not)."""
 
     @pydantic.model_validator(mode="after")
     def _exactly_one_matcher(self) -> FailurePolicyRule:
@@ -244,7 +244,7 @@ MEMORY_QUANTITY_PATTERN = (
 
 
 class OomSpec(ApiModel):
-    """What an OOMKilled attempt does (a Pod whose container ended ``OOMKilled``, or exit 137).
+    """What an OOMKilled attempt does (a Pod whose container the runtime reports ``OOMKilled``).
 
     OOM kills have their own retry budget: they never spend ``retry.maxRetries``, and errors
     never spend ``oom.maxRetries``. Each retry after an OOM kill may get more memory: every

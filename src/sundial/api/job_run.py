@@ -13,7 +13,7 @@ from typing import Annotated, Final, Literal
 
 import pydantic
 
-from sundial.api import common
+from sundial.api import common, error_text
 
 KIND: Final = "JobRun"
 
@@ -34,7 +34,6 @@ TERMINAL_PHASES: frozenset[str] = frozenset(
 """Phases a run never leaves."""
 
 MAX_DEPENDENCIES = 32
-MAX_LAST_ERROR_LENGTH = 4096
 
 EXACTLY_ONE_OF_JOB_REF_OR_JOB = common.CelRule(
     rule="has(self.jobRef) != has(self.job)",
@@ -151,8 +150,8 @@ class JobRunStatus(common.ApiModel):
     duration: str | None = pydantic.Field(default=None, max_length=32)
     """``finishedAt - startedAt`` as kubectl prints durations (``1m23s``), set when it finishes."""
     pod_name: str | None = pydantic.Field(default=None, max_length=253)
-    last_error: str | None = pydantic.Field(default=None, max_length=MAX_LAST_ERROR_LENGTH)
-    """The last attempt's error, cut to fit (see ``truncate_error``)."""
+    last_error: str | None = pydantic.Field(default=None, max_length=error_text.MAX_ERROR_CHARS)
+    """The last attempt's error, cut to fit (``error_text.truncate``)."""
 
 
 class JobRun(common.ApiModel):
@@ -186,13 +185,3 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs}s" if secs else f"{minutes}m"
     return f"{secs}s"
-
-
-def truncate_error(message: str) -> str:
-    """``message`` cut to ``MAX_LAST_ERROR_LENGTH`` characters, keeping its start and end."""
-    if len(message) <= MAX_LAST_ERROR_LENGTH:
-        return message
-    marker = " … "
-    keep = MAX_LAST_ERROR_LENGTH - len(marker)
-    head = keep // 2
-    return message[:head] + marker + message[len(message) - (keep - head) :]

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from sundial import errors as sundial_errors
+
 ArgsT = TypeVar("ArgsT", bound=Mapping[str, Any])
 
 MAX_ARGS_BYTES = 64 * 1024
@@ -22,7 +24,7 @@ MAX_ARGS_KEYS = 64
 """The most top-level keys in an ``args`` object; enforced by the schema too."""
 
 
-class ArgsTooLargeError(ValueError):
+class ArgsTooLargeError(sundial_errors.SundialError, ValueError):
     """``args`` serialize to more than ``MAX_ARGS_BYTES``."""
 
 

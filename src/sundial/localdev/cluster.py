@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from sundial import errors as sundial_errors
+
 __all__ = [
     "ClusterError",
     "GoNotFoundError",
@@ -39,7 +41,7 @@ GO_INSTALL_HINT = (
 )
 
 
-class ClusterError(RuntimeError):
+class ClusterError(sundial_errors.SundialError, RuntimeError):
     """The local control plane could not be built, started or stopped."""
 
 

@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from sundial import errors as sundial_errors
+
 __all__ = [
     "PostgresNotFoundError",
     "ThrowawayPostgres",
@@ -33,7 +35,7 @@ __all__ = [
 _UNPRIVILEGED_USER = "nobody"
 
 
-class PostgresNotFoundError(RuntimeError):
+class PostgresNotFoundError(sundial_errors.SundialError, RuntimeError):
     """The PostgreSQL server binaries (initdb, pg_ctl) are not on this machine."""
 
 

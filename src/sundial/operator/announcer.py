@@ -57,7 +57,8 @@ class AnnouncingTriggerLoop(trigger.TriggerLoop):
             body = known.get(outcome.schedule_id)
             if body is None:
                 continue
-            for reason in outcome.events:
+            for text in outcome.events:
+                reason = EventReason(text)  # every reason store.fires reports is one (tested)
                 event_type = events.WARNING if reason in _WARNINGS else events.NORMAL
                 message = outcome.newly_quarantined or outcome.stalled or reason
                 self.ctx.recorder.record(body, event_type, reason, message)

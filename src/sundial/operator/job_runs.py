@@ -10,7 +10,8 @@ lost events harmless):
   namespace, else the uid) - so re-applying a manifest, or submitting twice after a crash,
   creates one run. An upstream JobRun that has no run yet means "try again on the next pass";
 * ``cancel: true``: cancel the run (or never submit it);
-* otherwise: copy the run's state into ``status``, and delete the object
+* otherwise: copy the run's state into ``status`` (with the kstatus and Job-style conditions of
+  ``status.job_run_conditions``), and delete the object
   ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
 
 ``delete`` runs behind the finalizer when a user JobRun is deleted: a run that has not
@@ -29,9 +30,10 @@ from typing import Any
 
 import pydantic
 
-from sundial.api import common, conditions, job_run
+from sundial.api import conditions, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
 from sundial.operator import context, events, kube, status
+from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
@@ -39,7 +41,7 @@ __all__ = ["DELETED_REASON", "delete", "reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
-Wanted = tuple[str, common.ConditionStatus, str, str]
+Wanted = status.Wanted
 
 #: The ``last_error`` of a run cancelled because its user JobRun was deleted.
 DELETED_REASON = "cancelled: the JobRun was deleted"
@@ -68,11 +70,16 @@ async def reconcile(
     run_id = current.get("runId")
     if run_id is None:
         if spec.cancel:
+            cancelled = ConditionReason.CANCELLED
             await _write(
                 ctx,
                 body,
                 {"phase": "Cancelled", "reason": "cancelled before it was submitted"},
-                [(ConditionType.READY, "False", "Cancelled", "cancelled before submission")],
+                [
+                    (ConditionType.READY, "False", cancelled, "cancelled before submission"),
+                    (ConditionType.COMPLETE, "False", cancelled, "cancelled before submission"),
+                    (ConditionType.FAILED, "True", cancelled, "cancelled before submission"),
+                ],
             )
             return
         run_id = await _submit(ctx, body, spec)
@@ -84,7 +91,7 @@ async def reconcile(
         run = (await history.runs(ctx.pool, [run_number])).get(run_number)
     if run is None:
         return  # archived away and dropped: leave the last status as it is
-    if spec.cancel and run.state in runs.ACTIVE_STATES:
+    if spec.cancel and run.state in run_state.ACTIVE:
         result = await runs.cancel(ctx.pool, run_number, reason="cancelled: spec.cancel is true")
         log.info("JobRun cancelled", extra={"object": _ref(body), "result": str(result)})
         run = (await history.runs(ctx.pool, [run_number])).get(run_number) or run
@@ -95,8 +102,7 @@ async def reconcile(
         desired,
         [
             (ConditionType.READY, "True", ConditionReason.SUBMITTED, f"run {run.id}"),
-            (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
-            (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
+            *status.job_run_conditions(run),
         ],
     )
     warning = events.TERMINAL_WARNINGS.get(desired["phase"])
@@ -218,7 +224,7 @@ async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
         return
     try:
         result = await runs.cancel(ctx.pool, run_number, reason=DELETED_REASON)
-    except store_errors.InvalidSubmissionError:
+    except store_errors.NoSuchRunError:
         return  # archived and dropped: long finished
     log.info(
         "JobRun deleted",

@@ -36,12 +36,11 @@ import uuid
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-import psycopg
-import psycopg_pool
-
 from sundial.api import common, conditions, job_run, scheduled_job
 from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
 from sundial.pods import pod_gc
+from sundial.scheduling import run_state
+from sundial.store import errors as store_errors
 from sundial.store import history
 
 __all__ = ["Mirror"]
@@ -107,7 +106,7 @@ class Mirror:
         try:
             windows = await history.window(self.ctx.pool, requests)
             views = await history.schedules(self.ctx.pool, parsed)
-        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as error:
+        except store_errors.StoreUnavailableError as error:
             await self._store_unavailable(live, error)
             raise
 
@@ -173,7 +172,8 @@ class Mirror:
     ) -> None:
         """Degraded=True on every ScheduledJob while PostgreSQL cannot be read (once each:
         the message names only the kind of error, so repeated passes write nothing)."""
-        message = f"PostgreSQL is unreachable ({type(error).__name__}); runs are not fired"
+        cause = error.__cause__ or error  # psycopg's error, under the store's
+        message = f"PostgreSQL is unreachable ({type(cause).__name__}); runs are not fired"
         wanted: list[tuple[str, common.ConditionStatus, str, str]] = [
             (
                 conditions.ConditionType.DEGRADED,
@@ -276,10 +276,17 @@ class Mirror:
                     if not kube.is_conflict(error):
                         raise
                     current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
-            if (current.get("spec") or {}).get("cancel") and run.state in _ACTIVE:
+            if (current.get("spec") or {}).get("cancel") and run.state in run_state.ACTIVE:
                 await job_runs.cancel_run(self.ctx, current, run.id)
-            desired = status.job_run_status(run, generation=current["metadata"].get("generation"))
+            generation = current["metadata"].get("generation")
+            desired = status.job_run_status(run, generation=generation)
             before = current.get("status") or {}
+            desired["conditions"] = status.conditions_with(
+                before,
+                status.job_run_conditions(run),
+                now=self.ctx.clock.now(),
+                generation=generation,
+            )
             patch = status.changes(before, desired)
             if patch:
                 await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
@@ -375,9 +382,6 @@ class Mirror:
         )
         if deleted:
             log.info("deleted finished Pods outside their window", extra={"pods": deleted})
-
-
-_ACTIVE = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:

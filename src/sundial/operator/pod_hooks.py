@@ -42,6 +42,7 @@ from sundial.api.conditions import EventReason
 from sundial.operator import context, events, job_runs, kube
 from sundial.pods import launcher
 from sundial.pods.outcomes import PodState
+from sundial.scheduling import run_state
 
 __all__ = ["OperatorPodHooks"]
 
@@ -139,11 +140,11 @@ class OperatorPodHooks:
 
     async def ended(self, end: launcher.AttemptEnd) -> None:
         reason = _REASONS.get(end.outcome.state)
-        dead_lettered = end.run_state == "dead_lettered"
+        dead_lettered = end.run_state == run_state.RunState.DEAD_LETTERED
         pod_deleted = (
             end.outcome.state is PodState.GONE
             and end.outcome.reason != launcher.OWNER_DELETED
-            and end.run_state == "cancelled"
+            and end.run_state == run_state.RunState.CANCELLED
         )
         if reason is None and not dead_lettered and not pod_deleted:
             return

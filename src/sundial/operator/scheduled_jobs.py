@@ -68,7 +68,8 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
         now=ctx.clock.now(),
     )
     if result.stalled is not None:
-        ctx.recorder.record(body, events.WARNING, result.stalled.reason, str(result.stalled))
+        reason = conditions.EventReason(result.stalled.reason)  # a member for every error (tested)
+        ctx.recorder.record(body, events.WARNING, reason, str(result.stalled))
         log.warning(
             "ScheduledJob stalled", extra={"object": _ref(body), "error": str(result.stalled)}
         )

@@ -40,9 +40,9 @@ from typing import Any, Protocol
 
 from sundial.api import scheduled_job
 from sundial.pods import manifests
+from sundial.scheduling import run_state
 
 __all__ = [
-    "FINISHED_STATES",
     "EndedPod",
     "PodMetadataApi",
     "collectable",
@@ -67,9 +67,6 @@ class PodMetadataApi(Protocol):
 
 #: Pod phases in which nothing runs any more; everything else is listed by the launcher only.
 _ENDED = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
-
-#: Run states from which nothing more happens to the run (``job_runs.state``).
-FINISHED_STATES = frozenset({"completed", "failed", "timed_out", "cancelled", "dead_lettered"})
 
 
 @dataclass(frozen=True)
@@ -142,7 +139,7 @@ def collectable(pods: Iterable[EndedPod], run_states: Mapping[int, str]) -> list
     return [
         pod
         for pod in pods
-        if pod.run_id not in run_states or run_states[pod.run_id] in FINISHED_STATES
+        if pod.run_id not in run_states or run_states[pod.run_id] in run_state.FINISHED
     ]
 
 

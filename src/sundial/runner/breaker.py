@@ -171,7 +171,7 @@ def says_about_dependency(outcome: outcomes.Outcome) -> bool | None:
             return True
         case outcomes.TimedOut():
             return False
-        case outcomes.Failed(failure_class=outcomes.FailureClass.HANDLER_ERROR):
+        case outcomes.Failed(detail=outcomes.FailureDetail.HANDLER_ERROR):
             return False
         case _:
             return None

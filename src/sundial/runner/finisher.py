@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Union
 
 from sundial.observability import metrics
-from sundial.runner import connection_errors, in_flight
-from sundial.store import claims, releases
+from sundial.runner import in_flight
+from sundial.store import claims, reconnect, releases
 from sundial.store.pool import Pool
 
 log = logging.getLogger("sundial.runner.finisher")
@@ -94,31 +94,21 @@ class Finisher:
             else:
                 finishes.append(result)
                 finished.append((attempt, label))
-        failures = 0
+        retry = reconnect.Backoff("cannot write results; retrying", logger=log)
         while finished or released:
             try:
                 if finished:
                     done = await claims.finish(self._pool(), self._worker, finishes)
-                    self._settle(finished, done.lost, failures > 0)
+                    self._settle(finished, done.lost, retry.failures > 0)
                     finished = []
                 if released:
                     answer = await releases.release(self._pool(), self._worker, release_list)
-                    self._settle(released, answer.lost, failures > 0)
+                    self._settle(released, answer.lost, retry.failures > 0)
                     released = []
                 self._on_connection(None)
-            except connection_errors.ERRORS as error:
-                failures += 1
+            except reconnect.ERRORS as error:
                 self._on_connection(error)
-                delay = connection_errors.retry_delay(failures)
-                log.warning(
-                    "cannot write results; retrying",
-                    extra={
-                        "error": connection_errors.describe(error),
-                        "results": len(finished) + len(released),
-                        "retry_in_seconds": round(delay, 3),
-                    },
-                )
-                await asyncio.sleep(delay)
+                await asyncio.sleep(retry.failed(error, results=len(finished) + len(released)))
 
     def _settle(
         self,

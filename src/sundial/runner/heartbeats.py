@@ -34,8 +34,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from sundial.runner import connection_errors, in_flight
-from sundial.store import claims
+from sundial.runner import in_flight
+from sundial.store import claims, reconnect
 from sundial.store.pool import Pool
 
 log = logging.getLogger("sundial.runner.heartbeats")
@@ -68,27 +68,22 @@ class Heartbeats:
         self._extended = extended
 
     async def run(self) -> None:
-        failures = 0
+        # Retried every tick: log the first failure and then about once an interval.
+        retry = reconnect.Backoff(
+            "heartbeat failed; leases are kept until they expire",
+            logger=log,
+            cap_seconds=self.tick_seconds,
+            log_every=10,
+        )
         while True:
             delay = self.tick_seconds
             try:
                 await self.beat()
-                failures = 0
+                retry.succeeded()
                 self._on_connection(None)
-            except connection_errors.ERRORS as error:
-                failures += 1
+            except reconnect.ERRORS as error:
                 self._on_connection(error)
-                delay = min(connection_errors.retry_delay(failures), self.tick_seconds)
-                # Retried every tick: log the first failure and then about once an interval.
-                if failures == 1 or failures % 10 == 0:
-                    log.warning(
-                        "heartbeat failed; leases are kept until they expire",
-                        extra={
-                            "error": connection_errors.describe(error),
-                            "in_flight": len(self._attempts),
-                            "failures_in_a_row": failures,
-                        },
-                    )
+                delay = retry.failed(error, in_flight=len(self._attempts))
             await asyncio.sleep(delay)
 
     async def beat(self) -> None:

@@ -11,9 +11,6 @@ import enum
 from dataclasses import dataclass
 from typing import ClassVar
 
-# Bounded so one runaway traceback cannot bloat a row or a log line.
-MAX_ERROR_CHARS = 16_000
-
 
 class OutcomeStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
@@ -23,8 +20,15 @@ class OutcomeStatus(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
-class FailureClass(enum.StrEnum):
-    """Why an attempt did not succeed; stable strings for ``reason`` and metric labels."""
+class FailureDetail(enum.StrEnum):
+    """What exactly ended an attempt that did not succeed, as the runner knows it.
+
+    Finer than the failure class (``sundial.scheduling.failures.FailureClass``, the one word
+    the retry rules key on, stored in ``failure_reason``): the claim loop maps each outcome to
+    its class and hands the detail on, and the store keeps it in ``failure_detail``, so JobRun
+    status (``reason``) and `sundial runs` show BadArgs or UnknownHandler, not only
+    "permanent". Stable strings, also used as metric and log labels.
+    """
 
     HANDLER_ERROR = "HandlerError"
     """The handler raised; ``error`` holds the traceback."""
@@ -41,13 +45,6 @@ class FailureClass(enum.StrEnum):
     CANCELLED = "Cancelled"
 
 
-def truncate_error(text: str) -> str:
-    """Keep the end of an error (a traceback's last lines say the most)."""
-    if len(text) <= MAX_ERROR_CHARS:
-        return text
-    return "…(truncated)\n" + text[-MAX_ERROR_CHARS:]
-
-
 @dataclass(frozen=True)
 class Succeeded:
     status: ClassVar[OutcomeStatus] = OutcomeStatus.SUCCEEDED
@@ -56,39 +53,39 @@ class Succeeded:
 @dataclass(frozen=True)
 class Failed:
     error: str
-    failure_class: FailureClass = FailureClass.HANDLER_ERROR
+    detail: FailureDetail = FailureDetail.HANDLER_ERROR
     status: ClassVar[OutcomeStatus] = OutcomeStatus.FAILED
 
     @property
     def retryable(self) -> bool:
         """Bad args and unknown handlers fail the same way on every attempt."""
-        return self.failure_class not in (FailureClass.BAD_ARGS, FailureClass.UNKNOWN_HANDLER)
+        return self.detail not in (FailureDetail.BAD_ARGS, FailureDetail.UNKNOWN_HANDLER)
 
 
 @dataclass(frozen=True)
 class TimedOut:
     error: str
     timeout_seconds: float
-    failure_class: ClassVar[FailureClass] = FailureClass.TIMEOUT
+    detail: ClassVar[FailureDetail] = FailureDetail.TIMEOUT
     status: ClassVar[OutcomeStatus] = OutcomeStatus.TIMED_OUT
 
 
 @dataclass(frozen=True)
 class Crashed:
     error: str
-    failure_class: FailureClass = FailureClass.PROCESS_CRASHED
+    detail: FailureDetail = FailureDetail.PROCESS_CRASHED
     status: ClassVar[OutcomeStatus] = OutcomeStatus.CRASHED
 
     @property
     def counts_as_crash(self) -> bool:
         """True when this handler itself killed its process (feeds quarantine-after-N)."""
-        return self.failure_class is FailureClass.PROCESS_CRASHED
+        return self.detail is FailureDetail.PROCESS_CRASHED
 
 
 @dataclass(frozen=True)
 class Cancelled:
     error: str = "cancellation requested"
-    failure_class: ClassVar[FailureClass] = FailureClass.CANCELLED
+    detail: ClassVar[FailureDetail] = FailureDetail.CANCELLED
     status: ClassVar[OutcomeStatus] = OutcomeStatus.CANCELLED
 
 

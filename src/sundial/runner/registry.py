@@ -7,7 +7,7 @@ import an arbitrary path (DESIGN.md section 9).
 
 Errors::
 
-    RegistryError
+    RegistryError (SundialError)
     ├── UnknownHandlerError     a run names a handler this runner does not have
     ├── HandlerDefinitionError  a handler was registered wrongly (bad name, model, signature)
     └── HandlersImportError     a --handlers module could not be imported
@@ -26,12 +26,14 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from sundial import errors as sundial_errors
+
 HANDLER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class RegistryError(Exception):
+class RegistryError(sundial_errors.SundialError):
     """Base of every handler-registry error."""
 
 

@@ -19,8 +19,7 @@ from collections.abc import Collection
 
 import psycopg
 
-from sundial.runner import connection_errors
-from sundial.store import reaper
+from sundial.store import reaper, reconnect
 
 CHANNEL = reaper.WAKEUP_CHANNEL
 
@@ -36,33 +35,23 @@ class Listener:
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting as often as it takes."""
-        failures = 0
+        retry = reconnect.Backoff("listen connection lost; reconnecting", logger=log)
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
-            except connection_errors.ERRORS as error:
-                failures += 1
-                await self._pause(failures, error)
+            except reconnect.ERRORS as error:
+                await asyncio.sleep(retry.failed(error))
                 continue
             try:
                 async with conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     self.connected = True
-                    failures = 0
+                    retry.succeeded()
                     self._wake.set()  # whatever was announced while we were away
                     async for notify in conn.notifies():
                         if not notify.payload or notify.payload in self._queues:
                             self._wake.set()
-            except connection_errors.ERRORS as error:
-                failures += 1
-                await self._pause(failures, error)
+            except reconnect.ERRORS as error:
+                await asyncio.sleep(retry.failed(error))
             finally:
                 self.connected = False
-
-    async def _pause(self, failures: int, error: Exception) -> None:
-        delay = connection_errors.retry_delay(failures)
-        log.warning(
-            "listen connection lost; reconnecting",
-            extra={"error": connection_errors.describe(error), "retry_in_seconds": round(delay, 3)},
-        )
-        await asyncio.sleep(delay)

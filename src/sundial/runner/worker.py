@@ -44,10 +44,10 @@ from collections.abc import Mapping
 
 from prometheus_client import Gauge
 
+from sundial.api import error_text
 from sundial.observability import metrics
 from sundial.runner import (
     breaker,
-    connection_errors,
     finisher,
     health,
     heartbeats,
@@ -68,7 +68,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import failures
-from sundial.store import claims, reaper, releases
+from sundial.store import claims, reaper, reconnect, releases
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -167,7 +167,7 @@ class Worker:
                 log.info("connected to PostgreSQL", extra={"worker": self.settings.worker_id})
             self._db_error = None
         else:
-            self._db_error = connection_errors.describe(error)
+            self._db_error = reconnect.describe(error)
 
     def ready(self) -> tuple[bool, str]:
         if self._draining:
@@ -251,7 +251,7 @@ class Worker:
         return 0
 
     async def _connect(self, stop: shutdown.Shutdown) -> bool:
-        failures = 0
+        retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)
         while not stop.requested.is_set():
             try:
                 self._pool = await store_pool.open_pool(
@@ -259,18 +259,9 @@ class Worker:
                 )
                 self.connection(None)
                 return True
-            except connection_errors.ERRORS as error:
-                failures += 1
+            except reconnect.ERRORS as error:
                 self.connection(error)
-                delay = connection_errors.retry_delay(failures)
-                log.warning(
-                    "cannot connect to PostgreSQL; retrying",
-                    extra={
-                        "error": connection_errors.describe(error),
-                        "retry_in_seconds": round(delay, 3),
-                    },
-                )
-                await _wait(stop.requested, delay)
+                await _wait(stop.requested, retry.failed(error))
         return False
 
     # -- claiming -------------------------------------------------------------------------
@@ -287,7 +278,7 @@ class Worker:
         )
 
     async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
-        failures = 0
+        retry = reconnect.Backoff("claim failed; retrying", logger=log)
         while not stop.requested.is_set():
             self._wake.clear()
             full = False
@@ -318,20 +309,11 @@ class Worker:
                     if len(runs) == limit:
                         full = True
                         self._slot_limited = True
-                failures = 0
+                retry.succeeded()
                 self.connection(None)
-            except connection_errors.ERRORS as error:
-                failures += 1
+            except reconnect.ERRORS as error:
                 self.connection(error)
-                delay = connection_errors.retry_delay(failures)
-                log.warning(
-                    "claim failed; retrying",
-                    extra={
-                        "error": connection_errors.describe(error),
-                        "retry_in_seconds": round(delay, 3),
-                    },
-                )
-                await _wait(stop.requested, delay)
+                await _wait(stop.requested, retry.failed(error))
                 continue
             if full:
                 await asyncio.sleep(0)  # let the runs just started take their first step
@@ -368,7 +350,7 @@ class Worker:
         run = attempt.run
         if not isinstance(run.args, dict):
             failed = outcomes.Failed(
-                f"the args of run {run.id} are not a JSON object", outcomes.FailureClass.BAD_ARGS
+                f"the args of run {run.id} are not a JSON object", outcomes.FailureDetail.BAD_ARGS
             )
             self._free_slot(attempt)
             self._settle(attempt, failed)
@@ -447,12 +429,12 @@ class Worker:
                 failure = failures.FailureClass.ERROR
                 if not outcome.retryable:
                     failure = failures.FailureClass.PERMANENT
-                result = claims.Outcome.failed(run, outcome.error, failure)
-                if outcome.failure_class is outcomes.FailureClass.HANDLER_ERROR:
+                result = claims.Outcome.failed(run, outcome.error, failure, detail=outcome.detail)
+                if outcome.detail is outcomes.FailureDetail.HANDLER_ERROR:
                     result = self._budget_retry(run, result)
                 log.info(
                     "attempt failed",
-                    extra={**attempt.log_fields(), "reason": outcome.failure_class.value},
+                    extra={**attempt.log_fields(), "reason": outcome.detail.value},
                 )
             case outcomes.TimedOut():
                 result = claims.Outcome.timed_out(run, outcome.error)
@@ -461,7 +443,7 @@ class Worker:
                 if not outcome.counts_as_crash:
                     self._release(attempt, 0.0, outcome.error, "released")
                     return
-                result = claims.Outcome.crashed(run, outcome.error)
+                result = claims.Outcome.crashed(run, outcome.error, detail=outcome.detail)
                 self.metrics.process_crashes.labels(handler=run.handler).inc()
                 self._check_quarantine(run.handler)
             case outcomes.Cancelled():
@@ -514,7 +496,7 @@ class Worker:
                 "delay_seconds": round(delay, 3),
             },
         )
-        error = (result.error or "")[-(claims.MAX_ERROR_CHARS - len(note)) :] + note
+        error = error_text.truncate((result.error or "") + note)
         return result._replace(error=error, retry_delay_seconds=delay)
 
     def _release(self, attempt: in_flight.Attempt, delay: float, reason: str, label: str) -> None:
@@ -565,7 +547,6 @@ class Worker:
     # -- maintenance ----------------------------------------------------------------------
 
     async def _maintain(self) -> None:
-        failures_in_a_row = 0
         while True:
             try:
                 # Both announce what they made claimable on the wakeup channel themselves.
@@ -580,9 +561,7 @@ class Worker:
                             "worker": self.settings.worker_id,
                         },
                     )
-                failures_in_a_row = 0
-            except connection_errors.ERRORS as error:
-                failures_in_a_row += 1
+            except reconnect.ERRORS as error:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
 

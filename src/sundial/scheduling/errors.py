@@ -5,7 +5,7 @@ the operator can copy the message into a ``Stalled`` condition or a Warning even
 the user knows what to fix. The trigger loop catches ``SchedulingError`` per schedule and moves
 on; one bad schedule never stops the others.
 
-    SchedulingError (ValueError)
+    SchedulingError (SundialError, ValueError)
      ├── InvalidScheduleError      field ``schedule``   reason ``InvalidSchedule``
      ├── UnknownTimeZoneError      field ``timeZone``   reason ``UnknownTimeZone``
      └── InvalidPolicyError        any policy field     reason ``InvalidPolicy``
@@ -13,8 +13,10 @@ on; one bad schedule never stops the others.
 
 from __future__ import annotations
 
+from sundial import errors as sundial_errors
 
-class SchedulingError(ValueError):
+
+class SchedulingError(sundial_errors.SundialError, ValueError):
     """A ScheduledJob field holds a value the scheduling layer cannot use.
 
     ``field`` is the spec field name as the user wrote it (``schedule``, ``timeZone``, ...),

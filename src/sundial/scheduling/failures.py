@@ -17,12 +17,19 @@ ends it there once its budget is spent. That is ``dead_lettered`` (visible, repl
 every retried class but one: a run whose last attempt timed out ends ``timed_out`` (DESIGN.md
 section 6; ADR 0001, decision 7). The store reads any other ``terminal_state`` of a retried
 class as ``dead_lettered`` (migration 0050), so a poison run never ends plain ``failed``.
+
+``FailureClass`` is the one word for how an attempt ended as far as its run is concerned; the
+store keeps it in ``failure_reason``. What exactly happened is a detail beside it: the runner's
+``outcomes.FailureDetail`` (BadArgs, UnknownHandler …) in ``failure_detail``, a Pod's own
+reason (OOMKilled, Evicted …) in ``pod_reason`` (ADR 0020).
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from sundial.scheduling.run_state import RunState
 
 __all__ = [
     "INFRASTRUCTURE_RETRY_LIMIT",
@@ -63,7 +70,7 @@ class Budget(enum.StrEnum):
 class FailureRule:
     retryable: bool
     budget: Budget  # what a retry spends; NONE for a class that is never retried
-    terminal_state: str  # the run's state when this class ends it: at once, or retries spent
+    terminal_state: RunState  # the run's state when this class ends it: at once, or retries spent
 
     @property
     def counts_against_max_retries(self) -> bool:
@@ -73,17 +80,17 @@ class FailureRule:
 
 
 RULES: dict[FailureClass, FailureRule] = {
-    FailureClass.ERROR: FailureRule(True, Budget.MAX_RETRIES, "dead_lettered"),
-    FailureClass.TIMEOUT: FailureRule(True, Budget.MAX_RETRIES, "timed_out"),
-    FailureClass.CRASH: FailureRule(True, Budget.MAX_RETRIES, "dead_lettered"),
-    FailureClass.OOM: FailureRule(True, Budget.OOM, "dead_lettered"),
-    FailureClass.INFRASTRUCTURE: FailureRule(True, Budget.INFRASTRUCTURE, "dead_lettered"),
+    FailureClass.ERROR: FailureRule(True, Budget.MAX_RETRIES, RunState.DEAD_LETTERED),
+    FailureClass.TIMEOUT: FailureRule(True, Budget.MAX_RETRIES, RunState.TIMED_OUT),
+    FailureClass.CRASH: FailureRule(True, Budget.MAX_RETRIES, RunState.DEAD_LETTERED),
+    FailureClass.OOM: FailureRule(True, Budget.OOM, RunState.DEAD_LETTERED),
+    FailureClass.INFRASTRUCTURE: FailureRule(True, Budget.INFRASTRUCTURE, RunState.DEAD_LETTERED),
     # A handler that kills its worker every time must not loop forever, so this counts.
-    FailureClass.LEASE_EXPIRED: FailureRule(True, Budget.MAX_RETRIES, "dead_lettered"),
-    FailureClass.START_FAILURE: FailureRule(False, Budget.NONE, "failed"),
-    FailureClass.PERMANENT: FailureRule(False, Budget.NONE, "failed"),
-    FailureClass.CANCELLED: FailureRule(False, Budget.NONE, "cancelled"),
-    FailureClass.UPSTREAM_FAILED: FailureRule(False, Budget.NONE, "failed"),
+    FailureClass.LEASE_EXPIRED: FailureRule(True, Budget.MAX_RETRIES, RunState.DEAD_LETTERED),
+    FailureClass.START_FAILURE: FailureRule(False, Budget.NONE, RunState.FAILED),
+    FailureClass.PERMANENT: FailureRule(False, Budget.NONE, RunState.FAILED),
+    FailureClass.CANCELLED: FailureRule(False, Budget.NONE, RunState.CANCELLED),
+    FailureClass.UPSTREAM_FAILED: FailureRule(False, Budget.NONE, RunState.FAILED),
 }
 
 

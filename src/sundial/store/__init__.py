@@ -1,8 +1,9 @@
 """The run store: PostgreSQL as Sundial's system of record for jobs, schedules and runs.
 
 Import modules, not names (``from sundial.store import claims`` … ``claims.claim(...)``).
-Every function takes a ``psycopg_pool.AsyncConnectionPool`` (``pool.open_pool(dsn)``); lease
-expiry and due-ness are decided by the database clock. The API, stable from here on::
+Every function takes a ``pool.Pool`` (psycopg's pool, whose connections raise store errors;
+``pool.open_pool(dsn)``); lease expiry and due-ness are decided by the database clock. The
+API, stable from here on::
 
     pool.open_pool(dsn, *, min_size=1, max_size=4) -> Pool
     migrate.migrate(dsn, *, target=None) -> list[Migration]      # also `sundial migrate --dsn`
@@ -42,9 +43,10 @@ expiry and due-ness are decided by the database clock. The API, stable from here
                                                   # all run by scheduler.maintainer
     monitoring.schedule_lag / pending_depth / terminal_runs_by_job /
                attempts_per_completed_run / lease_expiries
-    runstore.RunStore (Protocol) and runstore.PostgresRunStore(pool, worker=, lease_seconds=)
+    reconnect.Backoff(message, logger=) / reconnect.ERRORS   # every loop's wait for the database
 
-Run states (``job_runs.state``, a CHECK-constrained enum)::
+Run states (``job_runs.state``, a CHECK-constrained enum; in Python ``sundial.scheduling.run_state``
+with its sets ACTIVE, FINISHED and FAILED)::
 
     scheduled ──(run_at due: promote_due)──┐
     blocked ──(last upstream completes)────┤          ┌── completed
@@ -54,5 +56,22 @@ Run states (``job_runs.state``, a CHECK-constrained enum)::
                                            ▲                │              └── cancelled
                                            └──reaper (lease expired)┘
 
-Errors are in ``errors`` (one hierarchy). Schema decisions: docs/adr/0001-run-store-schema.md.
+Errors are in ``errors`` (one hierarchy under ``sundial.errors.SundialError``); psycopg's
+errors become store errors at the pool's edge. Schema decisions:
+docs/adr/0001-run-store-schema.md.
+
+The schema lives in two forms, tied by a test (docs/adr/0020-one-word-for-each-concept.md):
+
+* ``migrations/NNNN_name.sql`` — how every database, fresh or old, gets its schema. Applied
+  files are never edited; a change is a new file.
+* ``schema/`` — the reference: what the migrations add up to today. Every SQL function is
+  defined once, in ``schema/functions/<name>.sql``, and the tables, indexes, triggers and
+  views are in ``schema/tables/NN_topic.sql``. Read this, not the migrations, to know what a
+  function does now. It is never applied to an installation.
+
+``tests/integration/store/test_reference_schema.py`` builds one database from every migration
+and one from ``schema/`` and compares them object by object (``pg_dump --schema-only``). To
+change the schema: write the migration, then put the same definition in ``schema/`` (for a
+function, copy the migration's ``CREATE OR REPLACE FUNCTION`` into its file and update its
+"last changed by" line). The test names every object that differs and the file to fix.
 """

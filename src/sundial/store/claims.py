@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from sundial.api import error_text
 from sundial.scheduling import backoff, failures
 from sundial.store import queries
 from sundial.store.pool import Pool
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
-    "MAX_ERROR_CHARS",
     "ClaimedRun",
     "FinishResult",
     "HeartbeatResult",
@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
-MAX_ERROR_CHARS = 4000  # last_error is bounded at 8 KiB in the schema; leave room for UTF-8
 
 
 class ClaimedRun(NamedTuple):
@@ -78,6 +77,9 @@ class Outcome(NamedTuple):
     failure: failures.FailureClass | None = None  # None: succeeded
     error: str | None = None
     retry_delay_seconds: float = 0.0  # used only if the run is retried
+    #: What exactly failed, finer than ``failure`` (BadArgs, UnknownHandler …): the run's
+    #: ``failure_detail``, shown as a JobRun's reason and by `sundial runs`. None: no detail.
+    detail: str | None = None
 
     @classmethod
     def succeeded(cls, run: ClaimedRun) -> Outcome:
@@ -90,6 +92,7 @@ class Outcome(NamedTuple):
         error: str,
         failure: failures.FailureClass = failures.FailureClass.ERROR,
         *,
+        detail: str | None = None,
         rng: backoff.RandomSource | None = None,
     ) -> Outcome:
         delay = backoff.delay_seconds(
@@ -99,7 +102,12 @@ class Outcome(NamedTuple):
             rng=rng,
         )
         return cls(
-            run.id, run.attempt, failures.FailureClass(failure), error[-MAX_ERROR_CHARS:], delay
+            run.id,
+            run.attempt,
+            failures.FailureClass(failure),
+            error_text.truncate(error),
+            delay,
+            detail,
         )
 
     @classmethod
@@ -118,9 +126,14 @@ class Outcome(NamedTuple):
 
     @classmethod
     def crashed(
-        cls, run: ClaimedRun, error: str, *, rng: backoff.RandomSource | None = None
+        cls,
+        run: ClaimedRun,
+        error: str,
+        *,
+        detail: str | None = None,
+        rng: backoff.RandomSource | None = None,
     ) -> Outcome:
-        return cls.failed(run, error, failures.FailureClass.CRASH, rng=rng)
+        return cls.failed(run, error, failures.FailureClass.CRASH, detail=detail, rng=rng)
 
     @classmethod
     def cancelled(cls, run: ClaimedRun, reason: str = "cancelled on request") -> Outcome:
@@ -211,8 +224,9 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Outcome]) -> Finish
     }
     if all(o.failure is None for o in outcomes):
         # The common batch: all succeeded. unnest() pads missing arrays with NULLs, and a NULL
-        # failure class means "completed", so the other six arrays need not be sent.
+        # failure class means "completed", so the other seven arrays need not be sent.
         params.update(
+            details=None,
             failure_classes=None,
             errors=None,
             delays=None,
@@ -229,6 +243,7 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Outcome]) -> Finish
             retryable=[r is not None and r.retryable for r in rules],
             counts=[r is None or r.counts_against_max_retries for r in rules],
             terminal_states=[None if r is None else r.terminal_state for r in rules],
+            details=[o.detail for o in outcomes],
         )
     async with pool.connection() as conn:
         # One statement: the outcome, its dependents and the attempt history commit together.

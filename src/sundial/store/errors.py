@@ -1,10 +1,17 @@
-"""Every error the run store raises on purpose, in one hierarchy.
+"""Every error the run store raises on purpose, in one hierarchy under ``SundialError``.
 
 Bad input is rejected before anything is written (or inside a transaction that is rolled
-back), so after any of these nothing stored has changed::
+back), so after any of these nothing stored has changed. psycopg's errors stop at the store's
+edge (``pool.Pool.connection``): a lost or refused connection becomes
+``StoreUnavailableError`` (retry later), any other refused statement ``StatementError`` (a
+bug, or a constraint the caller broke), each with psycopg's error as ``__cause__``::
 
-    StoreError
+    StoreError (SundialError)
     ├── MigrationError                  a migration failed or an applied one was edited
+    ├── StoreUnavailableError           PostgreSQL is unreachable or dropped the connection
+    ├── StatementError                  PostgreSQL refused a statement
+    ├── NoSuchRunError (LookupError)    no run, live or archived, has that id
+    ├── RunNotReplayableError           the run exists, but its state does not allow a replay
     └── InvalidSubmissionError          the caller asked for something the store refuses
         ├── UnknownJobError             no active job definition by that id or name
         ├── ArgsTooLargeError           args larger than MAX_ARGS_BYTES once encoded
@@ -20,6 +27,8 @@ and finish report it per run in their results, because it is a normal outcome of
 
 from __future__ import annotations
 
+from sundial import errors as sundial_errors
+
 __all__ = [
     "ArgsTooLargeError",
     "CyclicDependencyError",
@@ -29,17 +38,49 @@ __all__ = [
     "InvalidSubmissionError",
     "MigrationError",
     "MissingDependencyError",
+    "NoSuchRunError",
+    "RunNotReplayableError",
+    "StatementError",
     "StoreError",
+    "StoreUnavailableError",
     "UnknownJobError",
 ]
 
 
-class StoreError(Exception):
+class StoreError(sundial_errors.SundialError):
     """Base of every error raised on purpose by ``sundial.store``."""
 
 
 class MigrationError(StoreError):
     """A migration could not be applied, or one already applied was changed afterwards."""
+
+
+class StoreUnavailableError(StoreError):
+    """PostgreSQL cannot be reached, restarted, failed over or closed the connection.
+
+    Transient by nature: wait and try again (``reconnect.Backoff``). Leases are time-based, so
+    a caller that reconnects within its lease loses nothing."""
+
+
+class StatementError(StoreError):
+    """PostgreSQL refused a statement for a reason other than the connection: a constraint
+    or a bug. Retrying the same statement will fail the same way."""
+
+
+class NoSuchRunError(StoreError, LookupError):
+    def __init__(self, run_id: int) -> None:
+        super().__init__(f"there is no run {run_id}: check the id (`sundial runs` lists them)")
+        self.run_id = run_id
+
+
+class RunNotReplayableError(StoreError):
+    def __init__(self, run_id: int, state: str) -> None:
+        super().__init__(
+            f"run {run_id} cannot be replayed: it is {state}; only dead_lettered, failed or "
+            "timed_out runs still in the live table can be replayed (submit archived ones again)"
+        )
+        self.run_id = run_id
+        self.state = state
 
 
 class InvalidSubmissionError(StoreError, ValueError):

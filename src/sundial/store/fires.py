@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sundial.scheduling import cron, plan, quarantine
+from sundial.scheduling import cron, plan, quarantine, run_state
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import dependencies, queries, schedules
@@ -43,7 +43,6 @@ __all__ = [
 #: trips, small enough that row locks are held for a few hundred milliseconds at most.
 DEFAULT_BATCH_SIZE = 1000
 REPLACED_REASON = "replaced by a newer fire (concurrencyPolicy: Replace)"
-_FAILED_STATES = frozenset({"failed", "timed_out", "dead_lettered"})
 
 
 @dataclass(frozen=True)
@@ -309,7 +308,7 @@ async def _failure_streaks(conn: Connection, rows: Sequence[_DueSchedule]) -> di
     for schedule_id, states in newest_first.items():
         streak = 0
         for state in states:
-            if state not in _FAILED_STATES:
+            if state not in run_state.FAILED:
                 break
             streak += 1
         streaks[schedule_id] = streak
@@ -324,9 +323,9 @@ async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID]) -> int:
     # A run that had not started ends now, and so do its dependents (as runs.cancel does);
     # a running one ends when its worker sees the request.
     doomed = {
-        run_id: "cancelled"
+        run_id: run_state.RunState.CANCELLED
         for run_id, state, has_dependents in rows
-        if has_dependents and state == "cancelled"
+        if has_dependents and state == run_state.RunState.CANCELLED
     }
     if doomed:
         await dependencies.fail_dependents(conn, doomed)

@@ -52,6 +52,8 @@ class RunView:
     pod_name: str | None = None
     pod_exit_code: int | None = None
     pod_reason: str | None = None
+    #: What exactly failed, finer than ``failure_reason`` (BadArgs, UnknownHandler …).
+    failure_detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,8 @@ class HistoryRow:
     pod_name: str | None = None
     pod_exit_code: int | None = None
     pod_reason: str | None = None
+    #: What exactly failed, finer than ``failure_reason`` (BadArgs, UnknownHandler …).
+    failure_detail: str | None = None
 
 
 async def recent(

@@ -1,25 +1,42 @@
 """Schema migrations: numbered SQL files applied once each, in order, under an advisory lock.
 
-``migrations/NNNN_name.sql`` files are the schema; there is no separate "fresh install" path, so
-a fresh install and an upgraded database run the same statements (a test proves that applying
-them one by one yields the same schema as applying them together). Each file runs in its own
-transaction together with its row in ``schema_migrations``; a checksum catches a file edited
-after it was applied. Two processes migrating at once serialise on a session advisory lock, so
-`sundial migrate` is safe to run from every replica's init container.
+``migrations/NNNN_name.sql`` files are how every database gets its schema; there is no
+separate "fresh install" path, so a fresh install and an upgraded database run the same
+statements. ``schema/`` is the reference: the current schema, each SQL function defined once
+(``schema/functions/<name>.sql``) and the tables by topic (``schema/tables/NN_topic.sql``); it
+is never applied to a real installation. ``build_reference`` builds a database from it, and a
+test requires that database to equal one built from every migration (see ``sundial.store``'s
+docstring for how to change the schema).
+
+Each migration runs in its own transaction together with its row in ``schema_migrations``; a
+checksum catches a file edited after it was applied. Two processes migrating at once serialise
+on a session advisory lock, so `sundial migrate` is safe to run from every replica's init
+container.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import psycopg
 
-from sundial.store import errors
+from sundial.store import errors, pool
 
-__all__ = ["ADVISORY_LOCK_KEY", "Migration", "applied_versions", "available", "migrate"]
+__all__ = [
+    "ADVISORY_LOCK_KEY",
+    "Migration",
+    "applied_versions",
+    "available",
+    "build_reference",
+    "migrate",
+    "reference_files",
+]
 
 # An arbitrary constant ("sundial" in ASCII) so our lock does not collide with other apps'.
 ADVISORY_LOCK_KEY = 0x73756E6469616C
@@ -62,8 +79,21 @@ def available() -> list[Migration]:
     return found
 
 
+@contextlib.contextmanager
+def _connect(
+    dsn: str, *, autocommit: bool = False
+) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """A connection whose psycopg errors leave as store errors (the store's edge, as in
+    ``pool.Pool``); a failed migration is reported as ``MigrationError`` before that."""
+    try:
+        with psycopg.connect(dsn, autocommit=autocommit) as conn:
+            yield conn
+    except psycopg.Error as error:
+        raise pool.store_error(error) from error
+
+
 def applied_versions(dsn: str) -> list[int]:
-    with psycopg.connect(dsn) as conn:
+    with _connect(dsn) as conn:
         exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
         if not exists or not exists[0]:
             return []
@@ -74,7 +104,7 @@ def applied_versions(dsn: str) -> list[int]:
 def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
     """Apply every migration not yet applied (up to ``target``); return those applied now."""
     applied_now: list[Migration] = []
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with _connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
             conn.execute(_CREATE_TABLE)
@@ -108,3 +138,27 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return applied_now
+
+
+def reference_files() -> list[tuple[str, str]]:
+    """``schema/``'s files as (path under ``store/``, SQL): functions, then tables by topic."""
+    schema = resources.files("sundial.store").joinpath("schema")
+    found = []
+    for folder in ("functions", "tables"):
+        for entry in sorted(schema.joinpath(folder).iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".sql"):
+                found.append((f"schema/{folder}/{entry.name}", entry.read_text("utf-8")))
+    return found
+
+
+def build_reference(dsn: str) -> None:
+    """Create ``schema/``'s objects in the empty database ``dsn`` (for the test that ties
+    ``schema/`` to the migrations; an installation is always migrated)."""
+    with _connect(dsn, autocommit=True) as conn, conn.transaction():
+        # Functions come first and may name tables created after them.
+        conn.execute("SET LOCAL check_function_bodies = off")
+        for path, sql in reference_files():
+            try:
+                conn.execute(sql.encode())
+            except psycopg.Error as error:
+                raise errors.MigrationError(f"{path} failed: {error}") from error

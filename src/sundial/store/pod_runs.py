@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sundial.api import error_text
 from sundial.store import claims, queries
 from sundial.store.pool import Pool
 
@@ -138,6 +139,7 @@ async def quarantine_schedule(pool: Pool, run_id: int, message: str) -> bool:
     was quarantined already."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            queries.get("pod_quarantine_schedule"), {"id": run_id, "message": message[:4000]}
+            queries.get("pod_quarantine_schedule"),
+            {"id": run_id, "message": error_text.truncate(message)},
         )
         return await cursor.fetchone() is not None

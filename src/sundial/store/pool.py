@@ -4,22 +4,64 @@ Workers, the operator and the CLI share one way to connect so that settings whic
 correctness are set once: UTC session time zone (timestamps come back aware and in UTC), and
 autocommit, so a one-statement call (claim, heartbeat) costs one round trip while calls that
 write several statements scope their own ``conn.transaction()``.
+
+It is also the store's edge for errors: whatever psycopg raises inside ``Pool.connection()``
+(or while ``open_pool`` waits for its first connection) leaves as a store error, so callers
+above the store never import psycopg to know that the database is away::
+
+    psycopg.OperationalError, InterfaceError, PoolTimeout -> errors.StoreUnavailableError
+    any other psycopg.Error (a constraint, a bug)         -> errors.StatementError
+
+Store code that expects a particular psycopg error catches it inside the block, before the
+edge sees it. The translation costs one generator frame per connection checkout (a batch of
+runs, never one job).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
+import psycopg
 import psycopg.types.json
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["Connection", "Pool", "open_pool"]
+from sundial.store import errors
+
+__all__ = ["UNAVAILABLE", "Connection", "Pool", "open_pool", "store_error"]
 
 Connection: TypeAlias = AsyncConnection[TupleRow]
-Pool: TypeAlias = AsyncConnectionPool[Connection]
+
+#: What psycopg raises when the database is away (``PoolTimeout`` is an OperationalError).
+UNAVAILABLE: tuple[type[psycopg.Error], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def store_error(error: psycopg.Error) -> errors.StoreError:
+    """The store error a psycopg error becomes at the edge."""
+    text = str(error).strip().splitlines()
+    message = f"{type(error).__name__}: {text[0] if text else ''}"
+    if isinstance(error, UNAVAILABLE):
+        return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
+    return errors.StatementError(f"PostgreSQL refused a statement ({message})")
+
+
+class Pool(AsyncConnectionPool[Connection]):
+    """psycopg's pool, whose connections raise store errors instead of psycopg's."""
+
+    @contextlib.asynccontextmanager
+    async def connection(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109 - psycopg_pool's signature, overridden
+    ) -> AsyncIterator[Connection]:
+        try:
+            async with super().connection(timeout) as conn:
+                yield conn
+        except psycopg.Error as error:
+            raise store_error(error) from error
 
 
 def _load_json(data: str | bytes) -> Any:
@@ -36,7 +78,7 @@ async def open_pool(
     dsn: str, *, min_size: int = 1, max_size: int = 4, name: str = "sundial"
 ) -> Pool:
     """Open and return a pool; close it with ``await pool.close()``."""
-    pool: Pool = AsyncConnectionPool(
+    pool = Pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
@@ -47,5 +89,9 @@ async def open_pool(
         kwargs={"autocommit": True},
         open=False,
     )
-    await pool.open(wait=True)
+    try:
+        await pool.open(wait=True)
+    except psycopg.Error as error:
+        await pool.close()
+        raise store_error(error) from error
     return pool

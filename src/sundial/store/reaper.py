@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sundial.scheduling import run_state
 from sundial.store import attempts, dependencies, queries
 from sundial.store.pool import Connection, Pool
 
@@ -55,7 +56,7 @@ async def reap(pool: Pool, *, limit: int = 1000) -> ReapResult:
                     run_id, attempt, owner, started_at, state, "lease_expired", error
                 )
             )
-            if state == "pending":
+            if state == run_state.RunState.PENDING:
                 requeued.add(run_id)
             else:
                 ended[run_id] = state

@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from sundial.api import error_text
 from sundial.store import queries
 from sundial.store.pool import Pool
 
 __all__ = ["Release", "ReleaseResult", "release"]
-
-_MAX_REASON_CHARS = 4000  # last_error is bounded at 8 KiB in the schema
 
 
 class Release(NamedTuple):
@@ -50,7 +49,7 @@ async def release(pool: Pool, worker: str, runs: Sequence[Release]) -> ReleaseRe
                 "ids": [r.run_id for r in runs],
                 "attempts": [r.attempt for r in runs],
                 "delays": [max(0.0, float(r.delay_seconds)) for r in runs],
-                "reasons": [r.reason[-_MAX_REASON_CHARS:] for r in runs],
+                "reasons": [error_text.truncate(r.reason) for r in runs],
             },
         )
         rows = await cursor.fetchall()

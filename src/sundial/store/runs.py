@@ -21,15 +21,14 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from sundial.scheduling import run_state
 from sundial.store import dependencies, errors, queries
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
-    "ACTIVE_STATES",
     "MAX_ARGS_BYTES",
     "MAX_PRIORITY",
     "MIN_PRIORITY",
-    "TERMINAL_STATES",
     "CancelResult",
     "GraphNode",
     "RunInfo",
@@ -48,11 +47,8 @@ MAX_ARGS_BYTES = 64 * 1024
 MIN_PRIORITY = 0
 MAX_PRIORITY = 9
 
-#: Waiting for time (scheduled, retry_wait), for upstream runs (blocked), for a worker
-#: (pending), or executing (running).
-ACTIVE_STATES = frozenset({"scheduled", "blocked", "pending", "running", "retry_wait"})
-TERMINAL_STATES = frozenset({"completed", "failed", "timed_out", "cancelled", "dead_lettered"})
-_UPSTREAM_DOOMED = frozenset({"failed", "timed_out", "cancelled", "dead_lettered"})
+#: An upstream run in one of these states will never complete, so its dependents never start.
+_UPSTREAM_DOOMED = run_state.FINISHED - {run_state.RunState.COMPLETED}
 
 
 @dataclass(frozen=True)
@@ -85,6 +81,7 @@ class RunInfo:
     started_at: datetime | None
     finished_at: datetime | None
     archived: bool
+    failure_detail: str | None = None
 
 
 class CancelResult(enum.StrEnum):
@@ -378,11 +375,16 @@ async def _upstream(
         raise errors.MissingDependencyError(missing)
     for run_id in upstream:
         if states[run_id] in _UPSTREAM_DOOMED:
-            if states[run_id] == "cancelled":
-                return 0, "cancelled", "cancelled", f"upstream run {run_id} was cancelled"
+            if states[run_id] == run_state.RunState.CANCELLED:
+                return (
+                    0,
+                    run_state.RunState.CANCELLED,
+                    "cancelled",
+                    (f"upstream run {run_id} was cancelled"),
+                )
             reason = f"upstream run {run_id} failed ({states[run_id]})"
-            return 0, "failed", "upstream_failed", reason
-    live = [run_id for run_id in upstream if states[run_id] != "completed"]
+            return 0, run_state.RunState.FAILED, "upstream_failed", reason
+    live = [run_id for run_id in upstream if states[run_id] != run_state.RunState.COMPLETED]
     if live:
         await conn.execute(queries.get("mark_has_dependents"), {"ids": live})
     return len(live), None, None, None
@@ -404,22 +406,22 @@ async def get(pool: Pool, run_id: int) -> RunInfo | None:
 
 
 async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:
-    """Cancel a run; a run that had not started ends now, with its dependents."""
+    """Cancel a run; a run that had not started ends now, with its dependents.
+
+    Raises ``NoSuchRunError`` if no run, live or archived, has the id ``run_id``."""
     async with pool.connection() as conn, conn.transaction():
         cursor = await conn.execute(queries.get("cancel"), {"id": run_id, "reason": reason})
         row = await cursor.fetchone()
         if row is None:
             cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
             if await cursor.fetchone() is None:
-                raise errors.InvalidSubmissionError(
-                    f"there is no run {run_id}: check the id (`sundial runs` lists them)"
-                )
+                raise errors.NoSuchRunError(run_id)
             return CancelResult.ALREADY_FINISHED
         state, has_dependents = row
-        if state == "running":
+        if state == run_state.RunState.RUNNING:
             return CancelResult.REQUESTED
         if has_dependents:
-            await dependencies.fail_dependents(conn, {run_id: "cancelled"})
+            await dependencies.fail_dependents(conn, {run_id: run_state.RunState.CANCELLED})
         return CancelResult.CANCELLED
 
 
@@ -436,6 +438,8 @@ async def replay(pool: Pool, run_id: int) -> int:
 
     Returns the run's current attempt; its next claim makes it attempt + 1, so a fencing token
     is never reused. Dependents already failed by this run stay failed: submit them again.
+    Raises ``NoSuchRunError`` for an id no run has, ``RunNotReplayableError`` for a run whose
+    state does not allow it.
     """
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("replay"), {"id": run_id})
@@ -443,13 +447,7 @@ async def replay(pool: Pool, run_id: int) -> int:
         if row is None:
             cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
             state = await cursor.fetchone()
-            raise errors.InvalidSubmissionError(
-                f"run {run_id} cannot be replayed: "
-                + (
-                    "it does not exist"
-                    if state is None
-                    else f"it is {state[0]}; only dead_lettered, failed or timed_out runs "
-                    "still in the live table can be replayed (submit archived ones again)"
-                )
-            )
+            if state is None:
+                raise errors.NoSuchRunError(run_id)
+            raise errors.RunNotReplayableError(run_id, str(state[0]))
         return int(row[1])

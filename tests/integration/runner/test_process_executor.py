@@ -59,7 +59,7 @@ async def test_a_bystander_in_a_broken_pool_is_not_blamed(
     victim = await bystander
     assert isinstance(crash, outcomes.Crashed) and crash.counts_as_crash
     assert isinstance(victim, outcomes.Crashed)
-    assert victim.failure_class is outcomes.FailureClass.POOL_RESTARTED
+    assert victim.detail is outcomes.FailureDetail.POOL_RESTARTED
     assert executor.crash_counts == {"sample.process_exit": 1}
 
 

@@ -49,7 +49,7 @@ async def test_bad_args_are_rejected_before_a_child_starts(
 ) -> None:
     outcome = await executor.run(invoke("sample.sub_stubborn", {"seconds": 1}))
     assert isinstance(outcome, outcomes.Failed)
-    assert outcome.failure_class is outcomes.FailureClass.BAD_ARGS
+    assert outcome.detail is outcomes.FailureDetail.BAD_ARGS
 
 
 async def test_timeout_kills_a_child_that_ignores_sigterm(

@@ -73,8 +73,8 @@ def submit(
 def run_row(dsn: str, run_id: int) -> dict[str, Any]:
     with psycopg.connect(dsn) as conn:
         cursor = conn.execute(
-            "SELECT state, attempt, retries_used, lease_owner, failure_reason, last_error,"
-            " lease_expiries FROM job_runs WHERE id = %s",
+            "SELECT state, attempt, retries_used, lease_owner, failure_reason, failure_detail,"
+            " last_error, lease_expiries FROM job_runs WHERE id = %s",
             (run_id,),
         )
         row = cursor.fetchone()

@@ -69,5 +69,5 @@ async def test_a_heartbeat_keeps_the_reaper_away(pool: store_pool.Pool, job: uui
 
 async def test_replaying_a_live_run_is_refused(pool: store_pool.Pool, job: uuid.UUID) -> None:
     submitted = await runs.submit(pool, job)
-    with pytest.raises(errors.InvalidSubmissionError, match="it is pending"):
+    with pytest.raises(errors.RunNotReplayableError, match="it is pending"):
         await runs.replay(pool, submitted.run_id)

@@ -285,14 +285,6 @@ def test_durations_print_like_kubectl(seconds: float, shown: str) -> None:
     assert job_run.format_duration(seconds) == shown
 
 
-def test_long_errors_keep_their_start_and_end_within_the_bound() -> None:
-    message = "start " + "x" * 10_000 + " end"
-    cut = job_run.truncate_error(message)
-    assert len(cut) == job_run.MAX_LAST_ERROR_LENGTH
-    assert cut.startswith("start ") and cut.endswith(" end")
-    assert job_run.truncate_error("short") == "short"
-
-
 @pytest.mark.parametrize("schedule", ["*/5 * * * *", "@hourly", "@every 10s", "@every 1h30m"])
 def test_schedule_accepts_cron_macros_and_intervals(schedule: str) -> None:
     manifest = {

@@ -28,7 +28,7 @@ async def test_a_raising_handler_fails_with_its_traceback_and_the_executor_keeps
     executor = async_executor.AsyncExecutor(HANDLERS)
     outcome = await executor.run(invoke("sample.async_fail"))
     assert isinstance(outcome, outcomes.Failed)
-    assert outcome.failure_class is outcomes.FailureClass.HANDLER_ERROR
+    assert outcome.detail is outcomes.FailureDetail.HANDLER_ERROR
     assert "Traceback" in outcome.error and "async handler exploded" in outcome.error
     assert await executor.run(invoke("sample.async_ok")) == outcomes.Succeeded()
 
@@ -36,7 +36,7 @@ async def test_a_raising_handler_fails_with_its_traceback_and_the_executor_keeps
 async def test_unknown_handler_fails_with_a_clear_reason() -> None:
     outcome = await async_executor.AsyncExecutor(HANDLERS).run(invoke("os.system"))
     assert isinstance(outcome, outcomes.Failed)
-    assert outcome.failure_class is outcomes.FailureClass.UNKNOWN_HANDLER
+    assert outcome.detail is outcomes.FailureDetail.UNKNOWN_HANDLER
     assert "no handler named 'os.system'" in outcome.error
     assert not outcome.retryable
 
@@ -46,7 +46,7 @@ async def test_bad_args_fail_with_the_pydantic_message() -> None:
         invoke("sample.async_sleep", {"seconds": "forever"})
     )
     assert isinstance(outcome, outcomes.Failed)
-    assert outcome.failure_class is outcomes.FailureClass.BAD_ARGS
+    assert outcome.detail is outcomes.FailureDetail.BAD_ARGS
     assert "seconds" in outcome.error and "valid number" in outcome.error
 
 

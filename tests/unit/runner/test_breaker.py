@@ -136,7 +136,7 @@ def test_policy_rejects_nonsense() -> None:
 def test_only_outcomes_that_speak_about_the_dependency_count() -> None:
     circuit = breaker.CircuitBreaker(POLICY, clock=FakeClock())
     for _ in range(4):
-        circuit.record(outcomes.Failed("bad", outcomes.FailureClass.BAD_ARGS))
+        circuit.record(outcomes.Failed("bad", outcomes.FailureDetail.BAD_ARGS))
         circuit.record(outcomes.Cancelled())
         circuit.record(outcomes.Crashed("segfault"))
     assert circuit.state is breaker.State.CLOSED

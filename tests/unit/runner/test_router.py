@@ -18,8 +18,6 @@ async def test_each_handler_goes_to_the_executor_of_its_model() -> None:
         },
     )
     try:
-        assert routes.executor_for("sample.thread_ok") is threads
-        assert routes.executor_for("os.system") is None
         assert await routes.run(invoke("sample.thread_ok")) == outcomes.Succeeded()
         assert await routes.run(invoke("sample.async_ok")) == outcomes.Succeeded()
         missing = await routes.run(invoke("sample.process_ok"))
@@ -27,7 +25,7 @@ async def test_each_handler_goes_to_the_executor_of_its_model() -> None:
         assert "'process' executor" in missing.error
         unknown = await routes.run(invoke("os.system"))
         assert isinstance(unknown, outcomes.Failed)
-        assert unknown.failure_class is outcomes.FailureClass.UNKNOWN_HANDLER
+        assert unknown.detail is outcomes.FailureDetail.UNKNOWN_HANDLER
     finally:
         await routes.close()
 

@@ -42,7 +42,7 @@ async def test_validated_model_reaches_the_handler(
     assert ok == outcomes.Succeeded()
     bad = await executor.run(invoke("sample.report", {"day": "2020-01-31", "pages": 0}))
     assert isinstance(bad, outcomes.Failed)
-    assert bad.failure_class is outcomes.FailureClass.BAD_ARGS
+    assert bad.detail is outcomes.FailureDetail.BAD_ARGS
     assert "greater than or equal to 1" in bad.error
 
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import pydantic
 
+from sundial.api import error_text
 from sundial.runner import invocation as invocation_module
 from sundial.runner import outcomes, registry
 
@@ -58,20 +59,20 @@ def prepare(
     try:
         handler = handlers.get(invocation.handler)
     except registry.UnknownHandlerError as error:
-        return outcomes.Failed(str(error), outcomes.FailureClass.UNKNOWN_HANDLER)
+        return outcomes.Failed(str(error), outcomes.FailureDetail.UNKNOWN_HANDLER)
     try:
         args = handler.validate_args(invocation.args)
     except pydantic.ValidationError as error:
         return outcomes.Failed(
             f"arguments for handler {handler.name!r} are invalid: {error}",
-            outcomes.FailureClass.BAD_ARGS,
+            outcomes.FailureDetail.BAD_ARGS,
         )
     timeout = invocation.timeout_seconds or handler.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
     return Prepared(handler, args, timeout)
 
 
 def format_exception(error: BaseException) -> str:
-    return outcomes.truncate_error("".join(traceback.format_exception(error)))
+    return error_text.truncate("".join(traceback.format_exception(error)))
 
 
 def call_sync(function: Callable[..., Any], args: Any, context: Any) -> str | None:

@@ -190,7 +190,7 @@ class ProcessExecutor:
             self._replace(pool)
             return outcomes.Crashed(
                 "the process pool was broken when this attempt was submitted; it was rebuilt",
-                outcomes.FailureClass.POOL_RESTARTED,
+                outcomes.FailureDetail.POOL_RESTARTED,
             )
         pool.note_processes()
         self._busy += 1
@@ -242,14 +242,14 @@ class ProcessExecutor:
             return outcomes.Crashed(
                 f"handler {handler!r} was running in a process pool that broke or was killed "
                 "because of another job; the pool was rebuilt",
-                outcomes.FailureClass.POOL_RESTARTED,
+                outcomes.FailureDetail.POOL_RESTARTED,
             )
         self._crashes[handler] += 1
         return outcomes.Crashed(
             f"the worker process running handler {handler!r} died "
             f"(pid {pid}, {_describe_exit(exitcode)}); the pool was rebuilt. "
             f"{error}",
-            outcomes.FailureClass.PROCESS_CRASHED,
+            outcomes.FailureDetail.PROCESS_CRASHED,
         )
 
     def _replace(self, pool: _Pool) -> None:

@@ -22,12 +22,6 @@ class ExecutorRouter:
     def executors(self) -> Mapping[registry.ExecutionModel, base.Executor]:
         return self._executors
 
-    def executor_for(self, handler_name: str) -> base.Executor | None:
-        """None when the handler is unknown or its model has no executor here."""
-        if handler_name not in self._handlers:
-            return None
-        return self._executors.get(self._handlers.get(handler_name).execution_model)
-
     async def run(self, job: invocation.Invocation) -> outcomes.Outcome:
         prepared = base.prepare(self._handlers, job)
         if isinstance(prepared, outcomes.Failed):
@@ -38,7 +32,7 @@ class ExecutorRouter:
             return outcomes.Failed(
                 f"handler {job.handler!r} needs the {model.value!r} executor, which this "
                 "runner does not run",
-                outcomes.FailureClass.UNKNOWN_HANDLER,
+                outcomes.FailureDetail.UNKNOWN_HANDLER,
             )
         return await executor.run(job)
 

@@ -21,6 +21,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
+from sundial.api import error_text
 from sundial.runner import exec_command, invocation, outcomes
 from sundial.runner import registry as registry_module
 from sundial.runner.executors import base
@@ -148,9 +149,9 @@ def _outcome_of(returncode: int | None, handler: str, error: str) -> outcomes.Ou
     if returncode == exec_command.EXIT_SUCCEEDED:
         return outcomes.Succeeded()
     if returncode == exec_command.EXIT_BAD_ARGS:
-        return outcomes.Failed(error, outcomes.FailureClass.BAD_ARGS)
+        return outcomes.Failed(error, outcomes.FailureDetail.BAD_ARGS)
     if returncode == exec_command.EXIT_UNKNOWN_HANDLER:
-        return outcomes.Failed(error, outcomes.FailureClass.UNKNOWN_HANDLER)
+        return outcomes.Failed(error, outcomes.FailureDetail.UNKNOWN_HANDLER)
     if returncode == exec_command.EXIT_CANCELLED:
         return outcomes.Cancelled(_join("the child exited on SIGTERM", error))
     if returncode is not None and returncode < 0:
@@ -161,7 +162,7 @@ def _outcome_of(returncode: int | None, handler: str, error: str) -> outcomes.Ou
 
 
 def _join(reason: str, stderr: str) -> str:
-    return outcomes.truncate_error(f"{reason}\n{stderr}" if stderr else reason)
+    return error_text.truncate(f"{reason}\n{stderr}" if stderr else reason)
 
 
 def _signal_group(pid: int, signum: int) -> None:

@@ -2,14 +2,14 @@
 -- `sundial runs`. Inline JobRun jobs show as their namespace and `jobrun:<uid>`. Pod runs show
 -- the Pod of their latest attempt, archived or not (migration 0060).
 SELECT h.id, j.namespace, j.name, h.state, h.attempt, h.fire_time, h.started_at,
-       h.finished_at, h.failure_reason, h.pod_name, h.pod_exit_code, h.pod_reason
+       h.finished_at, h.failure_reason, h.pod_name, h.pod_exit_code, h.pod_reason, h.failure_detail
 FROM (
     SELECT id, job_id, state, attempt, fire_time, started_at, finished_at, failure_reason,
-           pod_name, pod_exit_code, pod_reason
+           pod_name, pod_exit_code, pod_reason, failure_detail
     FROM job_runs
     UNION ALL
     SELECT id, job_id, state, attempt, fire_time, started_at, finished_at, failure_reason,
-           pod_name, pod_exit_code, pod_reason
+           pod_name, pod_exit_code, pod_reason, failure_detail
     FROM finished_runs
 ) h
 JOIN job_definitions j ON j.id = h.job_id

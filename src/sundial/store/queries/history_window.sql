@@ -3,27 +3,27 @@
 -- cancelled), from the hot table and the month partitions. `kind` says which part a row is.
 -- Archived runs keep their Pod columns (migration 0060).
 SELECT q.schedule_id, w.kind, w.id, w.state, w.attempt, w.failure_reason, w.last_error,
-       w.fire_time, w.started_at, w.finished_at, w.pod_name, w.pod_exit_code, w.pod_reason
+       w.fire_time, w.started_at, w.finished_at, w.pod_name, w.pod_exit_code, w.pod_reason, w.failure_detail
 FROM unnest(%(schedule_ids)s::uuid[], %(successful)s::int[], %(failed)s::int[])
     AS q(schedule_id, successful, failed)
 CROSS JOIN LATERAL (
     (SELECT 'active' AS kind, r.id, r.state, r.attempt, r.failure_reason, r.last_error,
-            r.fire_time, r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason
+            r.fire_time, r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason, r.failure_detail
      FROM job_runs r
      WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NULL
      ORDER BY r.id DESC
      LIMIT 100)
     UNION ALL
     (SELECT 'successful', h.id, h.state, h.attempt, h.failure_reason, h.last_error,
-            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason
+            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason, h.failure_detail
      FROM (SELECT r.id, r.state, r.attempt, r.failure_reason, r.last_error, r.fire_time,
-                  r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason
+                  r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason, r.failure_detail
            FROM job_runs r
            WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NOT NULL
              AND r.state = 'completed'
            UNION ALL
            SELECT f.id, f.state, f.attempt, f.failure_reason, f.last_error, f.fire_time,
-                  f.started_at, f.finished_at, f.pod_name, f.pod_exit_code, f.pod_reason
+                  f.started_at, f.finished_at, f.pod_name, f.pod_exit_code, f.pod_reason, f.failure_detail
            FROM finished_runs f
            WHERE f.job_id = q.schedule_id AND f.schedule_id = q.schedule_id
              AND f.state = 'completed') h
@@ -31,15 +31,15 @@ CROSS JOIN LATERAL (
      LIMIT q.successful)
     UNION ALL
     (SELECT 'failed', h.id, h.state, h.attempt, h.failure_reason, h.last_error,
-            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason
+            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason, h.failure_detail
      FROM (SELECT r.id, r.state, r.attempt, r.failure_reason, r.last_error, r.fire_time,
-                  r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason
+                  r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason, r.failure_detail
            FROM job_runs r
            WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NOT NULL
              AND r.state <> 'completed'
            UNION ALL
            SELECT f.id, f.state, f.attempt, f.failure_reason, f.last_error, f.fire_time,
-                  f.started_at, f.finished_at, f.pod_name, f.pod_exit_code, f.pod_reason
+                  f.started_at, f.finished_at, f.pod_name, f.pod_exit_code, f.pod_reason, f.failure_detail
            FROM finished_runs f
            WHERE f.job_id = q.schedule_id AND f.schedule_id = q.schedule_id
              AND f.state <> 'completed') h

@@ -21,6 +21,7 @@ SET state = CASE
     lease_expiries = r.lease_expiries + 1,
     lease_until = NULL,
     failure_reason = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'lease_expired' END,
+    failure_detail = NULL,
     last_error = format('the lease of worker %%s expired during attempt %%s', r.lease_owner, r.attempt)
 FROM expired
 WHERE r.id = expired.id

@@ -5,6 +5,7 @@ SET cancel_requested = true,
     state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
     finished_at = CASE WHEN state = 'running' THEN finished_at ELSE now() END,
     failure_reason = CASE WHEN state = 'running' THEN failure_reason ELSE 'cancelled' END,
+    failure_detail = CASE WHEN state = 'running' THEN failure_detail END,
     last_error = CASE WHEN state = 'running' THEN last_error ELSE %(reason)s END
 WHERE job_id = ANY(%(job_ids)s::uuid[])
   AND state IN ('scheduled', 'blocked', 'pending', 'retry_wait', 'running')

@@ -1,0 +1,55 @@
+"""The root of every error Sundial raises on purpose, and the whole tree drawn in one place.
+
+``except sundial.errors.SundialError`` catches every error Sundial raises on purpose and
+nothing else: a bug (a ``TypeError``, a ``KeyError``) and an error of a library Sundial did not
+translate still surface as themselves. Each package keeps its errors in its own module (they
+say what to fix in its terms); each family also subclasses the built-in it is a kind of
+(``ValueError``, ``LookupError``, ``ImportError``, ``RuntimeError``), so code written against
+the built-ins keeps working. This module imports nothing from Sundial, so every layer can
+import it. The tree (a test checks that it lists every error class in ``sundial``)::
+
+    SundialError
+    ├── SchedulingError (ValueError)                 sundial.scheduling.errors
+    │   ├── InvalidScheduleError                     a schedule that does not parse
+    │   ├── UnknownTimeZoneError                     a timeZone not in the tz database
+    │   └── InvalidPolicyError                       a policy field out of its range
+    ├── ArgsTooLargeError (ValueError)               sundial.api.validate: args over the bound
+    ├── RegistryError                                sundial.runner.registry
+    │   ├── UnknownHandlerError (LookupError)        no handler of that name is registered
+    │   ├── HandlerDefinitionError (ValueError)      a handler registered wrongly
+    │   └── HandlersImportError (ImportError)        a handlers module failed to import
+    ├── StoreError                                   sundial.store.errors
+    │   ├── MigrationError                           a migration failed or was edited
+    │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
+    │   ├── StatementError                           PostgreSQL refused a statement: a bug
+    │   ├── NoSuchRunError (LookupError)             no run, live or archived, has that id
+    │   ├── RunNotReplayableError                    the run's state does not allow a replay
+    │   └── InvalidSubmissionError (ValueError)      a submission refused, nothing stored
+    │       ├── UnknownJobError                      no active job by that id or name
+    │       ├── ArgsTooLargeError                    args over MAX_ARGS_BYTES
+    │       ├── InvalidPriorityError                 priority out of range
+    │       ├── DependencyError
+    │       │   ├── MissingDependencyError           depends_on names no run
+    │       │   └── CyclicDependencyError            the graph has a cycle
+    │       └── IdempotencyConflictError             a key reused with other args
+    ├── PostgresNotFoundError (RuntimeError)         sundial.localdev.postgres: no initdb here
+    ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
+    └── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
+        ├── GoNotFoundError                          no Go toolchain to build it
+        └── RealNodeError                            sundial.localdev.real_node: no real node here
+
+Private exceptions that carry control flow inside one module (``store.runs._FireExists``,
+``runner.exec_command._BadEnvironment``) never leave it and are not drawn.
+
+psycopg's errors do not cross the store's edge: ``sundial.store.pool`` turns the ones raised
+in a pooled connection into ``StoreUnavailableError`` or ``StatementError`` (with the original
+as ``__cause__``), so a caller above the store catches store errors only.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SundialError"]
+
+
+class SundialError(Exception):
+    """Base of every error Sundial raises on purpose."""
