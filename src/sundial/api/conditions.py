@@ -80,6 +80,10 @@ class ConditionReason(enum.StrEnum):
     """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
     WAITING_FOR_UPSTREAM = "WaitingForUpstream"
     """Reconciling=True on a JobRun whose ``dependsOn`` names a JobRun not submitted yet."""
+    DEPENDENCY_CYCLE = "DependencyCycle"
+    """Stalled=True on a JobRun whose ``dependsOn`` forms a cycle, or waits on a JobRun that is
+    on one: it can never start until a person removes an edge (``dependsOn`` is editable until
+    the run is submitted)."""
     SUBMITTED = "Submitted"
     """Ready=True on a JobRun: its run exists in PostgreSQL (``status.runId``)."""
     RUN_NOT_FINISHED = "RunNotFinished"

@@ -194,7 +194,12 @@ def conditions_with(
     now: datetime.datetime,
     generation: int | None,
 ) -> list[dict[str, Any]]:
-    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set."""
+    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set.
+
+    A ``generation`` that is not a whole number (a body that never passed the apiserver) is
+    left out rather than allowed to fail the very condition that reports the bad body."""
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        generation = None
     now = now.replace(microsecond=0)
     result = _conditions(current)
     for condition_type, condition_status, reason, message in wanted:
