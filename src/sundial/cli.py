@@ -364,8 +364,10 @@ def scheduler(
 def _parse_concurrency(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, int]:
+    from sundial.api import execution_model
+
     parsed: dict[str, int] = {}
-    models = ("async", "thread", "process", "subprocess")
+    models = [m.value for m in execution_model.ExecutionModel if m in execution_model.RUNNER_MODELS]
     for value in values:
         model, _, number = value.partition("=")
         if model not in models or not number.isdigit() or int(number) < 1:
@@ -483,7 +485,7 @@ def runner(
     import sys
 
     from sundial.observability import logging as json_logging
-    from sundial.runner import registry, worker
+    from sundial.runner import health, registry, worker
 
     context = click.get_current_context()
     if not maintenance and context.get_parameter_source("maintenance_seconds") not in (
@@ -523,7 +525,11 @@ def runner(
         metrics_port=None if metrics_port < 0 else metrics_port,
     )
     runner_worker = worker.Worker(settings, handlers)
-    code = asyncio.run(runner_worker.run())
+    try:
+        code = asyncio.run(runner_worker.run())
+    except health.PortUnavailableError as error:
+        click.echo(f"sundial runner: {error.strerror}", err=True)
+        sys.exit(2)
     if runner_worker.leaked_threads:
         # Threads cannot be killed and the interpreter would wait for them at exit.
         logging.shutdown()
@@ -931,7 +937,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
             when(row.fire_time),
             when(row.started_at),
             when(row.finished_at),
-            row.failure_reason or "-",
+            "Unclaimable" if row.unclaimable_reason else (row.failure_reason or "-"),
             row.failure_detail or "-",
             row.pod_name or "-",
             "-" if row.pod_exit_code is None else str(row.pod_exit_code),
@@ -944,6 +950,10 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
+    # Why a run waits is a sentence, too long for a column: under the table, one per run.
+    for row in rows:
+        if row.unclaimable_reason:
+            click.echo(f"run {row.id} is unclaimable: {row.unclaimable_reason}")
 
 
 @runs_.command("cancel", epilog=_RUN_EXIT_CODES)

@@ -19,6 +19,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   ├── UnknownHandlerError (LookupError)        no handler of that name is registered
     │   ├── HandlerDefinitionError (ValueError)      a handler registered wrongly
     │   └── HandlersImportError (ImportError)        a handlers module failed to import
+    ├── PortUnavailableError (OSError)               sundial.runner.health: metrics port taken
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Final, Literal, Self
 import pydantic
 from pydantic import alias_generators
 
-from sundial.api import json_values, validate
+from sundial.api import execution_model, json_values, validate
 
 GROUP: Final = "sundial.dev"
 VERSION: Final = "v1alpha1"
@@ -75,8 +75,15 @@ Timestamp = Annotated[
 ]
 """A ``format: date-time`` field: an aware datetime, or RFC 3339 text with an offset."""
 
-ExecutionModel = Literal["async", "thread", "process", "subprocess", "pod"]
-"""Where a handler runs: in a runner pool (the first four) or in a Pod of the runner image."""
+ExecutionModel = execution_model.ExecutionModel
+"""The one enum of execution models (``sundial.api.execution_model``)."""
+
+ExecutionModelValue = Annotated[ExecutionModel, pydantic.Strict(False)]
+"""A manifest names a model by its string; non-strict here only so the string becomes the
+enum (a number or a boolean is still refused)."""
+
+DEFAULT_TIMEOUT_SECONDS = 300
+"""The per-attempt timeout when neither the manifest nor the handler's registration sets one."""
 
 FailureAction = Literal["Retry", "Ignore", "Fail", "Quarantine"]
 PodDeletionPolicy = Literal["Retry", "Cancel"]
@@ -198,8 +205,10 @@ class HandlerSpec(ApiModel):
 
     name: str = pydantic.Field(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
     """The registered handler name. It is looked up in the runner's allow-list, never imported."""
-    execution_model: ExecutionModel = "async"
-    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image."""
+    execution_model: ExecutionModelValue | None = None
+    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image.
+    Absent: the handler's registration (``@sundial.job(execution_model=...)``) decides; a runner
+    model other than the registration's is an error shown on the runs."""
     args: Args | None = None
     """Arguments handed to the handler; a JobRun's ``args`` are merged over these, key by key."""
 
@@ -223,6 +232,9 @@ class RetrySpec(ApiModel):
     """The backoff before retry n is a random value in [0, min(cap, base * 2**n)]."""
     backoff_cap_seconds: int = pydantic.Field(default=300, ge=1, le=86400)
     """The largest backoff between two attempts."""
+    max_lost_leases: int = pydantic.Field(default=3, ge=0, le=100)
+    """Times a run is executed again after its runner died or stalled (a lost lease); the next
+    loss dead-letters it. Never spends maxRetries, so maxRetries: 0 still survives a crash."""
 
     @pydantic.model_validator(mode="after")
     def _cap_not_below_base(self) -> RetrySpec:
@@ -441,7 +453,8 @@ class JobSpec(ApiModel):
     priority: int = pydantic.Field(default=1, ge=0, le=9)
     """0-9; strict across levels, with aging so that low priority never starves."""
     timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=7 * 86400)
-    """Per-attempt timeout; the attempt ends TimedOut. Absent: the operator default (300)."""
+    """Per-attempt timeout; the attempt ends TimedOut. Absent: the handler's registration
+    (``@sundial.job(timeout_seconds=...)``), else 300."""
     start_timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=86400)
     """Pod jobs only: fail an attempt whose Pod is not running after this long."""
     retry: RetrySpec | None = None

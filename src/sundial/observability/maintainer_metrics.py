@@ -34,7 +34,7 @@ __all__ = [
     "TASKS",
 ]
 
-TASKS = ("reap", "promote", "archive", "retention", "monitor")
+TASKS = ("reap", "promote", "archive", "retention", "monitor", "unclaimable")
 REAP_OUTCOMES = ("requeued", "dead_lettered", "cancelled")
 
 ARCHIVED = Counter(

@@ -119,6 +119,7 @@ async def reconcile(
             *status.job_run_conditions(run),
         ],
     )
+    events.record_unclaimable(ctx.recorder, body, desired, current)
     warning = events.TERMINAL_WARNINGS.get(desired["phase"])
     if warning and desired["phase"] != current.get("phase"):
         ctx.recorder.record(

@@ -290,6 +290,7 @@ class Mirror:
             patch = status.changes(before, desired)
             if patch:
                 await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
+                events.record_unclaimable(self.ctx.recorder, owner, desired, before)
                 warning = events.TERMINAL_WARNINGS.get(desired["phase"])
                 if warning and before.get("phase") not in (None, desired["phase"]):
                     self.ctx.recorder.record(

@@ -19,7 +19,10 @@ Its tasks, each with its own interval (``MaintainerSettings``):
 * ``retention``: the partitions of this month and the next ones exist ahead of time, and month
   partitions whose whole month is older than the archive retention are dropped
   (``store.maintenance.ensure_partitions`` / ``drop_partitions_before``);
-* ``monitor``: the backlog gauge of the seed's monitoring table (``store.monitoring``).
+* ``monitor``: the backlog gauge of the seed's monitoring table (``store.monitoring``);
+* ``unclaimable``: why pending runs that no live runner serves are waiting
+  (``store.runners.mark_unclaimable``); here too, not only in runners, because with no runner
+  alive nobody else would say so.
 
 Guarantees:
 
@@ -48,7 +51,7 @@ from datetime import datetime, timedelta
 from sundial.observability import maintainer_metrics as metrics
 from sundial.scheduler import trigger
 from sundial.scheduling import clock as clocks
-from sundial.store import leases, maintenance, monitoring, reaper
+from sundial.store import leases, maintenance, monitoring, reaper, runners
 from sundial.store.pool import Pool
 
 __all__ = ["Maintainer", "MaintainerSettings", "PassReport"]
@@ -73,6 +76,7 @@ class MaintainerSettings:
     archive_interval: timedelta = timedelta(seconds=10)
     retention_interval: timedelta = timedelta(hours=1)
     monitor_interval: timedelta = timedelta(seconds=15)
+    unclaimable_interval: timedelta = timedelta(seconds=5)
     reap_batch: int = 1000
     promote_batch: int = 5000
     archive_batch: int = 5000
@@ -136,6 +140,7 @@ class Maintainer:
             "archive": (s.archive_interval, self._archive),
             "retention": (s.retention_interval, self._retention),
             "monitor": (s.monitor_interval, self._monitor),
+            "unclaimable": (s.unclaimable_interval, self._unclaimable),
         }
         # Every label set of sundial_pending_runs this maintainer has set.
         self._pending_labels: set[tuple[str, str, str]] = set()
@@ -305,6 +310,15 @@ class Maintainer:
         for labels in self._pending_labels - seen:
             metrics.PENDING_RUNS.labels(*labels).set(0)
         self._pending_labels |= seen
+        return False
+
+    async def _unclaimable(self, report: PassReport) -> bool:
+        for run in await runners.mark_unclaimable(self.pool):
+            if run.reason is not None:
+                log.warning(
+                    "run unclaimable",
+                    extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
+                )
         return False
 
     def _log(self, report: PassReport) -> None:

@@ -49,6 +49,7 @@ from sundial.store.pool import Pool
 __all__ = ["LEASE_NAME", "RunAtPacer", "TriggerLoop", "TriggerSettings", "default_holder"]
 
 LEASE_NAME = "trigger"
+#: How often the leader checks for pending runs no live runner can claim (store.runners).
 
 log = logging.getLogger("sundial.trigger")
 

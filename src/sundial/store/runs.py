@@ -275,9 +275,19 @@ async def _submit_in(conn: Connection, request: _Request) -> Submitted:
     found = await cursor.fetchone()
     if found is None:
         raise errors.UnknownJobError(str(request.job))
-    (job_id, queue, handler, model, job_priority, timeout, max_retries, base, cap, oom_retries) = (
-        found
-    )
+    (
+        job_id,
+        queue,
+        handler,
+        model,
+        job_priority,
+        timeout,
+        max_retries,
+        base,
+        cap,
+        oom_retries,
+        max_lost_leases,
+    ) = found
 
     run_id: int | None = None
     if request.idempotency_key is not None:
@@ -321,6 +331,7 @@ async def _submit_in(conn: Connection, request: _Request) -> Submitted:
             "backoff_base_seconds": base,
             "backoff_cap_seconds": cap,
             "oom_max_retries": oom_retries,
+            "max_lost_leases": max_lost_leases,
             "doomed_state": doomed_state,
             "pending_dependencies": pending,
             "priority": job_priority if request.priority is None else request.priority,

@@ -42,7 +42,7 @@ __all__ = [
     "upsert_job",
 ]
 
-DEFAULT_TIMEOUT_SECONDS = 300
+DEFAULT_TIMEOUT_SECONDS = common.DEFAULT_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -231,8 +231,11 @@ def _job_row(
     retry = spec.retry
     template = spec.template
     handler = spec.handler
+    # None: the handler's registration decides (sundial.api.execution_model).
+    model: common.ExecutionModel | None
     if template is not None:
-        handler_name, model = (handler.name if handler else f"pod:{namespace}/{name}"), "pod"
+        handler_name = handler.name if handler else f"pod:{namespace}/{name}"
+        model = common.ExecutionModel.POD
     else:
         assert handler is not None  # the CRD's CEL rule: exactly one of handler / template
         handler_name, model = handler.name, handler.execution_model
@@ -244,11 +247,13 @@ def _job_row(
         "name": name,
         "generation": generation,
         "handler": handler_name,
-        "execution_model": model,
+        "execution_model": None if model is None else model.value,
         "queue": spec.queue,
         "priority": spec.priority,
-        "timeout_seconds": spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+        # NULL: the handler's registration decides, else DEFAULT_TIMEOUT_SECONDS (migration 0080).
+        "timeout_seconds": spec.timeout_seconds,
         "max_retries": retry.max_retries if retry else 3,
+        "max_lost_leases": retry.max_lost_leases if retry else 3,
         "backoff_base_seconds": float(retry.backoff_base_seconds) if retry else 1.0,
         "backoff_cap_seconds": float(retry.backoff_cap_seconds) if retry else 300.0,
         "dependency": spec.dependency,

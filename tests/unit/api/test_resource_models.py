@@ -44,7 +44,8 @@ def test_a_minimal_scheduled_job_gets_the_documented_defaults() -> None:
     assert job.spec.missed_fire_policy == "Coalesce"
     assert job.spec.suspend is False
     assert (job.spec.successful_runs_history_limit, job.spec.failed_runs_history_limit) == (3, 1)
-    assert job.spec.handler is not None and job.spec.handler.execution_model == "async"
+    # Not set: the handler's registration decides (api.execution_model); no default here.
+    assert job.spec.handler is not None and job.spec.handler.execution_model is None
     assert (job.spec.queue, job.spec.priority, job.spec.spread_seconds) == ("default", 1, 0)
 
 
