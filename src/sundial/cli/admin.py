@@ -1,0 +1,102 @@
+"""Commands for setting Sundial up and trying a handler: ``crds``, ``migrate``, ``exec``."""
+
+from __future__ import annotations
+
+import pathlib
+
+import click
+
+from sundial.api import crd
+from sundial.cli.app import main
+from sundial.cli.options import dsn_option
+
+
+@main.command()
+@click.option(
+    "--output",
+    "output",
+    type=click.Path(file_okay=False, writable=True, path_type=pathlib.Path),
+    default=None,
+    help="Write one <plural>.sundial.dev.yaml per kind into this directory instead of stdout.",
+)
+def crds(output: pathlib.Path | None) -> None:
+    """Print (or write) the CustomResourceDefinitions generated from sundial.api."""
+    if output is None:
+        click.echo("---\n".join(crd.render(resource) for resource in crd.RESOURCES), nl=False)
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    for resource in crd.RESOURCES:
+        path = output / crd.file_name(resource)
+        path.write_text(crd.render(resource), encoding="utf-8")
+        click.echo(f"wrote {path}")
+
+
+@main.command("exec")
+@click.argument("handler")
+@click.option(
+    "--handlers",
+    "handler_modules",
+    multiple=True,
+    required=True,
+    envvar="SUNDIAL_HANDLERS",
+    help="Module that registers handlers with @sundial.job (repeatable; or SUNDIAL_HANDLERS, "
+    "space-separated, as the runner image sets it).",
+)
+@click.option(
+    "--args-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="JSON object of arguments; defaults to the SUNDIAL_ARGS environment variable.",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    envvar="SUNDIAL_LOG_LEVEL",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Level of the handler's ctx.logger lines (or SUNDIAL_LOG_LEVEL).",
+)
+def exec_(
+    handler: str, handler_modules: tuple[str, ...], args_file: str | None, log_level: str
+) -> None:
+    """Run one registered HANDLER in the foreground; the exit code is the outcome.
+
+    0 succeeded, 1 the handler raised, 3 bad arguments, 4 unknown handler, 5 a handlers
+    module failed to import, 6 bad SUNDIAL_* environment, 143 cancelled by SIGTERM.
+
+    Log records (the handler's ctx.logger among them) go to stdout as JSON lines with the
+    keys of every Sundial process; stderr carries only the reason of a failure, which the
+    subprocess executor keeps as the run's error.
+    """
+    import os
+    import sys
+
+    from sundial.observability import logging as json_logging
+    from sundial.runner import exec_command
+
+    json_logging.configure(log_level.upper(), stream=sys.stdout)
+
+    try:
+        args_text = exec_command.read_args(args_file, os.environ)
+    except OSError as error:
+        click.echo(f"cannot read --args-file: {error}", err=True)
+        sys.exit(exec_command.EXIT_BAD_ARGS)
+    sys.exit(exec_command.run(handler, handler_modules, args_text=args_text, environ=os.environ))
+
+
+@main.command()
+@dsn_option
+@click.option("--target", type=int, default=None, help="Stop after this migration version.")
+def migrate(dsn: str, target: int | None) -> None:
+    """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+    from sundial.store import errors as store_errors
+    from sundial.store import migrate as store_migrate
+
+    try:
+        applied = store_migrate.migrate(dsn, target=target)
+    except store_errors.StoreError as error:
+        raise click.ClickException(str(error)) from error
+    for migration in applied:
+        click.echo(f"applied {migration.version:04d}_{migration.name}")
+    if not applied:
+        click.echo("schema is up to date")

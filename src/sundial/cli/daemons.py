@@ -1,0 +1,535 @@
+"""The four long-running processes: ``scheduler``, ``runner``, ``pod-launcher`` and ``operator``.
+
+Each imports what it runs inside its command, so ``sundial --help`` and the short commands stay
+fast; each logs JSON lines through ``observability.logging`` and stops cleanly on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import click
+
+from sundial.cli import serve as serve_module
+from sundial.cli.app import main
+from sundial.cli.options import (
+    _maintainer_settings,
+    archive_retention_option,
+    dsn_option,
+    hot_window_option,
+    log_level_option,
+    oom_increase_option,
+    oom_max_memory_option,
+)
+
+
+@main.command()
+@dsn_option
+@click.option("--holder", default=None, help="Lease holder name (default: host-pid).")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True)
+@click.option(
+    "--poll-seconds",
+    type=click.FloatRange(0.05, 60),
+    default=1.0,
+    show_default=True,
+    help="Longest sleep between steps; also how often a standby asks for the lease.",
+)
+@click.option("--lease-ttl", type=click.FloatRange(1, 600), default=15.0, show_default=True)
+@click.option(
+    "--fires-per-second",
+    type=click.FloatRange(0),
+    default=1000.0,
+    show_default=True,
+    help="Global fire budget on run_at (0 turns it off: spread alone).",
+)
+@click.option("--fire-burst", type=click.IntRange(1), default=1000, show_default=True)
+@click.option(
+    "--maintainer/--no-maintainer",
+    default=True,
+    show_default=True,
+    help="Run the maintainer while leading: reap expired leases, promote due runs, archive"
+    " finished runs, drop old history (off: leave it to another process).",
+)
+@hot_window_option
+@archive_retention_option
+@click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Serve the trigger's and the maintainer's /metrics on this port (0: any free port;"
+    " -1: off).",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@log_level_option
+def scheduler(
+    dsn: str,
+    holder: str | None,
+    batch_size: int,
+    poll_seconds: float,
+    lease_ttl: float,
+    fires_per_second: float,
+    fire_burst: int,
+    maintainer: bool,
+    hot_window: float,
+    archive_retention_days: int,
+    once: bool,
+    metrics_port: int,
+    metrics_host: str,
+    log_level: str,
+) -> None:
+    """Run the trigger loop, and the maintainer, under the PostgreSQL leader lease.
+
+    The same loops the operator runs, without Kubernetes: schedules in the database turn into
+    runs; expired leases are reaped; future runs are promoted when due; finished runs move to
+    the archive after --hot-window and old history is dropped. Safe to start twice: one leads,
+    the other stands by and takes over when the leader's lease runs out.
+    """
+    import asyncio
+    import datetime
+    import logging
+    import os
+
+    import prometheus_client
+
+    from sundial.scheduler import maintainer as maintainer_module
+    from sundial.scheduler import trigger
+    from sundial.store import pool as store_pool
+
+    serve_module.configure_logs(log_level)
+    maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    settings = trigger.TriggerSettings(
+        batch_size=batch_size,
+        poll_interval=datetime.timedelta(seconds=poll_seconds),
+        lease_ttl_seconds=lease_ttl,
+        fires_per_second=fires_per_second or None,
+        fire_burst=fire_burst,
+    )
+
+    async def serve() -> None:
+        stop = serve_module.stop_on_signals()
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-scheduler")
+        try:
+            loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
+            keeper = maintainer_module.Maintainer(opened, holder=loop.holder, settings=maintenance)
+            if once:
+                await loop.step()
+                if maintainer:
+                    await keeper.step()
+                state = "leader" if loop.lease is not None else "standby"
+                click.echo(f"one step done as {state} ({loop.holder})")
+                return
+            port = None
+            if metrics_port >= 0:
+                server, _ = prometheus_client.start_http_server(metrics_port, metrics_host)
+                port = server.server_port
+            logging.getLogger("sundial.scheduler").info(
+                "scheduler running",
+                extra={
+                    "holder": loop.holder,
+                    "maintainer": maintainer,
+                    "metrics_port": port,
+                    "pid": os.getpid(),
+                },
+            )
+            await asyncio.gather(loop.run(stop), *([keeper.run(stop)] if maintainer else []))
+        finally:
+            await opened.close()
+
+    asyncio.run(serve())
+
+
+def _parse_concurrency(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, int]:
+    from sundial.api import execution_model
+
+    parsed: dict[str, int] = {}
+    models = [m.value for m in execution_model.ExecutionModel if m in execution_model.RUNNER_MODELS]
+    for value in values:
+        model, _, number = value.partition("=")
+        if model not in models or not number.isdigit() or int(number) < 1:
+            raise click.BadParameter(
+                f"{value!r}: use MODEL=N with MODEL one of {', '.join(models)} and N >= 1"
+            )
+        parsed[model] = int(number)
+    return parsed
+
+
+@main.command()
+@dsn_option
+@click.option(
+    "--handlers",
+    "handler_modules",
+    multiple=True,
+    required=True,
+    envvar="SUNDIAL_HANDLERS",
+    help="Module that registers handlers with @sundial.job (repeatable; or SUNDIAL_HANDLERS, "
+    "space-separated, as the runner image sets it).",
+)
+@click.option(
+    "--queue", "queues", multiple=True, default=("default",), help="Queue to serve (repeatable)."
+)
+@click.option(
+    "--concurrency",
+    multiple=True,
+    callback=_parse_concurrency,
+    help="Slots per execution model, e.g. --concurrency async=500 --concurrency thread=16.",
+)
+@click.option("--lease-seconds", type=click.FloatRange(min=1), default=30.0, show_default=True)
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM, how long running jobs may finish before they are released.",
+)
+@click.option(
+    "--poll-seconds",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Claim at least this often even without a notification.",
+)
+@click.option(
+    "--quarantine-after",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Stop claiming a handler once this many of its attempts crashed their process.",
+)
+@click.option(
+    "--retry-budget",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="Quick retries per declared dependency per window; retries past it are deferred "
+    "to after the window (they still count against maxRetries).",
+)
+@click.option(
+    "--retry-budget-window-seconds",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="The sliding window of --retry-budget.",
+)
+@click.option(
+    "--maintenance",
+    is_flag=True,
+    help="Also reap expired leases and promote due runs, without a lease, for installations"
+    " with neither `sundial scheduler` nor the operator (whose maintainer does it; it also"
+    " archives, which this does not).",
+)
+@click.option(
+    "--maintenance-seconds",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="How often --maintenance reaps and promotes.",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=8080,
+    show_default=True,
+    help="Port of /metrics, /healthz and /readyz (0: any free port; -1: off).",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
+@log_level_option
+def runner(
+    dsn: str,
+    handler_modules: tuple[str, ...],
+    queues: tuple[str, ...],
+    concurrency: dict[str, int],
+    lease_seconds: float,
+    grace_seconds: float,
+    poll_seconds: float,
+    quarantine_after: int,
+    retry_budget: int,
+    retry_budget_window_seconds: float,
+    maintenance: bool,
+    maintenance_seconds: float,
+    metrics_port: int,
+    metrics_host: str,
+    worker_id: str | None,
+    log_level: str,
+) -> None:
+    """Claim and execute runs of the registered handlers until SIGTERM; then drain, exit 0."""
+    import asyncio
+    import logging
+    import os
+    import socket
+    import sys
+
+    from sundial.runner import health, registry, worker
+
+    context = click.get_current_context()
+    if not maintenance and context.get_parameter_source("maintenance_seconds") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
+        raise click.UsageError(
+            "--maintenance-seconds only sets the interval of --maintenance, which is off by"
+            " default: add --maintenance, or leave reaping to `sundial scheduler` or the operator"
+        )
+    serve_module.configure_logs(log_level)
+    try:
+        handlers = registry.load_handlers(handler_modules)
+    except registry.HandlersImportError as error:
+        click.echo(str(error), err=True)
+        sys.exit(2)
+    if len(handlers) == 0:
+        click.echo("no handlers registered by the --handlers modules", err=True)
+        sys.exit(2)
+    settings = worker.Settings(
+        dsn=dsn,
+        worker_id=worker_id or f"{socket.gethostname()}:{os.getpid()}",
+        handler_modules=handler_modules,
+        queues=queues,
+        concurrency={
+            **worker.DEFAULT_CONCURRENCY,
+            **{registry.ExecutionModel(k): v for k, v in concurrency.items()},
+        },
+        lease_seconds=lease_seconds,
+        poll_seconds=poll_seconds,
+        grace_seconds=grace_seconds,
+        quarantine_after_crashes=quarantine_after,
+        retry_budget=retry_budget,
+        retry_budget_window_seconds=retry_budget_window_seconds,
+        maintenance_seconds=maintenance_seconds if maintenance else 0.0,
+        metrics_host=metrics_host,
+        metrics_port=None if metrics_port < 0 else metrics_port,
+    )
+    runner_worker = worker.Worker(settings, handlers)
+    try:
+        code = asyncio.run(runner_worker.run())
+    except health.PortUnavailableError as error:
+        click.echo(f"sundial runner: {error.strerror}", err=True)
+        sys.exit(2)
+    if runner_worker.leaked_threads:
+        # Threads cannot be killed and the interpreter would wait for them at exit.
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
+
+
+@main.command("pod-launcher")
+@dsn_option
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Namespace whose Pods it watches (repeatable; default: every namespace).",
+)
+@click.option("--kubeconfig", default=None, help="Default: in-cluster config, else ~/.kube/config.")
+@click.option(
+    "--worker", default=None, help="Lease owner id; keep it across restarts to adopt Pods."
+)
+@click.option("--instance", default="sundial", show_default=True, help="Label of Sundial's Pods.")
+@click.option("--queue", "queues", multiple=True, default=("default",), show_default=True)
+@click.option("--lease-seconds", type=click.FloatRange(3, 3600), default=30.0, show_default=True)
+@click.option("--poll-seconds", type=click.FloatRange(0.05, 60), default=1.0, show_default=True)
+@click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
+@click.option("--runner-image", default="sundial-runner:latest", show_default=True)
+@oom_increase_option
+@oom_max_memory_option
+@log_level_option
+def pod_launcher(
+    dsn: str,
+    namespaces: tuple[str, ...],
+    kubeconfig: str | None,
+    worker: str | None,
+    instance: str,
+    queues: tuple[str, ...],
+    lease_seconds: float,
+    poll_seconds: float,
+    max_pods: int,
+    service_account: str | None,
+    runner_image: str,
+    oom_memory_increase_percent: int,
+    oom_max_memory: int,
+    log_level: str,
+) -> None:
+    """Launch pod-mode runs as Pods, one per attempt, outside the operator.
+
+    The same component the operator hosts: claims pod runs, creates their Pods, keeps their
+    leases, and maps each Pod's end onto the run (docs/adr/0009-pod-launcher.md).
+    """
+    import asyncio
+    import logging
+    import os
+    import socket
+
+    from kubernetes import client as kube_client
+    from kubernetes import config as kube_config
+
+    from sundial.pods import launcher as launcher_module
+    from sundial.pods import manifests
+    from sundial.store import pool as store_pool
+
+    serve_module.configure_logs(log_level)
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+        api_client = kube_client.ApiClient()
+    else:
+        api_client = kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    settings = launcher_module.LauncherSettings(
+        worker=worker or f"pod-launcher-{socket.gethostname()}-{os.getpid()}",
+        queues=queues,
+        namespaces=namespaces or None,
+        lease_seconds=lease_seconds,
+        poll_interval_seconds=poll_seconds,
+        max_pods=max_pods,
+        manifest=manifests.ManifestSettings(
+            instance=instance,
+            service_account_name=service_account,
+            runner_image=runner_image,
+            oom_memory_factor=1 + oom_memory_increase_percent / 100,
+            oom_memory_cap_bytes=oom_max_memory,
+        ),
+    )
+
+    async def serve() -> None:
+        stop = serve_module.stop_on_signals()
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-pods")
+        try:
+            launcher = launcher_module.PodLauncher(opened, api_client, settings)
+            logging.getLogger("sundial.pods").info(
+                "pod launcher running",
+                extra={"worker": settings.worker, "queues": list(queues), "pid": os.getpid()},
+            )
+            await launcher.run(stop)
+        finally:
+            await opened.close()
+            api_client.close()  # type: ignore[no-untyped-call]
+
+    asyncio.run(serve())
+
+
+@main.command()
+@dsn_option
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Watch only this namespace (repeatable). Default: every namespace.",
+)
+@click.option(
+    "--all-namespaces", is_flag=True, help="Watch every namespace (the default; explicit form)."
+)
+@click.option(
+    "--liveness-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port of GET /healthz (0 turns it off).",
+)
+@click.option(
+    "--holder",
+    default=None,
+    help="Lease holder name (default: host-pid); a restart with the same name leads at once.",
+)
+@click.option("--lease-ttl", type=click.FloatRange(1, 600), default=15.0, show_default=True)
+@click.option(
+    "--mirror-seconds",
+    type=click.FloatRange(0.2, 600),
+    default=3.0,
+    show_default=True,
+    help="Longest time between two status-mirror passes.",
+)
+@click.option(
+    "--pod-gc-seconds",
+    type=click.FloatRange(0.2, 3600),
+    default=30.0,
+    show_default=True,
+    help="Longest time between two deletions of ended Pods whose run left its JobRun window.",
+)
+@click.option(
+    "--pod-launcher/--no-pod-launcher",
+    default=True,
+    show_default=True,
+    help="Launch pod-mode runs as Pods (off: leave them to a `sundial pod-launcher`).",
+)
+@click.option("--pod-instance", default="sundial", show_default=True, help="Label of its Pods.")
+@click.option(
+    "--pod-queue",
+    "pod_queues",
+    multiple=True,
+    default=("default",),
+    show_default=True,
+    help="Queue whose pod-mode runs it launches (repeatable).",
+)
+@click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--pod-service-account", default=None, help="ServiceAccount of Pods that name none.")
+@click.option(
+    "--runner-image",
+    default="sundial-runner:latest",
+    show_default=True,
+    help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
+)
+@hot_window_option
+@archive_retention_option
+@oom_increase_option
+@oom_max_memory_option
+def operator(
+    dsn: str,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    liveness_port: int,
+    holder: str | None,
+    lease_ttl: float,
+    mirror_seconds: float,
+    pod_gc_seconds: float,
+    pod_launcher: bool,
+    pod_instance: str,
+    pod_queues: tuple[str, ...],
+    max_pods: int,
+    pod_service_account: str | None,
+    runner_image: str,
+    hot_window: float,
+    archive_retention_days: int,
+    oom_memory_increase_percent: int,
+    oom_max_memory: int,
+) -> None:
+    """Run the Kubernetes operator: kopf handlers, the trigger loop and the maintainer, the
+    status mirror and the pod launcher.
+
+    Only the process holding the PostgreSQL `operator` lease acts; others stand by. The pod
+    launcher's lease owner is the holder name: keep --holder across restarts to re-adopt Pods.
+    """
+    import asyncio
+    import datetime
+    import sys
+
+    from sundial.operator import runtime
+    from sundial.pods import manifests
+    from sundial.scheduler import trigger
+
+    if all_namespaces and namespaces:
+        raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    config = runtime.OperatorConfig(
+        dsn=dsn,
+        namespaces=None if all_namespaces or not namespaces else namespaces,
+        liveness_port=liveness_port,
+        holder=holder or trigger.default_holder(),
+        lease_ttl_seconds=lease_ttl,
+        mirror_interval=datetime.timedelta(seconds=mirror_seconds),
+        pod_gc_interval=datetime.timedelta(seconds=pod_gc_seconds),
+        maintainer=maintenance,
+        pod_launcher=pod_launcher,
+        pod_queues=pod_queues,
+        max_pods=max_pods,
+        pods=manifests.ManifestSettings(
+            instance=pod_instance,
+            service_account_name=pod_service_account,
+            runner_image=runner_image,
+            oom_memory_factor=1 + oom_memory_increase_percent / 100,
+            oom_memory_cap_bytes=oom_max_memory,
+        ),
+    )
+    sys.exit(asyncio.run(runtime.serve(config)))
+
+
+#: ``sundial runs cancel`` / ``replay``: the run exists but its state does not allow it.

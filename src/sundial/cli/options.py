@@ -1,0 +1,137 @@
+"""Options and parameter types shared by several commands: the database, memory, durations,
+log levels, the maintainer's windows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from sundial.api import validate
+
+if TYPE_CHECKING:
+    from sundial.scheduler import maintainer as maintainer_module
+
+#: Every command that talks to PostgreSQL takes the database the same way.
+dsn_option = click.option(
+    "--dsn",
+    envvar="SUNDIAL_DSN",
+    required=True,
+    help="libpq URL of the PostgreSQL database (or SUNDIAL_DSN).",
+)
+
+
+class MemoryQuantity(click.ParamType[int, object]):
+    """A Kubernetes memory quantity (``8Gi``, ``512Mi``, ``1e9``) converted to bytes."""
+
+    name = "quantity"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int):
+            return value
+        converted = validate.memory_bytes(str(value))
+        if not converted:
+            self.fail(
+                f"{value!r} is not a positive memory quantity: write it like 512Mi or 8Gi"
+                " (no sign, no milli-bytes, more than 0)",
+                param,
+                ctx,
+            )
+        return converted
+
+
+#: The installation-wide OOM memory bump (a job's ``oom`` settings override it; ADR 0010).
+oom_increase_option = click.option(
+    "--oom-memory-increase-percent",
+    type=click.IntRange(0, 1000),
+    default=0,
+    show_default=True,
+    help="Raise memory requests and limits by this percentage per earlier OOM kill of the run,"
+    " compounded, for jobs that set no oom.memoryIncreasePercent (0: no bump).",
+)
+oom_max_memory_option = click.option(
+    "--oom-max-memory",
+    type=MemoryQuantity(),
+    default="8Gi",
+    show_default=True,
+    help="The most memory a bump may reach, as a quantity, for jobs that set no oom.maxMemory.",
+)
+
+
+class Duration(click.ParamType[float, object]):
+    """A duration in seconds, written ``90``, ``90s``, ``30m``, ``1h`` or ``2d``."""
+
+    name = "duration"
+    _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = self._UNITS.get(text[-1:], None)
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0 or seconds == float("inf"):
+            self.fail(
+                f"{value!r} is not a duration: write a number of seconds, or a number with"
+                " s, m, h or d (90s, 30m, 1h, 2d)",
+                param,
+                ctx,
+            )
+        return seconds
+
+
+#: The daemons' log level; every daemon logs JSON lines (``observability.logging``).
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
+
+#: What the maintainer keeps where (ADR 0019); on `sundial scheduler` and `sundial operator`.
+hot_window_option = click.option(
+    "--hot-window",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="How long finished runs stay in the hot table (job_runs) before the maintainer moves"
+    " them to the month partitions of finished_runs: 90s, 30m, 1h, 2d.",
+)
+archive_retention_option = click.option(
+    "--archive-retention-days",
+    type=click.IntRange(min=0),
+    default=30,
+    show_default=True,
+    help="Drop a month partition of run history once its whole month ended this many days"
+    " ago (0: keep every partition).",
+)
+
+
+def _maintainer_settings(
+    hot_window: float, archive_retention_days: int
+) -> maintainer_module.MaintainerSettings:
+    """The maintainer's settings from the command line; a usage error names what to change."""
+    import datetime
+
+    from sundial.scheduler import maintainer
+
+    try:
+        return maintainer.MaintainerSettings(
+            hot_window=datetime.timedelta(seconds=hot_window),
+            archive_retention=(
+                datetime.timedelta(days=archive_retention_days) if archive_retention_days else None
+            ),
+        )
+    except ValueError:
+        raise click.UsageError(
+            f"--hot-window ({hot_window:g}s) must be shorter than --archive-retention-days"
+            f" ({archive_retention_days} days): raise the retention or shorten the window"
+        ) from None

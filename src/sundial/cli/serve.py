@@ -1,0 +1,31 @@
+"""What every daemon does the same way: JSON logs, and SIGINT/SIGTERM as a clean stop.
+
+``sundial scheduler`` and ``sundial pod-launcher`` use both; ``sundial runner`` drains through
+``runner.shutdown`` and ``sundial operator`` stops through its runtime (kopf installs its own
+handlers), and both log through the same ``configure_logs``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from sundial.observability import logging as json_logging
+
+__all__ = ["configure_logs", "stop_on_signals"]
+
+
+def configure_logs(level: str) -> None:
+    """JSON lines with the stable keys of ``observability.logging``, at ``level``."""
+    json_logging.configure(level.upper())
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that SIGINT or SIGTERM sets. Call it first thing inside the running loop, so
+    a stop that arrives while the process is still starting (opening its pool) is a clean exit
+    too, not a default SIGTERM death."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    return stop
