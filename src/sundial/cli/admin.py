@@ -71,7 +71,7 @@ def exec_(
     import os
     import sys
 
-    from sundial.observability import logging as json_logging
+    from sundial.observability import json_logs as json_logging
     from sundial.runner import exec_command
 
     json_logging.configure(log_level.upper(), stream=sys.stdout)

@@ -1,7 +1,7 @@
 """The four long-running processes: ``scheduler``, ``runner``, ``pod-launcher`` and ``operator``.
 
 Each imports what it runs inside its command, so ``sundial --help`` and the short commands stay
-fast; each logs JSON lines through ``observability.logging`` and stops cleanly on SIGTERM.
+fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly on SIGTERM.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ class Duration(click.ParamType[float, object]):
         return seconds
 
 
-#: The daemons' log level; every daemon logs JSON lines (``observability.logging``).
+#: The daemons' log level; every daemon logs JSON lines (``observability.json_logs``).
 log_level_option = click.option(
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from sundial.observability import logging as json_logging
+from sundial.observability import json_logs as json_logging
 
 __all__ = ["configure_logs", "stop_on_signals"]
 
 
 def configure_logs(level: str) -> None:
-    """JSON lines with the stable keys of ``observability.logging``, at ``level``."""
+    """JSON lines with the stable keys of ``observability.json_logs``, at ``level``."""
     json_logging.configure(level.upper())
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import kopf
 
-from sundial.observability import logging as json_logging
+from sundial.observability import json_logs as json_logging
 from sundial.operator import (
     announcer,
     context,

@@ -9,7 +9,7 @@ runner, it watches the runner's lifeline (``SUNDIAL_LIFELINE_FD``) and kills its
 when the runner dies.
 
 Log records, the handler's ``ctx.logger`` lines among them, go to stdout as JSON lines (the
-CLI configures :mod:`sundial.observability.logging`), so ``kubectl logs`` of a handler Pod shows
+CLI configures :mod:`sundial.observability.json_logs`), so ``kubectl logs`` of a handler Pod shows
 them; stderr carries only the reason of a failure (a traceback, a bad argument), which the
 subprocess executor keeps as the run's error.
 

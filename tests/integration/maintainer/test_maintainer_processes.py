@@ -21,7 +21,7 @@ import pytest
 from maintainer_testing import insert_run, states
 
 TESTS_DIR = pathlib.Path(__file__).resolve().parents[2]
-#: Every line of every daemon has these (observability.logging).
+#: Every line of every daemon has these (observability.json_logs).
 KEYS = {"time", "level", "logger", "message"}
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sundial.observability import logging as json_logging
+from sundial.observability import json_logs as json_logging
 
 
 @pytest.fixture(autouse=True)
