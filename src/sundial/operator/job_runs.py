@@ -10,6 +10,7 @@ lost events harmless):
   namespace, else the uid) - so re-applying a manifest, or submitting twice after a crash,
   creates one run. An upstream JobRun that has no run yet means "try again on the next pass";
 * ``cancel: true``: cancel the run (or never submit it);
+* the ``sundial.dev/replay`` annotation: replay the run (``replays``);
 * otherwise: copy the run's state into ``status``, and delete the object
   ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
 
@@ -31,7 +32,7 @@ import pydantic
 
 from sundial.api import common, conditions, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
-from sundial.operator import context, events, kube, status
+from sundial.operator import context, events, kube, replays, status
 from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
@@ -82,6 +83,8 @@ async def reconcile(
         run = None
     run_number = int(run_id)
     if run is None:
+        run = (await history.runs(ctx.pool, [run_number])).get(run_number)
+    if await replays.honour(ctx, body, run_number):
         run = (await history.runs(ctx.pool, [run_number])).get(run_number)
     if run is None:
         return  # archived away and dropped: leave the last status as it is
@@ -173,6 +176,7 @@ async def _submit(
             run_at=run_at,
             idempotency_key=key,
             depends_on=upstream,
+            fire_time=spec.fire_time,
         )
     except store_errors.UnknownJobError as error:
         await _report(
