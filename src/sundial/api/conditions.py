@@ -120,6 +120,12 @@ class EventReason(enum.StrEnum):
     unschedulable past ``startTimeoutSeconds``, or refused by the apiserver); failed fast."""
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     """Warning: an attempt's Pod ran past ``timeoutSeconds`` and was deleted."""
+    REPLAYED = "Replayed"
+    """Normal: a JobRun's ``sundial.dev/replay`` annotation put its run back in the queue with a
+    fresh retry budget."""
+    REPLAY_REFUSED = "ReplayRefused"
+    """Warning: a replay was asked for a run that cannot be replayed (not DeadLettered, Failed or
+    TimedOut, or archived away)."""
     POD_DELETED = "PodDeleted"
     """Normal: an attempt's Pod was deleted by someone else before it ended and the job's
     ``podDeletionPolicy: Cancel`` cancelled the run (under ``Retry`` it is retried, no Event)."""
