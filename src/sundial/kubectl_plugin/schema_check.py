@@ -49,6 +49,21 @@ def _shown(value: Any) -> str:
     return json.dumps(value)
 
 
+def _type_name(value: Any) -> str:
+    """The OpenAPI type of a JSON value, as the API server names it in a type error."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "string"
+
+
 def _type_ok(value: Any, wanted: str) -> bool:
     if wanted in ("integer", "number") and isinstance(value, bool):
         return False
@@ -64,9 +79,10 @@ def schema_problems(schema: dict[str, Any], value: Any, path: str = "") -> Itera
     if value is None:
         return  # a null is dropped by the API server for non-nullable fields
     if wanted and not _type_ok(value, wanted):
+        given = _type_name(value)
         yield (
-            f"{where}: Invalid value: {_shown(value)}: {where} in body must be of type "
-            f"{wanted}: {_shown(type(value).__name__)}"
+            f'{where}: Invalid value: "{given}": {where} in body must be of type {wanted}: '
+            f'"{given}"'
         )
         return
     if "enum" in schema and value not in schema["enum"]:
@@ -214,7 +230,7 @@ def cel_problems(schema: dict[str, Any], value: Any, path: str = "") -> Iterator
                 continue
             if not bool(result):
                 field = _join(where, rule["fieldPath"].strip(".")) if "fieldPath" in rule else where
-                yield f"{field or '<root>'}: Invalid value: {_shown(data)}: {rule['message']}"
+                yield f"{field or '<root>'}: Invalid value: {rule['message']}"
         if isinstance(data, dict):
             for name, child in (node.get("properties") or {}).items():
                 if name in data:
