@@ -132,7 +132,9 @@ def job_run_body(
 
 
 @click.command("run")
-@click.argument("scheduled_job", metavar="SJ")
+@click.argument(
+    "scheduled_job", metavar="SJ", shell_complete=options.complete_names("ScheduledJob")
+)
 @options.connection_options
 @click.option("--name", help="The JobRun's name (default: SJ-run-<random>).")
 @click.option("--arg", "pairs", multiple=True, metavar="KEY=VALUE", help="An argument (repeat).")
@@ -196,7 +198,7 @@ def _set_suspend(connection: options.Connection, name: str, value: bool) -> None
 
 
 @click.command("suspend")
-@click.argument("name", metavar="SJ")
+@click.argument("name", metavar="SJ", shell_complete=options.complete_names("ScheduledJob"))
 @options.connection_options
 def suspend(name: str, connection: options.Connection) -> None:
     """Stop ScheduledJob SJ from firing (``spec.suspend: true``); active runs go on."""
@@ -204,7 +206,7 @@ def suspend(name: str, connection: options.Connection) -> None:
 
 
 @click.command("resume")
-@click.argument("name", metavar="SJ")
+@click.argument("name", metavar="SJ", shell_complete=options.complete_names("ScheduledJob"))
 @options.connection_options
 def resume(name: str, connection: options.Connection) -> None:
     """Let ScheduledJob SJ fire again (``spec.suspend: false``)."""
@@ -212,7 +214,7 @@ def resume(name: str, connection: options.Connection) -> None:
 
 
 @click.command("cancel")
-@click.argument("name", metavar="JR")
+@click.argument("name", metavar="JR", shell_complete=options.complete_names("JobRun"))
 @options.connection_options
 def cancel(name: str, connection: options.Connection) -> None:
     """Cancel JobRun JR (``spec.cancel: true``): a run not started ends now, a running one is
@@ -232,7 +234,7 @@ def cancel(name: str, connection: options.Connection) -> None:
 
 
 @click.command("replay")
-@click.argument("name", metavar="JR")
+@click.argument("name", metavar="JR", shell_complete=options.complete_names("JobRun"))
 @options.connection_options
 @click.option(
     "--timeout",

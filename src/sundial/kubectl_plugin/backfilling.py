@@ -65,7 +65,9 @@ def _rfc3339(moment: datetime.datetime) -> str:
 
 
 @click.command("backfill")
-@click.argument("scheduled_job", metavar="SJ")
+@click.argument(
+    "scheduled_job", metavar="SJ", shell_complete=options.complete_names("ScheduledJob")
+)
 @options.connection_options
 @click.option("--from", "start", required=True, metavar="TIME", help="The first time (included).")
 @click.option("--to", "end", required=True, metavar="TIME", help="The last time (included).")

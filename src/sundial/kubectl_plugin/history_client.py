@@ -76,7 +76,9 @@ def history_table(rows: Sequence[Mapping[str, Any]], *, now: datetime.datetime, 
 
 
 @click.command("history")
-@click.argument("scheduled_job", metavar="SJ")
+@click.argument(
+    "scheduled_job", metavar="SJ", shell_complete=options.complete_names("ScheduledJob")
+)
 @options.connection_options
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--all", "everything", is_flag=True, help="Every run (pages through them all).")

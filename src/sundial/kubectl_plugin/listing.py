@@ -10,7 +10,13 @@ __all__ = ["get"]
 
 
 @click.command("get")
-@click.argument("resource_type", metavar="sj|jr")
+@click.argument(
+    "resource_type",
+    metavar="sj|jr",
+    shell_complete=lambda _c, _p, incomplete: [
+        word for word in ("sj", "jr", "scheduledjobs", "jobruns") if word.startswith(incomplete)
+    ],
+)
 @click.argument("names", nargs=-1)
 @options.connection_options
 @click.option("-A", "--all-namespaces", is_flag=True, help="List across every namespace.")

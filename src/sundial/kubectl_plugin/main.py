@@ -50,6 +50,8 @@ for command in (
     backfilling.backfill,
     history_client.history,
 ):
+    # The docstrings are reST (``x``) for the code's readers; a terminal shows `x`.
+    command.help = (command.help or "").replace("``", "`")
     cli.add_command(command)
 
 

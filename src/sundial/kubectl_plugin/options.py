@@ -14,7 +14,7 @@ import click
 
 from sundial.kubectl_plugin import client
 
-__all__ = ["Connection", "connection_options", "now"]
+__all__ = ["Connection", "complete_names", "connection_options", "now"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,6 +49,30 @@ def connection_options(function: F) -> F:
         return function(*args, connection=Connection(kubeconfig, context, namespace), **kw)
 
     return wrapper  # type: ignore[return-value]
+
+
+def complete_names(
+    kind: str,
+) -> Callable[[click.Context, click.Parameter, str], list[str]]:
+    """Shell completion of the names of ``kind`` objects in the namespace typed so far (or the
+    context's); nothing when the cluster cannot be asked (completion must never fail)."""
+
+    def complete(context: click.Context, _parameter: click.Parameter, incomplete: str) -> list[str]:
+        params = context.params
+        try:
+            cluster = client.connect(
+                params.get("kubeconfig"), params.get("context"), params.get("namespace")
+            )
+            try:
+                listed = cluster.list(client.RESOURCES[kind], cluster.namespace)
+            finally:
+                cluster.close()
+        except Exception:
+            return []
+        names = (str(item["metadata"]["name"]) for item in listed.get("items") or [])
+        return sorted(name for name in names if name.startswith(incomplete))
+
+    return complete
 
 
 def now() -> datetime.datetime:

@@ -22,7 +22,7 @@ __all__ = ["logs", "runner_hint"]
 
 
 @click.command("logs")
-@click.argument("name", metavar="JR")
+@click.argument("name", metavar="JR", shell_complete=options.complete_names("JobRun"))
 @options.connection_options
 @click.option("--attempt", type=click.IntRange(min=1), help="Only this attempt's Pod.")
 @click.option("-f", "--follow", is_flag=True, help="Follow the log of the latest (or --attempt).")

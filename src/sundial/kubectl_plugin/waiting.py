@@ -45,7 +45,7 @@ def describe(body: Mapping[str, Any]) -> str:
 
 
 @click.command("wait")
-@click.argument("name", metavar="JR")
+@click.argument("name", metavar="JR", shell_complete=options.complete_names("JobRun"))
 @options.connection_options
 @click.option(
     "--timeout",
