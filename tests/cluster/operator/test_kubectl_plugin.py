@@ -63,7 +63,7 @@ def plugin(kubeconfig: Path, local_cluster: Any) -> Any:
     return call
 
 
-def test_the_plugin_is_found_by_kubectl_and_says_when_the_crds_are_missing(
+def test_kubectl_finds_the_plugin_on_the_path(
     plugin: Any, local_cluster: Any
 ) -> None:
     listed = subprocess.run(
