@@ -63,9 +63,7 @@ def plugin(kubeconfig: Path, local_cluster: Any) -> Any:
     return call
 
 
-def test_kubectl_finds_the_plugin_on_the_path(
-    plugin: Any, local_cluster: Any
-) -> None:
+def test_kubectl_finds_the_plugin_on_the_path(plugin: Any, local_cluster: Any) -> None:
     listed = subprocess.run(
         [str(local_cluster.kubectl_path), "plugin", "list"],
         capture_output=True,
