@@ -114,6 +114,8 @@ class TriggerLoop:
         self.holder = holder or default_holder()
         self.settings = settings or TriggerSettings()
         self.lease: leases.LeaderLease | None = None
+        #: "leader" or "standby" after the first ``lead``; its changes are logged, once each.
+        self.role: str | None = None
         rate = self.settings.fires_per_second
         self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
 
@@ -173,7 +175,26 @@ class TriggerLoop:
         self.lease = await leases.acquire(
             self.pool, LEASE_NAME, self.holder, ttl_seconds=self.settings.lease_ttl_seconds
         )
+        self._note_role("leader" if self.lease is not None else "standby")
         return self.lease
+
+    def _note_role(self, role: str) -> None:
+        """Log when this loop starts leading, stands by, takes over or loses the lease: an
+        operator reading the logs of two schedulers sees which one fires, and since when."""
+        previous, self.role = self.role, role
+        if role == previous:
+            return
+        extra = {"holder": self.holder, "epoch": self.lease.epoch if self.lease else None}
+        if role == "leader" and previous == "standby":
+            log.info(
+                "trigger: took over the leader lease (the leader stopped or expired)", extra=extra
+            )
+        elif role == "leader":
+            log.info("trigger: leading", extra=extra)
+        elif previous == "leader":
+            log.warning("trigger: lost the leader lease; standing by", extra=extra)
+        else:
+            log.info("trigger: standing by; another scheduler holds the leader lease", extra=extra)
 
     async def step(self) -> datetime:
         """One round: lead, tick and maintain if leader; return when to wake."""
@@ -212,5 +233,9 @@ class TriggerLoop:
             if self.lease is not None:
                 try:
                     await leases.release(self.pool, self.lease)
+                    log.info(
+                        "trigger: stopped; released the leader lease", extra={"holder": self.holder}
+                    )
                 except Exception:
                     log.exception("could not release the trigger lease; it will expire")
+                self.role = None
