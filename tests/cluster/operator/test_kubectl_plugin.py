@@ -207,6 +207,40 @@ def test_a_dead_lettered_run_is_replayed_through_its_job_run(
     assert refused.returncode == 1 and "only DeadLettered, Failed, TimedOut" in refused.stderr
 
 
+def test_a_dead_lettered_scheduled_run_is_replayed_through_its_mirrored_job_run(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+) -> None:
+    ns = ("-n", namespace)
+    manifest = json.loads(
+        scheduled_job_manifest(
+            "fired", schedule="0 0 1 1 *", handler={"name": "tests.fail"}, retry={"maxRetries": 0}
+        )
+    )
+    manifest["metadata"]["annotations"] = {"sundial.dev/run-now": "1"}
+    apply(kubectl, namespace, json.dumps(manifest))
+    with StoreWorker(operator_dsn):
+
+        def mirrored_failure() -> str | None:
+            items = get_json(kubectl, *ns, "jr", "-l", "sundial.dev/scheduledjob=fired")["items"]
+            for item in items:
+                if (item.get("status") or {}).get("phase") in ("DeadLettered", "Failed"):
+                    return str(item["metadata"]["name"])
+            return None
+
+        name = wait_until(mirrored_failure, timeout=60, what="the mirrored dead letter")
+        with psycopg.connect(operator_dsn) as conn:
+            conn.execute("UPDATE job_runs SET handler = 'tests.ok' WHERE handler = 'tests.fail'")
+        replayed = plugin("replay", name, *ns)
+        assert replayed.returncode == 0, replayed
+        done = plugin("wait", name, *ns, "--timeout", "50s")
+        assert done.returncode == 0, done
+        assert get_json(kubectl, *ns, "jr", name)["status"]["attempt"] == 2
+
+
 def test_backfill_creates_one_run_per_fire_time_once(
     sundial_operator: OperatorProcess,
     plugin: Any,
