@@ -21,7 +21,7 @@ USAGE: Final = 2
 NOT_FOUND: Final = 3
 #: ``wait``: the run was Cancelled.
 CANCELLED: Final = 4
-#: ``wait``: ``--timeout`` passed before the run finished.
+#: ``wait``, ``replay``: ``--timeout`` passed before the run finished (or the replay was taken).
 TIMEOUT: Final = 5
 #: RBAC forbids a request the verb needs.
 FORBIDDEN: Final = 6
@@ -32,7 +32,7 @@ EXIT_CODES_HELP: Final = (
     "Exit codes: 0 success; 1 the outcome was a failure (a run Failed, TimedOut or "
     "DeadLettered, lint found problems, a replay was refused); 2 bad usage; 3 not found "
     "(the object, or the CRDs are not installed); 4 the run was Cancelled (wait); "
-    "5 --timeout passed (wait); 6 forbidden by RBAC; 7 no kubeconfig or the server cannot "
+    "5 --timeout passed (wait, replay); 6 forbidden by RBAC; 7 no kubeconfig or the server cannot "
     "be reached."
 )
 
