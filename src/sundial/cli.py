@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import unicodedata
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -67,16 +68,33 @@ def crds(output: pathlib.Path | None) -> None:
     default=None,
     help="JSON object of arguments; defaults to the SUNDIAL_ARGS environment variable.",
 )
-def exec_(handler: str, handler_modules: tuple[str, ...], args_file: str | None) -> None:
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    envvar="SUNDIAL_LOG_LEVEL",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Level of the handler's ctx.logger lines (or SUNDIAL_LOG_LEVEL).",
+)
+def exec_(
+    handler: str, handler_modules: tuple[str, ...], args_file: str | None, log_level: str
+) -> None:
     """Run one registered HANDLER in the foreground; the exit code is the outcome.
 
     0 succeeded, 1 the handler raised, 3 bad arguments, 4 unknown handler, 5 a handlers
     module failed to import, 6 bad SUNDIAL_* environment, 143 cancelled by SIGTERM.
+
+    Log records (the handler's ctx.logger among them) go to stdout as JSON lines with the
+    keys of every Sundial process; stderr carries only the reason of a failure, which the
+    subprocess executor keeps as the run's error.
     """
     import os
     import sys
 
+    from sundial.observability import logging as json_logging
     from sundial.runner import exec_command
+
+    json_logging.configure(log_level.upper(), stream=sys.stdout)
 
     try:
         args_text = exec_command.read_args(args_file, os.environ)
@@ -461,6 +479,45 @@ def pod_launcher(
     asyncio.run(serve())
 
 
+@main.group("pods")
+def pods_() -> None:
+    """Sundial's Pods, outside a running launcher."""
+
+
+@pods_.command("release")
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Namespace to release Pods in (repeatable; default: every namespace).",
+)
+@click.option("--kubeconfig", default=None, help="Default: in-cluster config, else ~/.kube/config.")
+@click.option("--instance", default="sundial", show_default=True, help="Label of Sundial's Pods.")
+def pods_release(namespaces: tuple[str, ...], kubeconfig: str | None, instance: str) -> None:
+    """Remove Sundial's outcome finalizer from every Pod of the installation.
+
+    For uninstalling: run it after the operator (or `sundial pod-launcher`) is gone, so no
+    Pod waits for a launcher that will not come back. Pods still running keep running; their
+    outcome is not recorded (docs/adr/0023-pod-outcome-finalizer.md).
+    """
+    import asyncio
+
+    from kubernetes import config as kube_config
+
+    from sundial.pods import launcher as launcher_module
+
+    api_client = kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    try:
+        released = asyncio.run(
+            launcher_module.release_all(api_client, namespaces or None, instance)
+        )
+    finally:
+        api_client.close()
+    for name in released:
+        click.echo(f"released {name}")
+    click.echo(f"{len(released)} Pods released", err=True)
+
+
 @main.command()
 @dsn_option
 @click.option(
@@ -593,6 +650,39 @@ Exit codes:
   3  there is no run with that id"""
 
 
+#: A run id is a PostgreSQL bigint, and ids start at 1.
+MAX_RUN_ID = 2**63 - 1
+
+
+class RunIdType(click.ParamType[int]):
+    """A run id as `sundial runs` prints it: ASCII digits, 1 to 2**63-1.
+
+    ``int()`` alone is too lenient for an id a person types or pastes: it takes ``' 7 '``,
+    ``'1_000'`` and other scripts' digits (``'٣'`` is 3), and a number past bigint would reach
+    PostgreSQL as an error. Anything else is a usage error (exit 2) that says what an id is.
+    """
+
+    name = "run_id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        text = str(value)
+        shown = ascii(text) if len(text) <= 40 else ascii(text[:37]) + "..."
+        if not text.isascii() or not text.isdigit():
+            self.fail(
+                f"{shown} is not a run id: give the number `sundial runs` shows in its ID"
+                " column (ASCII digits only)",
+                param,
+                ctx,
+            )
+        number = int(text)
+        if not 1 <= number <= MAX_RUN_ID:
+            self.fail(f"{shown} is not a run id: ids run from 1 to {MAX_RUN_ID}", param, ctx)
+        return number
+
+
+RUN_ID = RunIdType()
+
+
 def _refuse(message: str, exit_code: int) -> NoReturn:
     """``Error: <message>`` on stderr, then exit with the command's documented code."""
     click.echo(f"Error: {message}", err=True)
@@ -642,6 +732,11 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
 
     namespace = name = None
     if job is not None:
+        if any(unicodedata.category(c) in ("Cc", "Cs") for c in job):
+            raise click.BadParameter(
+                "give namespace/name (or a name in default) without control characters",
+                param_hint="--job",
+            )
         namespace, slash, name = job.partition("/")
         if not slash:
             namespace, name = "default", job
@@ -696,7 +791,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
 
 
 @runs_.command("cancel", epilog=_RUN_EXIT_CODES)
-@click.argument("run_id", type=click.IntRange(min=1))
+@click.argument("run_id", type=RUN_ID)
 @click.option(
     "--reason",
     default="sundial runs cancel",
@@ -723,6 +818,10 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     text = reason.strip()
     if not text:
         raise click.BadParameter("give a reason, or leave --reason out", param_hint="--reason")
+    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\t\n" for c in text):
+        raise click.BadParameter(
+            "give a reason without control characters (NUL and the like)", param_hint="--reason"
+        )
     recorded = f"cancelled: {text}"
     if len(recorded.encode()) > 8192:  # job_runs.cancel_reason's CHECK (migration 0070)
         raise click.BadParameter("at most 8,000 bytes", param_hint="--reason")
@@ -758,7 +857,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
 
 
 @runs_.command("replay", epilog=_RUN_EXIT_CODES)
-@click.argument("run_id", type=click.IntRange(min=1))
+@click.argument("run_id", type=RUN_ID)
 @_optional_dsn_option
 @click.pass_context
 def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:

@@ -163,3 +163,17 @@ def echo_context(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 @sundial.job("sample.env_probe", execution_model="subprocess")
 def env_probe(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     pathlib.Path(args["out"]).write_text("\n".join(sorted(os.environ)))
+
+
+@sundial.job("sample.sub_logs", execution_model="subprocess")
+def sub_logs(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    ctx.logger.info("starting %s", "the report", extra={"pages": 3})
+    ctx.logger.warning("page 2 is empty")
+    ctx.logger.debug("not shown at the default level")
+
+
+@sundial.job("sample.sub_async_logs", execution_model="subprocess")
+async def sub_async_logs(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    ctx.logger.info("async hello")
+    await asyncio.sleep(0)
+    raise RuntimeError("failed after logging")

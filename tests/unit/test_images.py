@@ -1,8 +1,9 @@
 """The Dockerfiles of operator/ and runner/ agree with what the Pods and the chart assume.
 
-No Docker engine runs here, so the images are not built in CI; these checks hold the parts a
-cluster would refuse at run time: a Pod with ``runAsNonRoot`` only starts an image whose USER is
-a numeric non-zero UID, and a handler Pod's command (``sundial exec HANDLER``) must be on PATH.
+The unit tier builds no image (``hack/images/build`` does, with buildah, for the real-node
+tier); these checks hold, without a build, the parts a cluster would refuse at run time: a Pod
+with ``runAsNonRoot`` only starts an image whose USER is a numeric non-zero UID, and a handler
+Pod's command (``sundial exec HANDLER``) must be on PATH.
 """
 
 from __future__ import annotations

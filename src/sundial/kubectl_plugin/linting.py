@@ -11,13 +11,14 @@ server rejected):
    time zone (``scheduling.cron``, the text of the Stalled condition) and the policy fields
    (``store.schedules.rules``).
 
-Then, across the file, ``dependsOn`` cycles between JobRuns of one namespace: the operator
-would leave every JobRun of a cycle waiting for the others forever.
+Then, across the file, ``dependsOn`` cycles between JobRuns of one namespace, found and worded
+as the operator does (it marks each member, and each JobRun waiting on one, Stalled).
 """
 
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,13 @@ import yaml
 
 from sundial.api import crd, job_run, scheduled_job
 from sundial.kubectl_plugin import outcome, schema_check
-from sundial.operator import scheduled_jobs
+from sundial.operator import job_runs, scheduled_jobs
 from sundial.scheduling import cron
 from sundial.scheduling import errors as scheduling_errors
+from sundial.store import dependencies as dependency_graph
 from sundial.store import schedules
 
-__all__ = ["Problem", "dependency_cycles", "lint", "lint_documents"]
+__all__ = ["Problem", "dependency_stalls", "lint", "lint_documents"]
 
 SCHEMAS = {
     resource.kind: crd.crd(resource)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
@@ -77,7 +79,10 @@ def _name(document: Mapping[str, Any], index: int) -> str:
 def _operator_problems(kind: str, document: Mapping[str, Any]) -> Iterator[str]:
     spec_body = document.get("spec") or {}
     if kind == "ScheduledJob":
-        spec, problem = scheduled_jobs.parse(document)
+        # The API server fills in what a manifest leaves out; the operator checks the rest.
+        metadata = {"namespace": "default", "uid": str(uuid.UUID(int=0)), "generation": 1}
+        metadata.update(document.get("metadata") or {})
+        spec, problem = scheduled_jobs.parse({**document, "metadata": metadata})
         if spec is None:
             yield f"{problem} (the operator reports this as InvalidSpec)"
             return
@@ -127,22 +132,19 @@ def lint_documents(documents: Sequence[Any], source: str, *, cel: bool) -> list[
         if not found:
             found = list(_operator_problems(kind, document))
         problems.extend(Problem(where, message) for message in found)
-    for cycle in dependency_cycles(documents):
-        namespace, names = cycle
+    for namespace, name, message in dependency_stalls(documents):
+        where = f"{source}: JobRun/{name}" + (f" (namespace {namespace})" if namespace else "")
         problems.append(
-            Problem(
-                f"{source}: JobRun/{names[0]}",
-                "spec.dependsOn: a cycle "
-                + " -> ".join([*names, names[0]])
-                + f"{f' (namespace {namespace})' if namespace else ''}: each would wait for the "
-                "others forever",
-            )
+            Problem(where, f"{message} (the operator sets Stalled with reason DependencyCycle)")
         )
     return problems
 
 
-def dependency_cycles(documents: Sequence[Any]) -> list[tuple[str | None, list[str]]]:
-    """Each cycle of ``dependsOn`` among the file's JobRuns (per namespace), once."""
+def dependency_stalls(documents: Sequence[Any]) -> list[tuple[str | None, str, str]]:
+    """(namespace, JobRun, message) for each JobRun of the file that the operator would stall
+    on a ``dependsOn`` cycle among the file's JobRuns of its namespace: the members, and
+    those waiting on one. The cycle is found and worded as the operator does
+    (``store.dependencies.find_cycle``, ``operator.job_runs.cycle_message``)."""
     graphs: dict[str | None, dict[str, list[str]]] = {}
     for document in documents:
         if not isinstance(document, dict) or document.get("kind") != "JobRun":
@@ -153,36 +155,13 @@ def dependency_cycles(documents: Sequence[Any]) -> list[tuple[str | None, list[s
         if isinstance(name, str) and isinstance(depends, list):
             edges = [str(d) for d in depends]
             graphs.setdefault(metadata.get("namespace"), {})[name] = edges
-    return [(namespace, cycle) for namespace, graph in graphs.items() for cycle in _cycles(graph)]
-
-
-def _cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
-    """The cycles of one namespace's graph (an edge to a name not in it is ignored)."""
-    found: list[list[str]] = []
-    seen: set[frozenset[str]] = set()
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> None:
-        state[node] = 1
-        path.append(node)
-        for parent in graph.get(node, []):
-            if parent not in graph:
-                continue  # not in this file: the cluster may have it
-            if state.get(parent) == 1:
-                cycle = path[path.index(parent) :]
-                if frozenset(cycle) not in seen:
-                    seen.add(frozenset(cycle))
-                    found.append(cycle)
-            elif state.get(parent) is None:
-                visit(parent)
-        path.pop()
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node)
-    return found
+    stalls = []
+    for namespace, graph in graphs.items():
+        for name in sorted(graph):
+            cycle = dependency_graph.find_cycle(graph, name)
+            if cycle is not None:
+                stalls.append((namespace, name, job_runs.cycle_message(name, cycle)))
+    return stalls
 
 
 @click.command("lint")

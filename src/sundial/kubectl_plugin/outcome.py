@@ -10,6 +10,8 @@ from typing import Final
 
 import click
 
+from sundial import errors
+
 __all__ = ["EXIT_CODES_HELP", "PluginError"]
 
 OK: Final = 0
@@ -37,7 +39,7 @@ EXIT_CODES_HELP: Final = (
 )
 
 
-class PluginError(click.ClickException):
+class PluginError(errors.SundialError, click.ClickException):
     """An error the user can act on: ``message`` says what went wrong and what to do."""
 
     def __init__(self, message: str, exit_code: int = FAILED) -> None:

@@ -1,4 +1,4 @@
-"""What a Kubernetes client read: requests, objects and bytes of its GET responses.
+"""What a Kubernetes client read (requests, objects and bytes of its GET responses) and wrote.
 
 For the tests and the benchmarks that show a component's reads do not grow with objects it
 has no business reading (docs/adr/0009-pod-launcher.md, decision 1). It wraps the client's
@@ -16,7 +16,7 @@ from typing import Any
 
 from kubernetes import client
 
-__all__ = ["Reads", "count_reads"]
+__all__ = ["Reads", "count_reads", "count_writes"]
 
 
 @dataclass
@@ -65,3 +65,22 @@ def count_reads(api_client: client.ApiClient) -> Reads:
 
     rest.request = counted
     return reads
+
+
+def count_writes(api_client: client.ApiClient) -> dict[str, int]:
+    """Count every write (POST, PUT, PATCH, DELETE) ``api_client`` makes from now on, by
+    method; the dict is updated in place (the client is changed in place)."""
+    writes: dict[str, int] = {}
+    lock = threading.Lock()
+    rest: Any = api_client.rest_client
+    request = rest.request
+
+    def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        response = request(method, url, *args, **kwargs)
+        if method.upper() in ("POST", "PUT", "PATCH", "DELETE"):
+            with lock:
+                writes[method.upper()] = writes.get(method.upper(), 0) + 1
+        return response
+
+    rest.request = counted
+    return writes

@@ -281,8 +281,15 @@ class Mirror:
                 await job_runs.cancel_run(self.ctx, current, run.id)
             if await replays.honour(self.ctx, current, run.id):
                 run = (await history.runs(self.ctx.pool, [run.id])).get(run.id, run)
-            desired = status.job_run_status(run, generation=current["metadata"].get("generation"))
+            generation = current["metadata"].get("generation")
+            desired = status.job_run_status(run, generation=generation)
             before = current.get("status") or {}
+            desired["conditions"] = status.conditions_with(
+                before,
+                status.job_run_conditions(run),
+                now=self.ctx.clock.now(),
+                generation=generation,
+            )
             patch = status.changes(before, desired)
             if patch:
                 await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)

@@ -8,7 +8,8 @@ OOM_KILLED or DISRUPTED (what a Kubernetes Job's ``podFailurePolicy`` sees). Mat
   terminated with a non-zero code (only the named one when given), ``In`` matches when one
   code is in ``values``, ``NotIn`` when one is not (Kubernetes' semantics; 0 never matches).
 * ``onPodConditions`` ``[{type, status}]``: one of them is on the Pod.
-* ``onOOMKilled: true``: the attempt was OOMKilled (reason, or the exit 137 fallback).
+* ``onOOMKilled: true``: the attempt was OOMKilled (the runtime's reason; exit 137 alone is a
+  SIGKILL, which is an error, or a deletion when the Pod was being deleted).
 
 Actions, as failure classes of ``sundial.scheduling.failures``:
 

@@ -13,9 +13,9 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    name is deterministic per attempt: a second create is a 409, adopted, never a second Pod.
    A template the apiserver rejects (400/422, or 403 from Pod Security) fails the run at once
    with the apiserver's message (class ``permanent``: no retry storm).
-3. **Observe** the Pods (one LIST per namespace by label ``sundial.dev/instance`` of the Pods
-   that have not ended, plus a GET for each held attempt missing from it: level triggered,
-   see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
+3. **Observe** the Pods (one LIST per namespace of this installation's Pods whose outcome is
+   not recorded yet, ``sundial.dev/tracked=true``, plus a GET for each held attempt missing
+   from it: level triggered, see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
    (``pod_outcomes``), and finish the ended ones in one batch through the job's failure
    policy (``failure_policy``), after recording the Pod's name, exit code and reason on the
    run. The timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop),
@@ -27,6 +27,16 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    the job's ``podDeletionPolicy`` says, when the hooks say so (``deleted_with_owner``): a
    run whose JobRun was deleted is cancelled, never retried with a new Pod, even if the Pod
    went before the operator's cancel landed (docs/adr/0013-job-run-owns-its-pods.md).
+
+**No Pod ends unaccounted** (docs/adr/0023-pod-outcome-finalizer.md): every Pod is created
+with the finalizer ``sundial.dev/pod-outcome``, so an evicted or deleted Pod stays readable,
+with its final status, until the launcher has committed its attempt's outcome; only then is
+the finalizer removed (``PodApi.release``). A tracked Pod whose attempt no launcher holds any
+more (the run finished, moved to a newer attempt, was cancelled, or its launcher lost the
+lease or crashed between the commit and the release) is released by whichever launcher of the
+installation lists it next; a live one is deleted first. A watch on the tracked Pods wakes the
+step loop as soon as one of them changes; the relist each ``poll_interval_seconds`` stays the
+safety net, so a broken watch costs latency, not correctness.
 
 Hooks (``LaunchHooks``, optional): the host may give each Pod an owner reference (the operator
 points it at the run's user JobRun, else the job's ScheduledJob, when one exists) and is told
@@ -66,7 +76,14 @@ from sundial.scheduling import failures, run_state
 from sundial.store import claims, pod_runs
 from sundial.store.pool import Pool
 
-__all__ = ["OWNER_DELETED", "AttemptEnd", "LaunchHooks", "LauncherSettings", "PodLauncher"]
+__all__ = [
+    "OWNER_DELETED",
+    "AttemptEnd",
+    "LaunchHooks",
+    "LauncherSettings",
+    "PodLauncher",
+    "release_all",
+]
 
 log = logging.getLogger("sundial.pod_launcher")
 
@@ -93,6 +110,13 @@ class LauncherSettings:
     #: Our clock's timeout fires this long after activeDeadlineSeconds should have.
     timeout_slack_seconds: float = 5.0
     manifest: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
+    #: Follow the tracked Pods with a watch that wakes the loop (off: poll only).
+    watch: bool = True
+    #: Steps woken by the watch are at least this far apart, so a burst of Pod events costs a
+    #: few relists, not one per event.
+    min_step_interval_seconds: float = 0.1
+    #: Finalizer releases in flight at once.
+    release_concurrency: int = 16
 
 
 @dataclass(frozen=True)
@@ -180,6 +204,7 @@ class PodLauncher:
     ) -> None:
         self._pool = pool
         self._hooks = hooks
+        self._api_client = api_client
         self._pods = pod_api.PodApi(api_client, delete_grace_seconds=settings.delete_grace_seconds)
         self._settings = settings
         self._clock = clock or clocks.SystemClock()
@@ -194,13 +219,43 @@ class PodLauncher:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step until ``stop`` is set; Pods and leases are left as they are."""
-        while not stop.is_set():
-            try:
-                await self.step()
-            except Exception:  # a failed step is retried; state is in PostgreSQL and on Pods
-                log.exception("pod launcher step failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._settings.poll_interval_seconds)
+        changed = asyncio.Event()
+        watch = None
+        if self._settings.watch:
+            watch = pod_api.PodWatch(
+                self._api_client,
+                self._settings.namespaces,
+                pod_api.tracked_selector(self._settings.manifest.instance),
+                changed,
+            )
+        try:
+            while not stop.is_set():
+                changed.clear()
+                try:
+                    await self.step()
+                except Exception:  # a failed step is retried; state is in PostgreSQL and Pods
+                    log.exception("pod launcher step failed")
+                await self._wait(stop, changed)
+        finally:
+            if watch is not None:
+                await asyncio.to_thread(watch.close)
+
+    async def _wait(self, stop: asyncio.Event, changed: asyncio.Event) -> None:
+        """Until the poll interval passes, ``stop`` is set, or the watch saw a change (but at
+        least ``min_step_interval_seconds``)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), self._settings.min_step_interval_seconds)
+            return
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(changed.wait())]
+        try:
+            await asyncio.wait(
+                waiters,
+                timeout=self._settings.poll_interval_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
 
     async def step(self) -> None:
         if not self._adopted:
@@ -437,14 +492,14 @@ class PodLauncher:
     async def _observe(self) -> None:
         """Classify the Pods of the attempts we hold; delete live Pods of stale attempts.
 
-        Reads only what is live: the LIST skips ended Pods (``pod_api.NOT_ENDED``), which the
-        mirror keeps for the JobRun window and which can outnumber the live ones a hundred to
-        one. An attempt whose Pod is not in the list has ended or is gone; one GET by its name
-        says which — once per attempt, since an ended attempt is finished and let go.
+        Reads only what is unaccounted for: the LIST selects the tracked Pods (live, or ended
+        with their outcome not yet recorded), not the released ones the mirror keeps for the
+        JobRun window, which can outnumber them a hundred to one. An attempt whose Pod is not
+        in the list was released or is gone (a Pod created before the finalizer existed, or
+        one whose finalizer someone removed); one GET by its name says which.
         """
-        selector = f"{manifests.LABEL_INSTANCE}={self._settings.manifest.instance}"
         pods = await self._pods.list(
-            self._settings.namespaces, selector, field_selector=pod_api.NOT_ENDED
+            self._settings.namespaces, pod_api.tracked_selector(self._settings.manifest.instance)
         )
         by_attempt: dict[tuple[int, int], dict[str, Any] | None] = {
             (pod_api.run_of(pod), pod_api.attempt_of(pod)): pod for pod in pods
@@ -480,8 +535,10 @@ class PodLauncher:
             if outcome.state.terminal:
                 attempt.ended = outcome
                 ended.append((attempt, outcome))
+        # Decided before the ends: a Pod released by its own finish below is not swept again.
+        unheld = [pod for pod in pods if not self._holds(pod)]
         await self._end(ended)
-        await self._delete_stale(pods)
+        await self._sweep(unheld)
 
     async def _gone_with_owner(self, attempt: _Attempt, outcome: PodOutcome) -> PodOutcome:
         """``outcome`` (GONE), or an ``OWNER_DELETED`` one if the hooks say the Pod went with
@@ -550,6 +607,10 @@ class PodLauncher:
         result = await claims.finish(
             self._pool, self._settings.worker, [outcome for _, outcome, _ in finishes]
         )
+        # Committed (or lost to a newer attempt): nothing more is to be read off these Pods.
+        await self._release(
+            [(a.namespace, a.pod_name) for a, _, _ in finishes if a.created_at is not None]
+        )
         for attempt, outcome, verdict in finishes:
             if self._attempts.get(attempt.run.id) is attempt:
                 del self._attempts[attempt.run.id]
@@ -581,23 +642,40 @@ class PodLauncher:
         except Exception:  # reporting never undoes a committed finish
             log.exception("run %s attempt %s: reporting its end failed", *attempt.key)
 
-    async def _delete_stale(self, pods: Sequence[Mapping[str, Any]]) -> None:
-        """Delete our Pods that are alive although their attempt is not current.
+    async def _release(self, pods: Sequence[tuple[str, str]]) -> None:
+        """Remove the outcome finalizer of ``pods`` ((namespace, name)), a few at a time. A
+        release that fails is logged: the Pod stays tracked, and the next step's sweep
+        releases it once it sees the attempt is no longer held."""
+        if not pods:
+            return
+        limit = asyncio.Semaphore(self._settings.release_concurrency)
 
-        An ended Pod of a stale attempt does no work and is left for the mirror's sweep
-        (docs/adr/0011-finished-pod-gc.md); it is not even listed."""
-        candidates = [
-            pod
-            for pod in pods
-            if not pod_api.ended(pod)
-            and self._attempts.get(pod_api.run_of(pod)) is None
-            and not pod.get("metadata", {}).get("deletionTimestamp")
-        ]
+        async def release(namespace: str, name: str) -> None:
+            async with limit:
+                try:
+                    await self._pods.release(namespace, name)
+                except Exception:
+                    log.exception("could not release Pod %s/%s; retried later", namespace, name)
+
+        await asyncio.gather(*(release(namespace, name) for namespace, name in pods))
+
+    async def _sweep(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        """``pods``: tracked Pods whose attempt this launcher does not hold. Delete the live ones
+        that are stale, and release every one whose attempt is no longer current.
+
+        An attempt is current while its run is running under that attempt (held by this
+        launcher while adopting, or by another one); a Pod of a newer attempt than the store
+        showed is a claim newer than our read, and is left alone too. Everything else is done:
+        the run finished, moved on, or went back to pending after a lost lease. An ended Pod of
+        a stale attempt is released and left for the mirror's sweep
+        (docs/adr/0011-finished-pod-gc.md)."""
+        candidates = list(pods)
         if not candidates:
             return
         current = await pod_runs.current_attempts(
             self._pool, [pod_api.run_of(p) for p in candidates]
         )
+        done = []
         for pod in candidates:
             run = current.get(pod_api.run_of(pod))
             pod_attempt = pod_api.attempt_of(pod)
@@ -610,11 +688,34 @@ class PodLauncher:
             if run is not None and run.attempt < pod_attempt:
                 continue  # a claim newer than our read: not stale
             metadata = pod["metadata"]
-            log.info("deleting stale Pod %s/%s", metadata["namespace"], metadata["name"])
-            await self._pods.delete(metadata["namespace"], metadata["name"])
+            if not pod_api.ended(pod) and not metadata.get("deletionTimestamp"):
+                log.info("deleting stale Pod %s/%s", metadata["namespace"], metadata["name"])
+                await self._pods.delete(metadata["namespace"], metadata["name"])
+            done.append((str(metadata["namespace"]), str(metadata["name"])))
+        await self._release(done)
+
+    def _holds(self, pod: Mapping[str, Any]) -> bool:
+        """Whether ``pod`` is the Pod of an attempt this launcher holds."""
+        attempt = self._attempts.get(pod_api.run_of(pod))
+        return attempt is not None and attempt.run.attempt == pod_api.attempt_of(pod)
 
     def _start_timeout(self, attempt: _Attempt) -> timedelta:
         seconds = attempt.context.start_timeout_seconds
         if seconds is None:
             return timedelta(seconds=self._settings.default_start_timeout_seconds)
         return timedelta(seconds=seconds)
+
+
+async def release_all(
+    api_client: client.ApiClient, namespaces: Sequence[str] | None, instance: str
+) -> list[str]:
+    """Take the outcome finalizer off every tracked Pod of the installation ``instance``; the
+    ``namespace/name`` of each. For an uninstall: once no launcher runs, nothing else removes
+    it, and a deleted Pod would wait for ever. Outcomes not recorded by then are lost; the
+    runs stay as PostgreSQL has them (``sundial runs cancel`` ends one)."""
+    pods = pod_api.PodApi(api_client, delete_grace_seconds=0)
+    tracked = await pods.list(namespaces, pod_api.tracked_selector(instance))
+    names = [(str(p["metadata"]["namespace"]), str(p["metadata"]["name"])) for p in tracked]
+    for namespace, name in names:
+        await pods.release(namespace, name)
+    return [f"{namespace}/{name}" for namespace, name in names]

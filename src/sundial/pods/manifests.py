@@ -18,6 +18,14 @@ Guarantees:
   ``SUNDIAL_DSN`` is never set. Other variables of the template are the user's and kept.
 * ``restartPolicy: Never`` (one attempt is one Pod; retries are new Pods with a new attempt)
   and ``activeDeadlineSeconds`` from the run's timeout.
+* **Tracked until its outcome is recorded**: the finalizer ``sundial.dev/pod-outcome`` and the
+  label ``sundial.dev/tracked=true``, so a Pod that is evicted or deleted cannot disappear
+  before the launcher has read how it ended (docs/adr/0023-pod-outcome-finalizer.md). The
+  launcher removes both once the attempt's outcome is committed.
+* ``terminationGracePeriodSeconds``: the template's when it sets one, else
+  ``ManifestSettings.termination_grace_seconds`` (10 s): how long a container may take to stop
+  once its deadline passed or its Pod is deleted, so a timed-out container is gone within the
+  timeout plus this grace.
 * **More memory after OOM kills**, when asked: after n OOMKilled attempts of the run, every
   container's memory request and limit is multiplied by ``factor ** n`` and capped. The job's
   ``oom.memoryIncreasePercent`` / ``oom.maxMemory`` decide when set (``memory_bump``); the
@@ -44,7 +52,9 @@ __all__ = [
     "LABEL_INSTANCE",
     "LABEL_JOB",
     "LABEL_RUN_ID",
+    "LABEL_TRACKED",
     "MAX_NAME_LENGTH",
+    "OUTCOME_FINALIZER",
     "RESERVED_ENV_PREFIX",
     "LaunchSpec",
     "ManifestSettings",
@@ -59,6 +69,13 @@ LABEL_JOB = "sundial.dev/job"
 LABEL_RUN_ID = "sundial.dev/run-id"
 LABEL_ATTEMPT = "sundial.dev/attempt"
 LABEL_INSTANCE = "sundial.dev/instance"
+#: Set with ``OUTCOME_FINALIZER`` and removed with it: selects the Pods whose outcome is still
+#: to be recorded, so the launcher lists those and not the ended Pods kept for JobRun windows.
+LABEL_TRACKED = "sundial.dev/tracked"
+#: Holds the Pod object until its attempt's outcome is committed in PostgreSQL.
+OUTCOME_FINALIZER = "sundial.dev/pod-outcome"
+#: Kubernetes' default is 30 s; a job that needs longer to clean up sets its own in the template.
+DEFAULT_TERMINATION_GRACE_SECONDS = 10
 ANNOTATION_FIRE_TIME = "sundial.dev/fire-time"
 MAX_NAME_LENGTH = 63
 RESERVED_ENV_PREFIX = "SUNDIAL_"
@@ -82,6 +99,8 @@ class ManifestSettings:
     oom_memory_cap_bytes: int = 8 * 1024**3
     #: Set an owner reference to the job's ScheduledJob (its uid is the job id).
     owner_references: bool = False
+    #: The Pod's terminationGracePeriodSeconds when the template sets none.
+    termination_grace_seconds: int = DEFAULT_TERMINATION_GRACE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -149,6 +168,7 @@ def pod_manifest(spec: LaunchSpec, settings: ManifestSettings) -> dict[str, Any]
             LABEL_RUN_ID: str(spec.run_id),
             LABEL_ATTEMPT: str(spec.attempt),
             LABEL_INSTANCE: _label_value(settings.instance),
+            LABEL_TRACKED: "true",
         }
     )
     annotations = {str(k): str(v) for k, v in (metadata.get("annotations") or {}).items()}
@@ -159,6 +179,10 @@ def pod_manifest(spec: LaunchSpec, settings: ManifestSettings) -> dict[str, Any]
         "namespace": spec.job_namespace,
         "labels": labels,
         "annotations": annotations,
+        "finalizers": [
+            *(str(f) for f in metadata.get("finalizers") or () if f != OUTCOME_FINALIZER),
+            OUTCOME_FINALIZER,
+        ],
     }
     owner = spec.owner
     if owner is None and settings.owner_references:
@@ -174,6 +198,7 @@ def pod_manifest(spec: LaunchSpec, settings: ManifestSettings) -> dict[str, Any]
 
     pod_spec["restartPolicy"] = "Never"
     pod_spec["activeDeadlineSeconds"] = int(spec.timeout_seconds)
+    pod_spec.setdefault("terminationGracePeriodSeconds", settings.termination_grace_seconds)
     _restrict(pod_spec, settings)
     run_env = environment(spec)
     factor, cap_bytes = memory_bump(spec, settings)

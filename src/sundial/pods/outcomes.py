@@ -6,17 +6,41 @@
 camelCase) or as a ``kubernetes.client.V1Pod``. The order of the checks is the contract:
 
 1. ``Succeeded`` -> SUCCEEDED.
-2. ``Failed``: reason ``DeadlineExceeded`` -> DEADLINE_EXCEEDED; a container terminated with
-   reason ``OOMKilled`` -> OOM_KILLED; a ``DisruptionTarget=True`` condition or a pod reason
-   of eviction, preemption or node loss -> DISRUPTED (checked before exit codes, because an
-   evicted container is SIGKILLed and also reports 137); a container that exited 137 with no
-   more specific reason -> OOM_KILLED (the fallback of runtimes that do not say OOMKilled);
-   else FAILED with the first non-zero exit code.
-3. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
+2. ``Failed``, in this order:
+
+   ===================================================== =================== ==============
+   what the Pod says                                     state               class (default)
+   ===================================================== =================== ==============
+   reason ``DeadlineExceeded``                           DEADLINE_EXCEEDED   timeout
+   a container terminated with reason ``OOMKilled``      OOM_KILLED          oom
+   ``DisruptionTarget=True``, or a pod reason of         DISRUPTED           infrastructure
+   eviction, preemption or node loss
+   ``deletionTimestamp`` set and its containers ended    GONE                podDeletionPolicy
+   after the delete request (SIGTERM, or SIGKILL after
+   the grace period: 143 or 137 ``Error``)
+   any other non-zero exit, 137 included                 FAILED              error
+   ===================================================== =================== ==============
+
+   Only the runtime says what an OOM kill is: containerd and CRI-O set ``OOMKilled`` from the
+   kernel's OOM event. Exit 137 alone means SIGKILL from anyone: the kubelet after a deleted
+   Pod's grace period, an eviction, the process itself, a ``kill -9``; reading it as OOM (as
+   this module once did) spent a deleted run's OOM budget and bumped its memory. Disruptions
+   are checked before deletion because an evicted Pod is also deleted; deletion is checked
+   before exit codes because a deleted Pod's container is killed. The delete request is
+   ``deletionTimestamp`` minus ``deletionGracePeriodSeconds``: a container that finished
+   before it failed on its own, and its exit code decides.
+3. Not yet terminal but being deleted (a ``deletionTimestamp``; the outcome finalizer keeps the
+   object, docs/adr/0023-pod-outcome-finalizer.md): ``DisruptionTarget=True`` (an eviction
+   through the Eviction API, a preemption) -> DISRUPTED at once; otherwise the kubelet's final
+   status is waited for until ``deletion_slack`` after the deletion's grace period ended, then
+   GONE (deleted by someone else, reason PodDeleted). A kubelet that reports in time gives the
+   real end instead (a container that finished its work within the grace period SUCCEEDED).
+4. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
    config error) -> NEVER_STARTED at once; still ``Pending`` past ``start_timeout`` ->
    NEVER_STARTED (``Unschedulable`` when the scheduler said so); else RUNNING or PENDING.
 
-A Pod that no longer exists is ``GONE`` (``classify(None)``): someone else deleted it.
+A Pod that no longer exists is ``GONE`` (``classify(None)``): someone else deleted it (or
+removed the outcome finalizer), so how it ended cannot be read any more.
 """
 
 from __future__ import annotations
@@ -30,16 +54,22 @@ from typing import Any
 from kubernetes import client
 
 __all__ = [
+    "DELETION_SLACK",
     "DISRUPTION_REASONS",
     "NEVER_START_REASONS",
     "OOM_EXIT_CODE",
+    "SIGKILL_EXIT_CODE",
     "PodOutcome",
     "PodState",
     "as_dict",
     "classify",
 ]
 
-OOM_EXIT_CODE = 137
+#: 128 + SIGKILL. Not an OOM kill by itself: only the runtime's ``OOMKilled`` reason is.
+SIGKILL_EXIT_CODE = 137
+OOM_EXIT_CODE = SIGKILL_EXIT_CODE  # what an OOMKilled container exits with
+#: How long past a deletion's grace period the kubelet's final status is waited for.
+DELETION_SLACK = timedelta(seconds=5)
 #: Waiting reasons a container does not recover from without a change to the Pod.
 NEVER_START_REASONS = frozenset(
     {
@@ -115,6 +145,7 @@ def classify(
     *,
     now: datetime | None = None,
     start_timeout: timedelta | None = None,
+    deletion_slack: timedelta = DELETION_SLACK,
 ) -> PodOutcome:
     """Where the Pod's attempt stands; see the module docstring for the order of the checks."""
     if pod is None:
@@ -158,10 +189,22 @@ def classify(
         if ("DisruptionTarget", "True") in conditions or pod_reason in DISRUPTION_REASONS:
             reason = pod_reason or _condition_reason(status, "DisruptionTarget") or "Disrupted"
             return outcome(PodState.DISRUPTED, reason, message=message)
-        for name, term in terminated:
-            code = int(term.get("exitCode", 0))
-            if code == OOM_EXIT_CODE and term.get("reason") in (None, "", "Error"):
-                return outcome(PodState.OOM_KILLED, "OOMKilled", exit_code=code, container=name)
+        deleted_at = _delete_requested_at(data.get("metadata") or {})
+        if deleted_at is not None:
+            for name, term in terminated:
+                code = int(term.get("exitCode", 0))
+                finished = _timestamp(term.get("finishedAt"))
+                if code != 0 and (finished is None or finished >= deleted_at):
+                    killed = (
+                        " and SIGKILLed after its grace period" if code == SIGKILL_EXIT_CODE else ""
+                    )
+                    return outcome(
+                        PodState.GONE,
+                        "PodDeleted",
+                        exit_code=code,
+                        container=name,
+                        message=f"the Pod was deleted while it ran{killed}",
+                    )
         for name, term in terminated:
             code = int(term.get("exitCode", 0))
             if code != 0:
@@ -173,6 +216,18 @@ def classify(
                     message=str(term.get("message") or ""),
                 )
         return outcome(PodState.FAILED, pod_reason or "Failed", message=message)
+
+    deleting = _timestamp(data.get("metadata", {}).get("deletionTimestamp"))
+    if deleting is not None:
+        if ("DisruptionTarget", "True") in conditions:
+            reason = _condition_reason(status, "DisruptionTarget") or "Disrupted"
+            message = str((_condition(status, "DisruptionTarget") or {}).get("message") or "")
+            return outcome(PodState.DISRUPTED, reason, message=message)
+        if now is not None and now > deleting + deletion_slack:
+            return outcome(
+                PodState.GONE, "PodDeleted", message="the Pod was deleted before it ended"
+            )
+        return outcome(PodState.RUNNING, "Terminating")
 
     for container_status in statuses:
         waiting = (container_status.get("state") or {}).get("waiting") or {}
@@ -207,6 +262,15 @@ def _past(created: datetime | None, now: datetime | None, limit: timedelta | Non
     if created is None or now is None or limit is None:
         return False
     return now - created > limit
+
+
+def _delete_requested_at(metadata: Mapping[str, Any]) -> datetime | None:
+    """When someone asked to delete the Pod, or None: ``deletionTimestamp`` is that moment
+    plus the grace period, the time the kubelet SIGKILLs what is still running."""
+    deadline = _timestamp(metadata.get("deletionTimestamp"))
+    if deadline is None:
+        return None
+    return deadline - timedelta(seconds=int(metadata.get("deletionGracePeriodSeconds") or 0))
 
 
 def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:

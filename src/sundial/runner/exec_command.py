@@ -6,6 +6,11 @@ the environment (``SUNDIAL_RUN_ID``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_
 ``SUNDIAL_ARGS``. SIGTERM sets the handler's cancellation event (and cancels an async
 handler's task); whoever sent it follows up with SIGKILL after a grace period.
 
+Log records, the handler's ``ctx.logger`` lines among them, go to stdout as JSON lines (the
+CLI configures :mod:`sundial.observability.logging`), so ``kubectl logs`` of a handler Pod shows
+them; stderr carries only the reason of a failure (a traceback, a bad argument), which the
+subprocess executor keeps as the run's error.
+
 Exit codes (stable; pod ``failurePolicy`` rules may match them):
 
 ==== ==================================================================

@@ -4,7 +4,9 @@
 ``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid.
 ``next_fire_time`` is kept while the schedule text and zone are unchanged (fires missed while
 the operator was away still go through the missed-fire policy) and recomputed when they
-change. An invalid cron expression or time zone is stored as *stalled* (the schedule stops
+change. PostgreSQL refusing a value (a NUL the models would have refused) leaves the store's
+edge as ``errors.RefusedValueError``, after a rollback. An invalid cron expression or time zone is
+stored as *stalled* (the schedule stops
 firing, with the error naming the field) rather than raised, so an edit to a bad value never
 leaves the old schedule firing. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are
 the other changes a user makes; the trigger's transaction is in ``fires``.
@@ -20,7 +22,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from sundial.api import common, scheduled_job
-from sundial.scheduling import concurrency, cron, missed_fires, plan, spread
+from sundial.scheduling import concurrency, cron, missed_fires, plan, spread, time_zones
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import queries
@@ -91,6 +93,7 @@ async def upsert(
     stalled: scheduling_errors.SchedulingError | None = None
     next_fire_time = now
     try:
+        time_zones.require_iana(spec.time_zone)
         parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
         rules(
             spec.spread_seconds,

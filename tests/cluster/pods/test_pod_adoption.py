@@ -59,7 +59,16 @@ async def crash_after_pod_created(pool, api_client, core_api, namespace, run_id,
 
 
 async def delete_pod_now(core_api, namespace, run_id, name):
+    """Delete the Pod and take the outcome finalizer off it, so it is really gone: the case of
+    a Pod whose finalizer someone removed by hand (with the finalizer in place the Pod waits
+    for the launcher: test_pod_outcome_finalizer.py)."""
     await asyncio.to_thread(core_api.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
+    await asyncio.to_thread(
+        core_api.patch_namespaced_pod,
+        name,
+        namespace,
+        [{"op": "remove", "path": "/metadata/finalizers"}],
+    )
     await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=30)
 
 

@@ -27,9 +27,12 @@ KEPT = 50
 FOREIGN_RUN = 10_000_000
 
 
-def kept_pod(namespace: str, run_id: int, annotations: dict[str, str]) -> dict[str, Any]:
+def kept_pod(
+    namespace: str, run_id: int, annotations: dict[str, str], *, released: bool
+) -> dict[str, Any]:
     """A Pod as the launcher makes them (labels, environment, security context: its real
-    size), of a run this launcher does not hold."""
+    size), of a run this launcher does not hold; ``released``: as the launcher leaves a Pod
+    once its outcome is recorded (no outcome finalizer, no tracked label)."""
     spec = manifests.LaunchSpec(
         run_id=run_id,
         attempt=1,
@@ -43,7 +46,11 @@ def kept_pod(namespace: str, run_id: int, annotations: dict[str, str]) -> dict[s
         fire_time=None,
         timeout_seconds=3600,
     )
-    return manifests.pod_manifest(spec, manifests.ManifestSettings(instance=namespace))
+    pod = manifests.pod_manifest(spec, manifests.ManifestSettings(instance=namespace))
+    if released:
+        del pod["metadata"]["labels"][manifests.LABEL_TRACKED]
+        pod["metadata"]["finalizers"].remove(manifests.OUTCOME_FINALIZER)
+    return pod
 
 
 def phases(core_api: client.CoreV1Api, namespace: str, run_ids: range) -> list[str]:
@@ -88,10 +95,10 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
     # step, by another client (not counted).
     ended_runs = range(FOREIGN_RUN, FOREIGN_RUN + KEPT)
     for run in ended_runs:
-        core_api.create_namespaced_pod(namespace, kept_pod(namespace, run, {}))
+        core_api.create_namespaced_pod(namespace, kept_pod(namespace, run, {}, released=True))
     stale_run = FOREIGN_RUN + KEPT
     core_api.create_namespaced_pod(
-        namespace, kept_pod(namespace, stale_run, {OUTCOME: "run-forever"})
+        namespace, kept_pod(namespace, stale_run, {OUTCOME: "run-forever"}, released=False)
     )
     await wait_until(
         lambda: asyncio.to_thread(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import signal
@@ -65,6 +66,52 @@ def test_args_file_and_run_identity(child_env: dict[str, str], tmp_path: pathlib
     )
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "42|3|abc|None|1"
+
+
+def json_lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_handler_log_lines_reach_stdout_as_json(child_env: dict[str, str]) -> None:
+    """What `kubectl logs` shows of a handler Pod: the handler's own lines, with the run's keys."""
+    result = sundial_exec(
+        child_env,
+        "sample.sub_logs",
+        "--handlers",
+        "handlers.sample_jobs",
+        SUNDIAL_RUN_ID="77",
+        SUNDIAL_ATTEMPT="2",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = json_lines(result.stdout)
+    assert [(line["level"], line["message"]) for line in lines] == [
+        ("info", "starting the report"),
+        ("warning", "page 2 is empty"),
+    ]
+    for line in lines:
+        assert {"time", "level", "logger", "message"} <= line.keys()
+        assert (line["run_id"], line["attempt"], line["handler"]) == ("77", 2, "sample.sub_logs")
+        assert str(line["logger"]).endswith("sample.sub_logs")
+    assert lines[0]["pages"] == 3
+    # stderr carries only failure reasons (the subprocess executor keeps its tail as the error)
+    assert result.stderr == ""
+
+
+def test_log_level_and_failure_reason_stay_apart(child_env: dict[str, str]) -> None:
+    result = sundial_exec(
+        child_env,
+        "sample.sub_async_logs",
+        "--handlers",
+        "handlers.sample_jobs",
+        SUNDIAL_LOG_LEVEL="WARNING",
+    )
+    assert result.returncode == exec_command.EXIT_FAILED
+    assert json_lines(result.stdout) == []
+    assert "failed after logging" in result.stderr
+    assert "async hello" not in result.stderr
+
+    result = sundial_exec(child_env, "sample.sub_async_logs", "--handlers", "handlers.sample_jobs")
+    assert [line["message"] for line in json_lines(result.stdout)] == ["async hello"]
 
 
 def test_missing_handlers_option_is_a_usage_error(child_env: dict[str, str]) -> None:

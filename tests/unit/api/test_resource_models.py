@@ -214,7 +214,7 @@ def test_a_one_shot_run_of_a_scheduled_job_is_accepted() -> None:
             {"runAt": "2026-11-30T08:00:00Z", "delaySeconds": 5},
             "at most one of runAt or delaySeconds",
         ),
-        ({"runAt": "2026-11-30T08:00:00"}, "timezone"),
+        ({"runAt": "2026-11-30T08:00:00"}, "RFC 3339 date-time with an offset"),
         ({"delaySeconds": -1}, "greater than or equal to 0"),
         ({"dependsOn": [f"run-{n}" for n in range(33)]}, "at most 32 items"),
         ({"dependsOn": ["a", "a"]}, "dependsOn must not name a JobRun twice"),

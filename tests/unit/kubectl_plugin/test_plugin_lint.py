@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 
 from sundial.api import crd
 from sundial.kubectl_plugin import linting, main, schema_check
-from sundial.operator import scheduled_jobs
+from sundial.operator import job_runs, scheduled_jobs
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -88,23 +89,32 @@ def test_the_operators_own_checks_give_the_operators_messages() -> None:
     assert "Mars/Olympus" in bad_zone and "UnknownTimeZone" in bad_zone
     big = job(handler={"name": "etl.run", "args": {"blob": "x" * (70 * 1024)}})
     [too_big] = problems(big)
-    operator_says = scheduled_jobs.parse(big)[1]
+    # As the operator receives it: the API server has set the namespace and the uid.
+    stored = {**big, "metadata": {**big["metadata"], "namespace": "t", "uid": str(uuid.uuid4())}}
+    operator_says = scheduled_jobs.parse(stored)[1]
     assert operator_says is not None and "spec.handler.args" in operator_says
     assert too_big == f"{operator_says} (the operator reports this as InvalidSpec)"
 
 
-def test_depends_on_cycles_in_one_file_are_found_once_each() -> None:
+def test_depends_on_cycles_in_one_file_stall_what_the_operator_stalls() -> None:
     documents = [
         run("a", dependsOn=["b"]),
         run("b", dependsOn=["c"]),
         run("c", dependsOn=["a"]),
+        run("waits", dependsOn=["a"]),
         run("d", dependsOn=["d-parent", "elsewhere"]),
         run("d-parent"),
     ]
-    found = problems(*documents)
-    assert found == [
-        "spec.dependsOn: a cycle a -> b -> c -> a: each would wait for the others forever"
+    found = linting.lint_documents(documents, "f.yaml", cel=True)
+    suffix = " (the operator sets Stalled with reason DependencyCycle)"
+    assert [(p.where, p.message) for p in found] == [
+        ("f.yaml: JobRun/a", job_runs.cycle_message("a", ["a", "b", "c", "a"]) + suffix),
+        ("f.yaml: JobRun/b", job_runs.cycle_message("b", ["b", "c", "a", "b"]) + suffix),
+        ("f.yaml: JobRun/c", job_runs.cycle_message("c", ["c", "a", "b", "c"]) + suffix),
+        ("f.yaml: JobRun/waits", job_runs.cycle_message("waits", ["a", "b", "c", "a"]) + suffix),
     ]
+    assert "forms a cycle: a -> b -> c -> a" in found[0].message
+    assert "an upstream JobRun is on a dependsOn cycle" in found[3].message
     other_namespace = run("c", dependsOn=["a"])
     other_namespace["metadata"]["namespace"] = "elsewhere"
     assert problems(*documents[:2], other_namespace) == []

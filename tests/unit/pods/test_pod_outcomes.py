@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from sundial.pods import outcomes
+from sundial.pods import failure_policy, outcomes
 from sundial.pods.outcomes import PodState
+from sundial.scheduling.failures import FailureClass
 
 CREATED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -84,11 +85,6 @@ def test_oom_killed_by_reason() -> None:
         "OOMKilled",
         137,
     )
-
-
-def test_exit_137_without_a_reason_is_read_as_oom() -> None:
-    outcome = outcomes.classify(pod("Failed", terminated(137, "Error")))
-    assert outcome.state is PodState.OOM_KILLED
 
 
 def test_evicted_pod_is_disrupted_not_oom_although_its_container_reports_137() -> None:
@@ -209,3 +205,159 @@ def test_a_v1pod_object_is_classified_like_its_json() -> None:
     )
     outcome = outcomes.classify(v1)
     assert (outcome.state, outcome.container) == (PodState.OOM_KILLED, "main")
+
+
+DELETED = {"deletionTimestamp": "2026-11-29T12:00:06Z", "deletionGracePeriodSeconds": 1}
+"""Deleted at 12:00:05 with a grace period of 1 s: the kubelet SIGKILLs at 12:00:06."""
+
+
+def deleted_pod(phase: str, *containers: dict[str, Any], **status: Any) -> dict[str, Any]:
+    body = pod(phase, *containers, **status)
+    body["metadata"].update(DELETED)
+    return body
+
+
+def killed(exit_code: int, reason: str, finished: str = "2026-11-29T12:00:06Z") -> dict[str, Any]:
+    container = terminated(exit_code, reason)
+    container["state"]["terminated"]["finishedAt"] = finished
+    return container
+
+
+DISRUPTION = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]
+
+# The whole failure table (DESIGN.md section 6), one row per rule and per way past it:
+# (what the Pod looks like, the state, the reason, the exit code).
+TABLE = [
+    ("succeeded", pod("Succeeded", terminated(0, "Completed")), PodState.SUCCEEDED, "Completed", 0),
+    (
+        "succeeded while being deleted (exited 0 on SIGTERM)",
+        deleted_pod("Succeeded", killed(0, "Completed")),
+        PodState.SUCCEEDED,
+        "Completed",
+        0,
+    ),
+    (
+        "activeDeadlineSeconds",
+        pod("Failed", terminated(137, "Error"), reason="DeadlineExceeded"),
+        PodState.DEADLINE_EXCEEDED,
+        "DeadlineExceeded",
+        None,
+    ),
+    (
+        "the runtime reports an OOM kill",
+        pod("Failed", terminated(137, "OOMKilled")),
+        PodState.OOM_KILLED,
+        "OOMKilled",
+        137,
+    ),
+    (
+        "an OOM kill is one even while the Pod is being deleted",
+        deleted_pod("Failed", killed(137, "OOMKilled")),
+        PodState.OOM_KILLED,
+        "OOMKilled",
+        137,
+    ),
+    (
+        "evicted: DisruptionTarget, its container SIGKILLed",
+        deleted_pod("Failed", killed(137, "Error"), reason="Evicted", conditions=DISRUPTION),
+        PodState.DISRUPTED,
+        "Evicted",
+        None,
+    ),
+    (
+        "evicted through the Eviction API: the condition alone",
+        deleted_pod("Failed", killed(137, "Error"), conditions=DISRUPTION),
+        PodState.DISRUPTED,
+        "EvictionByEvictionAPI",
+        None,
+    ),
+    ("node lost", pod("Failed", reason="NodeLost"), PodState.DISRUPTED, "NodeLost", None),
+    (
+        "deleted by someone else, SIGKILLed after its grace period: 137 Error, no DisruptionTarget",
+        deleted_pod("Failed", killed(137, "Error")),
+        PodState.GONE,
+        "PodDeleted",
+        137,
+    ),
+    (
+        "deleted by someone else, exited on SIGTERM",
+        deleted_pod("Failed", killed(143, "Error")),
+        PodState.GONE,
+        "PodDeleted",
+        143,
+    ),
+    (
+        "deleted, no finish time reported",
+        deleted_pod("Failed", {**killed(137, "Error"), "state": {"terminated": {"exitCode": 137}}}),
+        PodState.GONE,
+        "PodDeleted",
+        137,
+    ),
+    (
+        "exit 137 without a deletion is a SIGKILL from inside (a crash), not an OOM kill",
+        pod("Failed", terminated(137, "Error")),
+        PodState.FAILED,
+        "Error",
+        137,
+    ),
+    (
+        "exit 137 with no reason at all",
+        pod("Failed", terminated(137, "")),
+        PodState.FAILED,
+        "Error",
+        137,
+    ),
+    (
+        "failed on its own before someone deleted it",
+        deleted_pod("Failed", killed(1, "Error", finished="2026-11-29T12:00:02Z")),
+        PodState.FAILED,
+        "Error",
+        1,
+    ),
+    ("a non-zero exit", pod("Failed", terminated(3, "Error")), PodState.FAILED, "Error", 3),
+    ("failed with no container status", pod("Failed"), PodState.FAILED, "Failed", None),
+    (
+        "an image that is not there",
+        pod("Pending", waiting("ErrImageNeverPull")),
+        PodState.NEVER_STARTED,
+        "ErrImageNeverPull",
+        None,
+    ),
+    (
+        "running while being deleted has not ended yet",
+        deleted_pod("Running", RUNNING),
+        PodState.RUNNING,
+        "Terminating",
+        None,
+    ),
+    ("gone", None, PodState.GONE, "PodDeleted", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "state", "reason", "exit_code"),
+    [row[1:] for row in TABLE],
+    ids=[row[0] for row in TABLE],
+)
+def test_failure_table(
+    body: dict[str, Any] | None, state: PodState, reason: str, exit_code: int | None
+) -> None:
+    outcome = outcomes.classify(body)
+    assert (outcome.state, outcome.reason, outcome.exit_code) == (state, reason, exit_code)
+
+
+def test_only_the_runtimes_oom_reason_is_an_oom_kill() -> None:
+    """Oracle over every terminated reason and exit code: OOM_KILLED iff reason OOMKilled."""
+    for reason in ("OOMKilled", "Error", "", "Completed", "ContainerCannotRun"):
+        for code in (1, 2, 137, 139, 143, 255):
+            outcome = outcomes.classify(pod("Failed", terminated(code, reason)))
+            assert (outcome.state is PodState.OOM_KILLED) == (reason == "OOMKilled"), (reason, code)
+
+
+def test_a_deleted_pods_sigkill_follows_pod_deletion_policy_not_the_oom_path() -> None:
+    outcome = outcomes.classify(deleted_pod("Failed", killed(137, "Error")))
+    oom_rule = [{"action": "Fail", "onOOMKilled": True}]
+    assert failure_policy.decide(oom_rule, outcome).failure is FailureClass.CRASH
+    cancelled = failure_policy.decide(oom_rule, outcome, pod_deletion_policy="Cancel")
+    assert cancelled.failure is FailureClass.CANCELLED
+    assert "137" in outcome.describe()
