@@ -82,6 +82,7 @@ def test_no_kubeconfig_is_a_clear_error(plugin: Any, tmp_path: Path) -> None:
     assert "no kubeconfig found" in result.stderr and "--kubeconfig" in result.stderr
 
 
+@pytest.mark.timeout(480)  # many plugin processes, each a Python start-up, on a loaded machine
 def test_get_run_wait_cancel_suspend_and_resume(
     sundial_operator: OperatorProcess,
     plugin: Any,
@@ -349,22 +350,33 @@ def history_operator(
     namespace: str,
     tmp_path: Path,
     kubectl: Any,
+    request: pytest.FixtureRequest,
 ) -> Iterator[OperatorProcess]:
     """An operator with its HTTP port open, behind a Service named ``sundial-operator``.
 
     The API server's service proxy only dials an endpoint that is a Pod's IP (it checks the
-    address's targetRef), and this operator is a process on this host, not a Pod: a Pod that
-    no node runs stands in for it, its status saying its IP is this host's."""
+    address's targetRef), and this operator is a process on this host, not a Pod: a Pod on a
+    Node object no kubelet serves stands in for it, its status saying its IP is this host's."""
     address = _host_address()
     if address is None:
         pytest.skip("no non-loopback IPv4 address: the API server cannot proxy to this host")
     port = _free_port()
+    # A Node object for the stand-in Pod: the Pod garbage collector deletes Pods bound to a
+    # Node that does not exist. No kubelet serves it; it lives for this test only.
+    node = f"operator-host-{namespace}"
+    kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
+    )
+    request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
     stand_in = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "sundial-operator-host"},
         "spec": {
-            "nodeName": "this-host-not-a-node",
+            "nodeName": node,
             "containers": [{"name": "operator", "image": "sundial-operator"}],
         },
     }
