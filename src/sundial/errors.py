@@ -37,9 +37,11 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │       └── IdempotencyConflictError             a key reused with other args
     ├── PostgresNotFoundError (RuntimeError)         sundial.localdev.postgres: no initdb here
     ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
-    └── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
-        ├── GoNotFoundError                          no Go toolchain to build it
-        └── RealNodeError                            sundial.localdev.real_node: no real node here
+    ├── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
+    │   ├── GoNotFoundError                          no Go toolchain to build it
+    │   └── RealNodeError                            sundial.localdev.real_node: no real node here
+    └── PluginError (click.ClickException)           sundial.kubectl_plugin.outcome: what to do,
+                                                     and the exit code
 
 Private exceptions that carry control flow inside one module (``store.runs._FireExists``,
 ``runner.exec_command._BadEnvironment``) never leave it and are not drawn.

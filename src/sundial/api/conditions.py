@@ -156,6 +156,12 @@ class EventReason(enum.StrEnum):
     UNCLAIMABLE = "Unclaimable"
     """Warning: a pending run can be claimed by no live runner; the message says why (no runner
     registers its handler, or ``executionModel`` differs from the handler's registration)."""
+    REPLAYED = "Replayed"
+    """Normal: a JobRun's ``sundial.dev/replay`` annotation put its run back in the queue with a
+    fresh retry budget."""
+    REPLAY_REFUSED = "ReplayRefused"
+    """Warning: a replay was asked for a run that cannot be replayed (not DeadLettered, Failed or
+    TimedOut, or archived away)."""
     POD_DELETED = "PodDeleted"
     """Normal: an attempt's Pod was deleted by someone else before it ended and the job's
     ``podDeletionPolicy: Cancel`` cancelled the run (under ``Retry`` it is retried, no Event)."""

@@ -35,6 +35,13 @@ TERMINAL_PHASES: frozenset[str] = frozenset(
 
 MAX_DEPENDENCIES = 32
 
+REPLAY_ANNOTATION: Final = "sundial.dev/replay"
+"""On a JobRun whose run is DeadLettered, Failed or TimedOut: put the run back in the queue with
+a fresh retry budget (the value is any token the requester picks, e.g. a timestamp). The
+operator replays the run, then removes the annotation; ``kubectl sundial replay`` sets it."""
+REPLAYABLE_PHASES: frozenset[str] = frozenset({"DeadLettered", "Failed", "TimedOut"})
+"""Phases a replay is accepted from (the store's ``runs.replay``)."""
+
 EXACTLY_ONE_OF_JOB_REF_OR_JOB = common.CelRule(
     rule="has(self.jobRef) != has(self.job)",
     message="exactly one of jobRef or job must be set",
@@ -103,6 +110,11 @@ class JobRunSpec(common.ApiModel):
         default=None, ge=0, le=366 * 86400, json_schema_extra=common.cel_rules(IMMUTABLE)
     )
     """Do not start before this many seconds after the JobRun was created."""
+    fire_time: common.Timestamp | None = pydantic.Field(
+        default=None, json_schema_extra=common.cel_rules(IMMUTABLE)
+    )
+    """The logical time handed to the job as its fire time, e.g. a day being backfilled
+    (``kubectl sundial backfill`` sets it); absent: the run has no fire time."""
     args: common.Args | None = None
     """Arguments for this run, merged key by key over the handler's ``args``."""
     priority: int | None = pydantic.Field(default=None, ge=0, le=9)

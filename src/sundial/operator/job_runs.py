@@ -11,6 +11,7 @@ lost events harmless):
   creates one run. An upstream JobRun that has no run yet means "try again on the next pass",
   unless ``dependsOn`` forms a cycle (below);
 * ``cancel: true``: cancel the run (or never submit it);
+* the ``sundial.dev/replay`` annotation: replay the run (``replays``);
 * otherwise: copy the run's state into ``status`` (with the kstatus and Job-style conditions of
   ``status.job_run_conditions``), and delete the object
   ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
@@ -37,20 +38,20 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
 
 from sundial.api import conditions, job_run, messages
 from sundial.api.conditions import ConditionReason, ConditionType
-from sundial.operator import context, events, kube, scheduled_jobs, status
+from sundial.operator import context, events, kube, replays, scheduled_jobs, status
 from sundial.scheduling import run_state
 from sundial.store import dependencies as dependency_graph
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
-__all__ = ["DELETED_REASON", "delete", "reconcile", "run_key"]
+__all__ = ["DELETED_REASON", "cycle_message", "delete", "reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
@@ -102,6 +103,8 @@ async def reconcile(
         run = None
     run_number = int(run_id)
     if run is None:
+        run = (await history.runs(ctx.pool, [run_number])).get(run_number)
+    if await replays.honour(ctx, body, run_number):
         run = (await history.runs(ctx.pool, [run_number])).get(run_number)
     if run is None:
         return  # archived away and dropped: leave the last status as it is
@@ -194,6 +197,7 @@ async def _submit(
             run_at=run_at,
             idempotency_key=key,
             depends_on=upstream,
+            fire_time=spec.fire_time,
         )
     except store_errors.UnknownJobError as error:
         await _report(
@@ -222,6 +226,18 @@ async def _submit(
     return str(submitted.run_id)
 
 
+def cycle_message(name: str, cycle: Sequence[str]) -> str:
+    """The Stalled message of JobRun ``name``, whose ``dependsOn`` reaches ``cycle`` (as
+    ``store.dependencies.find_cycle`` gives it); ``kubectl sundial lint`` words it the same."""
+    shown = " -> ".join(cycle)
+    if name in cycle:
+        return f"spec.dependsOn: dependsOn forms a cycle: {shown}; remove one edge"
+    return (
+        f"spec.dependsOn: an upstream JobRun is on a dependsOn cycle: {shown}; it can"
+        " never run: remove one edge of the cycle"
+    )
+
+
 async def _wait_for_upstream(
     ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec, name: str
 ) -> None:
@@ -237,14 +253,7 @@ async def _wait_for_upstream(
     graph[metadata["name"]] = list(spec.depends_on or ())  # this body may be newer than the list
     cycle = dependency_graph.find_cycle(graph, metadata["name"])
     if cycle is not None:
-        shown = " -> ".join(cycle)
-        if metadata["name"] in cycle:
-            message = f"spec.dependsOn: dependsOn forms a cycle: {shown}; remove one edge"
-        else:
-            message = (
-                f"spec.dependsOn: an upstream JobRun is on a dependsOn cycle: {shown}; it can"
-                " never run: remove one edge of the cycle"
-            )
+        message = cycle_message(metadata["name"], cycle)
         await _report(
             ctx,
             body,

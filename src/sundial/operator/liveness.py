@@ -1,5 +1,7 @@
 """The liveness endpoint: ``GET /healthz`` answers 200 while the event loop turns.
 
+The same server carries the operator's other read-only routes (``history_endpoint``).
+
 It answers for a standby too (a standby is alive; it is just not acting), with the role in
 the body, so a probe restarts a wedged process but never a healthy standby. The same port
 serves ``GET /metrics``: the process's Prometheus metrics (trigger, maintainer), in the text
@@ -8,7 +10,7 @@ exposition format.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import prometheus_client
 from aiohttp import web
@@ -17,8 +19,16 @@ __all__ = ["LivenessServer"]
 
 
 class LivenessServer:
-    def __init__(self, port: int, role: Callable[[], str], *, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        port: int,
+        role: Callable[[], str],
+        *,
+        host: str = "0.0.0.0",
+        routes: Sequence[web.RouteDef] = (),
+    ) -> None:
         self.port = port
+        self._routes = tuple(routes)
         self.host = host
         self._role = role
         self._runner: web.AppRunner | None = None
@@ -36,6 +46,7 @@ class LivenessServer:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_routes(self._routes)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port).start()

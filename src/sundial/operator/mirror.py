@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from sundial.api import common, conditions, job_run, scheduled_job
-from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
+from sundial.operator import context, events, job_runs, kube, replays, scheduled_jobs, status
 from sundial.pods import pod_gc
 from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
@@ -278,6 +278,8 @@ class Mirror:
                     current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
             if (current.get("spec") or {}).get("cancel") and run.state in run_state.ACTIVE:
                 await job_runs.cancel_run(self.ctx, current, run.id)
+            if await replays.honour(self.ctx, current, run.id):
+                run = (await history.runs(self.ctx.pool, [run.id])).get(run.id, run)
             generation = current["metadata"].get("generation")
             desired = status.job_run_status(run, generation=generation)
             before = current.get("status") or {}
@@ -321,7 +323,8 @@ class Mirror:
                 run = known.get(int(current["runId"]))
                 spec = body.get("spec") or {}
                 done = current.get("phase") in job_run.TERMINAL_PHASES
-                if done and spec.get("ttlSecondsAfterFinished") is None:
+                asked = replays.requested(body) is not None
+                if done and spec.get("ttlSecondsAfterFinished") is None and not asked:
                     return  # finished and mirrored: nothing will change any more
                 if run is None:
                     return

@@ -15,6 +15,9 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
   their ends become Events (``pod_hooks``);
 * the lease keeper.
 
+The HTTP port (``--liveness-port``) serves ``/healthz`` and, for ``kubectl sundial history``,
+``/history`` (``history_endpoint``), from the leader and from a standby alike.
+
 When any of them ends - SIGTERM (kopf handles it), a lost lease, a crash - the others are
 stopped and the process exits; non-zero unless it was asked to stop. Everything is
 recomputed from PostgreSQL and the API on the next start, so a restart is harmless.
@@ -38,6 +41,7 @@ from sundial.operator import (
     context,
     events,
     handlers,
+    history_endpoint,
     kube,
     liveness,
     mirror,
@@ -87,7 +91,9 @@ async def serve(config: OperatorConfig) -> int:
     pool = await store_pool.open_pool(config.dsn, min_size=1, max_size=8, name="sundial-operator")
     lead = leadership.Leadership(pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
     role = "standby"
-    probe = liveness.LivenessServer(config.liveness_port, lambda: role)
+    probe = liveness.LivenessServer(
+        config.liveness_port, lambda: role, routes=history_endpoint.routes(pool)
+    )
     if config.liveness_port:
         await probe.start()
     try:

@@ -120,6 +120,7 @@ class TriggerLoop:
         self.lease: leases.LeaderLease | None = None
         #: Another process held the lease when this one last asked (for the log's wording).
         self.stood_by = False
+        self._released = False
         rate = self.settings.fires_per_second
         self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
 
@@ -176,7 +177,8 @@ class TriggerLoop:
 
     async def lead(self) -> leases.LeaderLease | None:
         """Take or renew the lease; ``None`` while another process holds it."""
-        before = self.lease
+        before = None if self._released else self.lease
+        self._released = False
         self.lease = await leases.acquire(
             self.pool, LEASE_NAME, self.holder, ttl_seconds=self.settings.lease_ttl_seconds
         )
@@ -188,6 +190,7 @@ class TriggerLoop:
             return self.lease
         if before is not None:
             log.warning("lost the lease; standing by", extra={"holder": self.holder})
+            self.stood_by = True
         if not self.stood_by:
             current = await leases.holder(self.pool, LEASE_NAME)
             log.info(
@@ -234,5 +237,8 @@ class TriggerLoop:
             if self.lease is not None:
                 try:
                     await leases.release(self.pool, self.lease)
+                    log.info("stopped; released the lease", extra={"holder": self.holder})
                 except Exception:
                     log.exception("could not release the trigger lease; it will expire")
+                self._released = True  # the next lead() starts afresh: nothing was lost
+                self.stood_by = False

@@ -171,12 +171,19 @@ class HistoryRow:
 
 
 async def recent(
-    pool: Pool, *, namespace: str | None = None, job: str | None = None, limit: int = 50
+    pool: Pool,
+    *,
+    namespace: str | None = None,
+    job: str | None = None,
+    limit: int = 50,
+    before: int | None = None,
 ) -> list[HistoryRow]:
-    """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job."""
+    """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job, newest
+    first; ``before``: only runs with a smaller id, to page back from the last one seen."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            queries.get("history_recent"), {"namespace": namespace, "name": job, "limit": limit}
+            queries.get("history_recent"),
+            {"namespace": namespace, "name": job, "limit": limit, "before": before},
         )
         rows = await cursor.fetchall()
     return [HistoryRow(*row) for row in rows]

@@ -168,8 +168,10 @@ def _validate(
         )
     if delay_seconds < 0:
         raise errors.InvalidSubmissionError(f"delay_seconds must be >= 0, got {delay_seconds}")
-    if (schedule_id is None) != (fire_time is None):
-        raise errors.InvalidSubmissionError("pass schedule_id and fire_time together, or neither")
+    # A fire_time alone is the logical time of a one-off run (a backfilled day); only a
+    # schedule_id makes the run a schedule fire, deduplicated on (schedule_id, fire_time).
+    if schedule_id is not None and fire_time is None:
+        raise errors.InvalidSubmissionError("a schedule_id needs the fire_time of that fire")
     if idempotency_key is not None and not 1 <= len(idempotency_key) <= 256:
         raise errors.InvalidSubmissionError("idempotency_key must be 1 to 256 characters long")
     if priority is not None:
@@ -205,7 +207,8 @@ async def submit(
     """Create a run of ``job`` (its uid, or ``"namespace/name"``); see the module docstring.
 
     ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock.
-    ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated forever.
+    ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated forever;
+    ``fire_time`` alone is the logical time handed to a one-off run (a backfill).
     """
     request = _validate(
         job,

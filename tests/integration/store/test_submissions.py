@@ -80,6 +80,25 @@ async def test_a_schedule_fires_once_per_fire_time(
     assert (run.schedule_id, run.fire_time) == (schedule, fire)
 
 
+async def test_a_fire_time_alone_is_a_one_off_runs_logical_time(
+    pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    """A backfilled day: the job gets the fire time, and no schedule fire is reserved."""
+    fire = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+    first = await runs.submit(pool, job, fire_time=fire, idempotency_key="backfill.x.1")
+    second = await runs.submit(pool, job, fire_time=fire, idempotency_key="backfill.x.2")
+    assert first.created and second.created and first.run_id != second.run_id
+    claimed = await claims.claim(pool, "w", limit=10)
+    assert {(run.schedule_id, run.fire_time) for run in claimed} == {(None, fire)}
+    with psycopg.connect(store_dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM schedule_fires").fetchone()
+    assert row is not None and row[0] == 0
+    before = snapshot(store_dsn)
+    with pytest.raises(errors.InvalidSubmissionError, match="needs the fire_time"):
+        await runs.submit(pool, job, schedule_id=uuid.uuid4())
+    assert snapshot(store_dsn) == before
+
+
 async def test_future_runs_wait_outside_the_dispatch_index(
     pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
 ) -> None:

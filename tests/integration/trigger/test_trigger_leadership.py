@@ -4,8 +4,11 @@ standalone ``sundial scheduler`` command runs the same loop."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
+import psycopg
+import pytest
 from click.testing import CliRunner
 from trigger_testing import START, UNPACED, add_schedule, fire_times
 
@@ -36,6 +39,50 @@ async def test_only_the_lease_holder_fires_and_a_successor_resumes(
     await second.step()
     assert second.lease is not None and second.lease.epoch == first.lease.epoch + 1
     assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
+
+
+async def test_the_logs_say_who_leads_who_stands_by_and_who_takes_over(
+    pool: pool.Pool,
+    store_dsn: str,
+    manual_clock: clock.ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first = trigger.TriggerLoop(pool, clock=manual_clock, holder="first", settings=UNPACED)
+    second = trigger.TriggerLoop(pool, clock=manual_clock, holder="second", settings=UNPACED)
+
+    def said() -> list[tuple[str, str]]:
+        found = [
+            (str(getattr(r, "holder", "")), r.getMessage())
+            for r in caplog.records
+            if r.name == "sundial.trigger"
+        ]
+        caplog.clear()
+        return found
+
+    with caplog.at_level(logging.INFO, logger="sundial"):
+        await first.step()
+        await second.step()
+        await first.step()
+        await second.step()  # no change: nothing more is said
+        assert said() == [
+            ("first", "leading"),
+            ("second", "standing by"),
+        ]
+        stop = asyncio.Event()
+        stop.set()
+        await first.run(stop)  # releases the lease
+        await second.step()
+        await first.step()
+        assert said() == [
+            ("first", "stopped; released the lease"),
+            ("second", "taking over"),
+            ("first", "standing by"),
+        ]
+        # A leader whose lease ran out while it was away hears it on its next step.
+        with psycopg.connect(store_dsn) as conn:
+            conn.execute("UPDATE leader_leases SET holder = 'third', epoch = epoch + 1")
+        await second.step()
+        assert said() == [("second", "lost the lease; standing by")]
 
 
 async def test_step_wakes_at_the_next_fire_or_the_poll_interval(

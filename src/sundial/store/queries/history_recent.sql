@@ -1,7 +1,8 @@
 -- The newest runs, live and archived, optionally of one job (namespace and name), for
 -- `sundial runs`. Inline JobRun jobs show as their namespace and `jobrun:<uid>`. Pod runs show
 -- the Pod of their latest attempt, archived or not (migration 0060); pending runs no live
--- runner can claim, why (migration 0082).
+-- runner can claim, why (migration 0082). `before` pages back: only runs with a smaller id
+-- (the last id of the previous page).
 SELECT h.id, j.namespace, j.name, h.state, h.attempt, h.fire_time, h.started_at,
        h.finished_at, h.failure_reason, h.pod_name, h.pod_exit_code, h.pod_reason,
        h.failure_detail, h.unclaimable_reason
@@ -17,5 +18,6 @@ FROM (
 JOIN job_definitions j ON j.id = h.job_id
 WHERE (%(namespace)s::text IS NULL OR j.namespace = %(namespace)s)
   AND (%(name)s::text IS NULL OR j.name = %(name)s)
+  AND (%(before)s::bigint IS NULL OR h.id < %(before)s)
 ORDER BY h.id DESC
 LIMIT %(limit)s

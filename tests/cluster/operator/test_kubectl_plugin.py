@@ -1,0 +1,476 @@
+"""``kubectl sundial`` against the local control plane and a real operator.
+
+The plugin runs as users run it: the installed ``kubectl-sundial`` executable as a subprocess,
+and through ``kubectl sundial …`` with the plugin's directory on PATH (kubectl finds plugins
+there). Its only credentials are a kubeconfig: the admin one, or one holding a ServiceAccount
+token so RBAC decides. A ``StoreWorker`` plays the runner on the real claim protocol; kwok
+plays the kubelet for Pod jobs (its Pods have no logs, so ``logs`` is tested on its error path
+here; real logs come with the real-node tier).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+from operator_testing import (
+    OperatorProcess,
+    StoreWorker,
+    apply,
+    get_json,
+    pod_job,
+    scheduled_job_manifest,
+    wait_until,
+)
+
+from conftest import running
+
+pytestmark = pytest.mark.timeout(240)
+
+PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
+
+
+@pytest.fixture
+def plugin(kubeconfig: Path, local_cluster: Any) -> Any:
+    """Run the plugin: ``plugin("get", "sj", via_kubectl=False, kubeconfig=None)``."""
+
+    def call(
+        *args: str, via_kubectl: bool = False, config: Path | None = None, timeout: float = 60
+    ):
+        environment = dict(os.environ, KUBECONFIG=str(config or kubeconfig))
+        if via_kubectl:
+            kubectl_dir = str(Path(local_cluster.kubectl_path).parent)
+            environment["PATH"] = os.pathsep.join(
+                [str(PLUGIN.parent), kubectl_dir, "/usr/bin", "/bin"]
+            )
+            command = [str(local_cluster.kubectl_path), "sundial", *args]
+        else:
+            command = [str(PLUGIN), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, env=environment, timeout=timeout, check=False
+        )
+
+    return call
+
+
+def test_kubectl_finds_the_plugin_on_the_path(plugin: Any, local_cluster: Any) -> None:
+    listed = subprocess.run(
+        [str(local_cluster.kubectl_path), "plugin", "list"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PATH=os.pathsep.join([str(PLUGIN.parent), "/usr/bin", "/bin"])),
+        check=False,
+    )
+    assert "kubectl-sundial" in listed.stdout, listed
+    help_text = plugin("--help", via_kubectl=True)
+    assert help_text.returncode == 0 and "Exit codes:" in help_text.stdout
+
+
+def test_no_kubeconfig_is_a_clear_error(plugin: Any, tmp_path: Path) -> None:
+    result = plugin("get", "sj", config=tmp_path / "absent")
+    assert result.returncode == 7, result
+    assert "no kubeconfig found" in result.stderr and "--kubeconfig" in result.stderr
+
+
+@pytest.mark.timeout(480)  # many plugin processes, each a Python start-up, on a loaded machine
+def test_get_run_wait_cancel_suspend_and_resume(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+) -> None:
+    apply(
+        kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *", queue="default")
+    )
+    kubectl("label", "-n", namespace, "sj", "nightly", "team=data")
+    ns = ("-n", namespace)
+
+    table = plugin("get", "sj", *ns, via_kubectl=True)
+    assert table.returncode == 0, table
+    header, row = table.stdout.splitlines()
+    assert header.split()[:4] == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND"]
+    assert row.split()[0] == "nightly" and "QUEUE" not in header
+    wide = plugin("get", "sj", *ns, "-o", "wide")
+    assert "QUEUE" in wide.stdout and "default" in wide.stdout.splitlines()[1]
+    assert plugin("get", "sj", *ns, "-o", "name").stdout.strip() == (
+        "scheduledjob.sundial.dev/nightly"
+    )
+    assert plugin("get", "sj", *ns, "-l", "team=other").stdout == ""
+    assert json.loads(plugin("get", "sj", "nightly", *ns, "-o", "json").stdout)["kind"] == (
+        "ScheduledJob"
+    )
+    everywhere = plugin("get", "scheduledjobs", "-A", "-l", "team=data")
+    assert everywhere.stdout.splitlines()[0].startswith("NAMESPACE")
+    assert namespace in everywhere.stdout
+
+    missing = plugin("get", "jr", "no-such-run", *ns)
+    assert missing.returncode == 3 and "not found" in missing.stderr, missing
+    assert plugin("run", "no-such-job", *ns).returncode == 3
+
+    with StoreWorker(operator_dsn):
+        created = plugin("run", "nightly", *ns, "--arg", "day=2026-11-30", "-o", "name")
+        assert created.returncode == 0, created
+        name = created.stdout.strip().split("/")[1]
+        waited = plugin("wait", name, *ns, "--timeout", "50s", via_kubectl=True)
+        assert waited.returncode == 0, waited
+        assert waited.stdout.strip().splitlines()[-1].endswith("Succeeded (attempt 1)")
+        body = get_json(kubectl, "-n", namespace, "jr", name)
+        assert body["spec"]["jobRef"] == {"name": "nightly"}
+        assert body["spec"]["args"] == {"day": "2026-11-30"}
+        jobs = plugin("get", "jr", *ns)
+        assert name in jobs.stdout and "Succeeded" in jobs.stdout
+        with psycopg.connect(operator_dsn) as conn:
+            args = conn.execute(
+                "SELECT args FROM job_runs WHERE id = %s", (int(body["status"]["runId"]),)
+            ).fetchone()
+        assert args is not None and args[0] == {"day": "2026-11-30"}
+
+        later = plugin("run", "nightly", *ns, "--delay", "1h", "--name", "later")
+        assert later.returncode == 0 and "jobrun.sundial.dev/later created" in later.stdout
+        wait_until(
+            lambda: (get_json(kubectl, *ns, "jr", "later").get("status") or {}).get("runId"),
+            timeout=30,
+            what="the delayed run to be submitted",
+        )
+        timed_out = plugin("wait", "later", *ns, "--timeout", "2s")
+        assert timed_out.returncode == 5, timed_out
+        cancelled = plugin("cancel", "later", *ns)
+        assert cancelled.returncode == 0 and "cancel requested" in cancelled.stdout
+        ended = plugin("wait", "later", *ns, "--timeout", "60s")
+        assert ended.returncode == 4, ended
+        assert "Cancelled" in ended.stdout
+        again = plugin("cancel", "later", *ns)
+        assert again.returncode == 0 and "already finished (Cancelled)" in again.stdout
+
+    assert plugin("suspend", "nightly", *ns).stdout.strip() == (
+        "scheduledjob.sundial.dev/nightly suspended"
+    )
+    assert get_json(kubectl, *ns, "sj", "nightly")["spec"]["suspend"] is True
+    assert "already suspended" in plugin("suspend", "nightly", *ns).stdout
+    assert plugin("resume", "nightly", *ns, via_kubectl=True).returncode == 0
+    assert get_json(kubectl, *ns, "sj", "nightly")["spec"]["suspend"] is False
+
+
+def test_a_dead_lettered_run_is_replayed_through_its_job_run(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+) -> None:
+    ns = ("-n", namespace)
+    apply(
+        kubectl,
+        namespace,
+        scheduled_job_manifest(
+            "flaky", schedule="0 0 1 1 *", handler={"name": "tests.fail"}, retry={"maxRetries": 0}
+        ),
+    )
+    with StoreWorker(operator_dsn):
+        name = plugin("run", "flaky", *ns, "-o", "name").stdout.strip().split("/")[1]
+        failed = plugin("wait", name, *ns, "--timeout", "50s")
+        assert failed.returncode == 1, failed
+        phase = get_json(kubectl, *ns, "jr", name)["status"]["phase"]
+        assert phase in ("DeadLettered", "Failed")
+        # The handler now succeeds: the same run, replayed, ends Succeeded on attempt 2.
+        kubectl(
+            "patch",
+            *ns,
+            "sj",
+            "flaky",
+            "--type=merge",
+            "-p",
+            '{"spec":{"handler":{"name":"tests.ok"}}}',
+        )
+        with psycopg.connect(operator_dsn) as conn:
+            conn.execute("UPDATE job_runs SET handler = 'tests.ok' WHERE handler = 'tests.fail'")
+        replayed = plugin("replay", name, *ns, via_kubectl=True)
+        assert replayed.returncode == 0, replayed
+        assert "replayed" in replayed.stdout
+        done = plugin("wait", name, *ns, "--timeout", "50s")
+        assert done.returncode == 0, done
+        status = get_json(kubectl, *ns, "jr", name)["status"]
+        assert status["attempt"] == 2
+        annotations = get_json(kubectl, *ns, "jr", name)["metadata"].get("annotations") or {}
+        assert "sundial.dev/replay" not in annotations
+    refused = plugin("replay", name, *ns)
+    assert refused.returncode == 1 and "only DeadLettered, Failed, TimedOut" in refused.stderr
+
+
+def test_a_dead_lettered_scheduled_run_is_replayed_through_its_mirrored_job_run(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+) -> None:
+    ns = ("-n", namespace)
+    manifest = json.loads(
+        scheduled_job_manifest(
+            "fired", schedule="0 0 1 1 *", handler={"name": "tests.fail"}, retry={"maxRetries": 0}
+        )
+    )
+    manifest["metadata"]["annotations"] = {"sundial.dev/run-now": "1"}
+    apply(kubectl, namespace, json.dumps(manifest))
+    with StoreWorker(operator_dsn):
+
+        def mirrored_failure() -> str | None:
+            items = get_json(kubectl, *ns, "jr", "-l", "sundial.dev/scheduledjob=fired")["items"]
+            for item in items:
+                if (item.get("status") or {}).get("phase") in ("DeadLettered", "Failed"):
+                    return str(item["metadata"]["name"])
+            return None
+
+        name = wait_until(mirrored_failure, timeout=60, what="the mirrored dead letter")
+        with psycopg.connect(operator_dsn) as conn:
+            conn.execute("UPDATE job_runs SET handler = 'tests.ok' WHERE handler = 'tests.fail'")
+        replayed = plugin("replay", name, *ns)
+        assert replayed.returncode == 0, replayed
+        done = plugin("wait", name, *ns, "--timeout", "50s")
+        assert done.returncode == 0, done
+        assert get_json(kubectl, *ns, "jr", name)["status"]["attempt"] == 2
+
+
+def test_backfill_creates_one_run_per_fire_time_once(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+) -> None:
+    ns = ("-n", namespace)
+    apply(
+        kubectl, namespace, scheduled_job_manifest("hourly", schedule="0 */6 * * *", suspend=True)
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    start = (now - datetime.timedelta(days=2)).replace(minute=0, second=0, microsecond=0)
+    end = now - datetime.timedelta(minutes=1)
+    span = ("--from", start.isoformat(), "--to", end.isoformat())
+    expected = sorted(
+        start + datetime.timedelta(hours=h)
+        for h in range(0, 60)
+        if (start + datetime.timedelta(hours=h)).hour % 6 == 0
+        and start + datetime.timedelta(hours=h) <= end
+    )
+    dry = plugin("backfill", "hourly", *ns, *span, "--dry-run")
+    assert dry.returncode == 0, dry
+    assert f"{len(expected)} fire times; nothing created" in dry.stdout
+    assert get_json(kubectl, *ns, "jr")["items"] == []
+    too_many = plugin("backfill", "hourly", *ns, *span, "--max", str(len(expected) - 1))
+    assert too_many.returncode == 2 and "raise --max" in too_many.stderr
+    future = plugin("backfill", "hourly", *ns, "--from", start.isoformat(), "--to", "2999-01-01")
+    assert future.returncode == 2 and "in the future" in future.stderr
+
+    with StoreWorker(operator_dsn):
+        first = plugin("backfill", "hourly", *ns, *span)
+        assert first.returncode == 0, first
+        assert f"{len(expected)} created, 0 already there" in first.stdout
+        second = plugin("backfill", "hourly", *ns, *span, via_kubectl=True)
+        assert f"0 created, {len(expected)} already there" in second.stdout
+
+        def fire_times() -> list[str] | None:
+            items = get_json(kubectl, *ns, "jr", "-l", "sundial.dev/backfill-of=hourly")["items"]
+            found = sorted((i.get("status") or {}).get("fireTime") or "" for i in items)
+            return found if len(found) == len(expected) and all(found) else None
+
+        found = wait_until(fire_times, timeout=60, what="every backfilled run's fire time")
+    assert [datetime.datetime.fromisoformat(f.replace("Z", "+00:00")) for f in found] == expected
+    with psycopg.connect(operator_dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM job_runs WHERE fire_time IS NOT NULL").fetchone()
+    assert row is not None and row[0] == len(expected)
+
+
+def test_logs_of_a_pod_job_on_kwok_and_of_a_runner_job_say_why_there_are_none(
+    pod_operator: OperatorProcess,
+    kwok_nodes: list[str],
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+) -> None:
+    ns = ("-n", namespace)
+    apply(kubectl, namespace, pod_job("pods", "run-forever", run_now=False))
+    name = plugin("run", "pods", *ns, "-o", "name").stdout.strip().split("/")[1]
+
+    def pod_running() -> bool:
+        status = get_json(kubectl, *ns, "jr", name).get("status") or {}
+        return status.get("phase") == "Running" and bool(status.get("podName"))
+
+    wait_until(pod_running, timeout=60, what="the run's Pod")
+    logs = plugin("logs", name, *ns, via_kubectl=True)
+    assert logs.returncode == 1, logs
+    assert "==> attempt 1: pod/" in logs.stdout
+    assert "cannot read the log of pod/" in logs.stderr
+    assert plugin("logs", name, *ns, "--attempt", "7").returncode == 1
+
+    apply(kubectl, namespace, scheduled_job_manifest("handler", schedule="0 0 1 1 *"))
+    handler_run = plugin("run", "handler", *ns, "-o", "name").stdout.strip().split("/")[1]
+    wait_until(
+        lambda: (get_json(kubectl, *ns, "jr", handler_run).get("status") or {}).get("runId"),
+        timeout=30,
+        what="the handler run's submission",
+    )
+    hint = plugin("logs", handler_run, *ns)
+    assert hint.returncode == 1
+    assert "ran in a runner (handler tests.ok)" in hint.stderr and '"run_id"' in hint.stderr
+
+
+def _host_address() -> str | None:
+    """This host's address on its default route (a UDP connect sends no packet)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.254.254.254", 9))
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def history_operator(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+    kubectl: Any,
+    request: pytest.FixtureRequest,
+) -> Iterator[OperatorProcess]:
+    """An operator with its HTTP port open, behind a Service named ``sundial-operator``.
+
+    The API server's service proxy only dials an endpoint that is a Pod's IP (it checks the
+    address's targetRef), and this operator is a process on this host, not a Pod: a Pod on a
+    Node object no kubelet serves stands in for it, its status saying its IP is this host's."""
+    address = _host_address()
+    if address is None:
+        pytest.skip("no non-loopback IPv4 address: the API server cannot proxy to this host")
+    port = _free_port()
+    # A Node object for the stand-in Pod: the Pod garbage collector deletes Pods bound to a
+    # Node that does not exist. No kubelet serves it; it lives for this test only.
+    node = f"operator-host-{namespace}"
+    kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
+    )
+    request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
+    stand_in = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "sundial-operator-host"},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "operator", "image": "sundial-operator"}],
+        },
+    }
+    apply(kubectl, namespace, json.dumps(stand_in))
+    pod_status = {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}
+    kubectl(
+        "patch", "-n", namespace, "pod", "sundial-operator-host", "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": pod_status}),
+    )  # fmt: skip
+    # One unnamed port: the proxy path and the RBAC resourceName are the bare Service name.
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "sundial-operator"},
+        "spec": {"ports": [{"port": 80, "targetPort": port}]},
+    }
+    target = {"kind": "Pod", "name": "sundial-operator-host", "namespace": namespace}
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "sundial-operator"},
+        "subsets": [
+            {"addresses": [{"ip": address, "targetRef": target}], "ports": [{"port": port}]}
+        ],
+    }
+    items = [service, endpoints]
+    apply(kubectl, namespace, json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    process = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
+    with running(process):
+        yield process
+
+
+def _token_kubeconfig(kubeconfig: Path, kubectl: Any, namespace: str, path: Path) -> Path:
+    kubectl("create", "serviceaccount", "-n", namespace, "reader")
+    token = kubectl("create", "token", "-n", namespace, "reader").stdout.strip()
+    config = yaml.safe_load(kubeconfig.read_text())
+    context = config["contexts"][0]
+    context["context"]["user"] = "reader"
+    context["context"]["namespace"] = namespace
+    config["users"] = [{"name": "reader", "user": {"token": token}}]
+    config["current-context"] = context["name"]
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_history_comes_from_postgresql_through_the_service_proxy_under_rbac(
+    history_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    kubeconfig: Path,
+    namespace: str,
+    operator_dsn: str,
+    tmp_path: Path,
+) -> None:
+    ns = ("-n", namespace)
+    service = ("--service", f"{namespace}/sundial-operator")
+    apply(kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
+    names = []
+    with StoreWorker(operator_dsn):
+        for _ in range(3):
+            names.append(plugin("run", "nightly", *ns, "-o", "name").stdout.strip().split("/")[1])
+        for name in names:
+            assert plugin("wait", name, *ns, "--timeout", "50s").returncode == 0
+    run_ids = [get_json(kubectl, *ns, "jr", name)["status"]["runId"] for name in names]
+    for name in names:  # gone from etcd; PostgreSQL keeps them
+        kubectl("delete", *ns, "jr", name)
+
+    listed = plugin("history", "nightly", *ns, *service, "-o", "json", via_kubectl=True)
+    assert listed.returncode == 0, listed
+    items = json.loads(listed.stdout)["items"]
+    assert [item["runId"] for item in items] == sorted(run_ids, key=int, reverse=True)
+    assert {item["state"] for item in items} == {"completed"}
+    paged = plugin("history", "nightly", *ns, *service, "--limit", "2")
+    assert len(paged.stdout.splitlines()) == 3  # the header and two runs
+    everything = plugin("history", "nightly", *ns, *service, "--all")
+    assert all(run_id in everything.stdout for run_id in run_ids)
+
+    reader = _token_kubeconfig(kubeconfig, kubectl, namespace, tmp_path / "reader.yaml")
+    forbidden = plugin("history", "nightly", *service, config=reader)
+    assert forbidden.returncode == 6, forbidden
+    assert "services/proxy" in forbidden.stderr and "'get'" in forbidden.stderr
+    kubectl(
+        "create", "role", "-n", namespace, "sundial-history", "--verb=get",
+        "--resource=services/proxy", "--resource-name=sundial-operator",
+    )  # fmt: skip
+    kubectl(
+        "create", "rolebinding", "-n", namespace, "sundial-history", "--role=sundial-history",
+        f"--serviceaccount={namespace}:reader",
+    )  # fmt: skip
+    allowed = wait_until(
+        lambda: (r := plugin("history", "nightly", *service, config=reader)).returncode == 0 and r,
+        timeout=30,
+        what="the RoleBinding to take effect",
+    )
+    assert all(run_id in allowed.stdout for run_id in run_ids)
+    # The same user still cannot read the JobRuns themselves: only the history was granted.
+    assert plugin("get", "jr", config=reader).returncode == 6
