@@ -86,12 +86,9 @@ def _table(title: str, node: Schema) -> str:
         description = _cell(described.get("description", ""))
         child_rules = child.get("x-kubernetes-validations", [])
         if child_rules and not (child.get("type") == "object" and child.get("properties")):
-            description += "".join(
-                f" Rule: {_cell(rule['message'])}." for rule in child_rules
-            )
+            description += "".join(f" Rule: {_cell(rule['message'])}." for rule in child_rules)
         lines.append(
-            f"| {field} | {_type(child)} | {_default(child)} | {_bounds(child)} "
-            f"| {description} |\n"
+            f"| {field} | {_type(child)} | {_default(child)} | {_bounds(child)} | {description} |\n"
         )
     lines.append("\n")
     return "".join(lines)
