@@ -5,12 +5,15 @@ What it starts, in order, each step named on screen (docs/adr/0029-the-demo.md):
 1. the control plane's binaries, built once from Kubernetes' Go modules when they are not
    cached (a cold first run takes 12 to 18 minutes: the screen says so and shows the step);
 2. a throwaway PostgreSQL (``localdev.postgres``) with Sundial's migrations;
-3. the local cluster of ``hack/cluster`` with kwok's simulated nodes, or the user's current
-   kube context with ``--kube-context``;
+3. the local cluster of ``hack/cluster``: with one real kubelet node where the machine allows it
+   (``hack/cluster/node-up --check`` passes; the images built by ``hack/images/build``), and
+   kwok's simulated nodes otherwise (or ``--no-real-node``); or the user's kube context with
+   ``--kube-context``;
 4. Sundial's Helm chart (``charts/sundial``): CRDs, RBAC, the job Pods' ServiceAccount;
    the CRDs are waited for until Established before anything is applied;
-5. the operator and a runner. kwok's nodes cannot run containers, so both run as local
-   processes against the same cluster and PostgreSQL (the screen says which);
+5. the operator and a runner, as local processes against the same cluster and PostgreSQL (the
+   screen says so): kwok's nodes cannot run containers, and on the real node the runner image
+   does not hold the demo's handlers yet. On the real node the job Pods really run there;
 6. ``examples/demo/``: a cron job in the runner, a Pod job OOMKilled once and then run with
    more memory, a delayed one-shot JobRun and a small DAG of JobRuns.
 
@@ -72,6 +75,8 @@ class _Demo:
         self.context_args: list[str] = []
         self.own_cluster: cluster.LocalCluster | None = None
         self.installed_release = False
+        #: The env file of hack/images/build when the cluster has a real node.
+        self.images_env: dict[str, str] | None = None
 
     # -- output ------------------------------------------------------------------------------
 
@@ -114,12 +119,48 @@ class _Demo:
             self.context_args = ["--context", self.options.kube_context]
             self.kubectl("version")
             return
-        self.step(3, "Kubernetes: the local cluster of hack/cluster (kwok's simulated nodes)")
+        environment: dict[str, str] = {}
+        lacking = real_node_lacks(cluster.find_hack_dir()) if self.options.real_node else None
+        if lacking is None:
+            self.step(3, "Kubernetes: the local cluster of hack/cluster, kwok's nodes (asked)")
+        elif lacking:
+            self.step(3, "Kubernetes: the local cluster of hack/cluster, kwok's nodes")
+            print(f"      no real node here: {lacking}", flush=True)
+        else:
+            self.step(3, "Kubernetes: the local cluster of hack/cluster with a real node")
+            env_file = self.build_images()
+            self.images_env = _read_env_file(env_file)
+            environment = {
+                "SUNDIAL_REAL_NODE": "1",
+                "SUNDIAL_IMAGES_ENV": str(env_file),
+                "SUNDIAL_NODE_IMAGES": "BUSYBOX",
+            }
         started = time.monotonic()
-        self.own_cluster = cluster.start(self.work / "cluster", owner_pid=os.getpid())
+        self.own_cluster = cluster.start(
+            self.work / "cluster", owner_pid=os.getpid(), environment=environment
+        )
         self.kubeconfig = self.own_cluster.kubeconfig
         self.context_args = ["--kubeconfig", str(self.kubeconfig)]
         print(f"      up in {time.monotonic() - started:.1f}s; KUBECONFIG={self.kubeconfig}")
+
+    def build_images(self) -> Path:
+        """``hack/images/build BUSYBOX``'s env file (cached by content; minutes when cold)."""
+        print("      building the busybox image (cached; a cold build takes minutes)", flush=True)
+        log = self.work / "images.log"
+        script = cluster.find_hack_dir().parent / "images" / "build"
+        lines: list[str] = []
+
+        def build() -> None:
+            with log.open("w") as sink:
+                result = subprocess.run(
+                    [str(script), "busybox"], stdout=subprocess.PIPE, stderr=sink, text=True
+                )
+            if result.returncode != 0:
+                raise DemoError(f"hack/images/build failed; see {log}")
+            lines.extend(result.stdout.strip().splitlines())
+
+        _with_ticker(build, log)
+        return Path(lines[-1])
 
     def chart(self) -> None:
         self.step(4, f"Installing the chart charts/sundial as release {RELEASE!r}")
@@ -185,8 +226,14 @@ class _Demo:
     def examples(self) -> None:
         self.step(6, f"Applying examples/demo/ in namespace {NAMESPACE!r}")
         for name in ("cron.yaml", "oneshot.yaml", "oom.yaml", "dag.yaml"):
-            self.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(_EXAMPLES / name))
-            print(f"      applied examples/demo/{name}", flush=True)
+            path = _EXAMPLES / name
+            if self.images_env is not None and name == "oom.yaml":
+                path = self.work / name
+                text = (_EXAMPLES / name).read_text(encoding="utf-8")
+                path.write_text(on_real_node(text, self.images_env), encoding="utf-8")
+            self.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(path))
+            where = " (its Pods on the real node)" if path.parent == self.work else ""
+            print(f"      applied examples/demo/{name}{where}", flush=True)
 
     def watch(self) -> int:
         until = "a run of each kind succeeded" if self.options.until_first_runs else "Ctrl-C"
@@ -269,6 +316,47 @@ def first_runs(items: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
         "oom-then-more-memory": oom is not None and int(oom.get("attempt") or 0) >= 2,
         "dag": all(name in succeeded for name in ("extract", "transform", "report", "load")),
     }
+
+
+def real_node_lacks(hack_dir: Path) -> str:
+    """What keeps this machine from a real node (``node-up --check``); "" when nothing."""
+    node_up = hack_dir / "node-up"
+    if not node_up.is_file():
+        return "this checkout has no hack/cluster/node-up"
+    result = subprocess.run([str(node_up), "--check"], capture_output=True, text=True, check=False)
+    if result.returncode == 0:
+        return ""
+    return " ".join((result.stdout + result.stderr).split())[:300] or "node-up --check failed"
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            values[key.strip()] = value.strip().strip("\"'")
+    return values
+
+
+def on_real_node(manifest: str, images: Mapping[str, str]) -> str:
+    """The JobRun manifests of ``manifest`` with their Pods sent to the real node: its
+    nodeSelector and toleration, and the busybox image imported there (no registry)."""
+    import yaml
+
+    documents = []
+    for document in yaml.safe_load_all(manifest):
+        template = ((document or {}).get("spec", {}).get("job") or {}).get("template")
+        if template:
+            pod = template.setdefault("spec", {})
+            pod["nodeSelector"] = {"sundial.dev/node-kind": "real"}
+            pod["tolerations"] = [
+                {"key": "sundial.dev/real-node", "operator": "Exists", "effect": "NoSchedule"}
+            ]
+            for container in pod.get("containers", []):
+                container["image"] = images["SUNDIAL_IMAGE_BUSYBOX"]
+                container["imagePullPolicy"] = "Never"
+        documents.append(document)
+    return yaml.safe_dump_all(documents, sort_keys=False)
 
 
 def _with_ticker(work: Any, log: Path) -> None:
@@ -372,6 +460,12 @@ def main(argv: list[str] | None = None) -> int:
         "--kube-context",
         default=None,
         help="install into this context of your kubeconfig instead of a local cluster",
+    )
+    parser.add_argument(
+        "--no-real-node",
+        dest="real_node",
+        action="store_false",
+        help="use kwok's simulated nodes even where a real node could run",
     )
     parser.add_argument(
         "--until-first-runs",

@@ -94,3 +94,21 @@ def test_first_runs_needs_each_kind_and_a_second_attempt_for_the_oom_job() -> No
     assert demo.first_runs(unfinished) == {
         "cron": True, "one-shot": False, "oom-then-more-memory": True, "dag": True,
     }  # fmt: skip
+
+
+def test_on_real_node_sends_every_pod_of_the_oom_job_to_the_real_node() -> None:
+    import pathlib
+
+    import yaml
+
+    from sundial.api import job_run
+
+    source = pathlib.Path(demo.__file__).resolve().parents[3] / "examples/demo/oom.yaml"
+    images = {"SUNDIAL_IMAGE_BUSYBOX": "localhost/sundial/busybox:abc"}
+    [document] = yaml.safe_load_all(demo.on_real_node(source.read_text(), images))
+    pod = document["spec"]["job"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"sundial.dev/node-kind": "real"}
+    assert pod["tolerations"][0]["key"] == "sundial.dev/real-node"
+    assert {c["image"] for c in pod["containers"]} == {"localhost/sundial/busybox:abc"}
+    assert {c["imagePullPolicy"] for c in pod["containers"]} == {"Never"}
+    job_run.JobRun.model_validate(document)  # still a valid JobRun
