@@ -144,7 +144,7 @@ class _Demo:
         print(f"      up in {time.monotonic() - started:.1f}s; KUBECONFIG={self.kubeconfig}")
 
     def build_images(self) -> Path:
-        """``hack/images/build BUSYBOX``'s env file (cached by content; minutes when cold)."""
+        """``hack/images/build pause busybox``'s env file (cached by content; minutes when cold)."""
         print("      building the busybox image (cached; a cold build takes minutes)", flush=True)
         log = self.work / "images.log"
         script = cluster.find_hack_dir().parent / "images" / "build"
@@ -153,7 +153,10 @@ class _Demo:
         def build() -> None:
             with log.open("w") as sink:
                 result = subprocess.run(
-                    [str(script), "busybox"], stdout=subprocess.PIPE, stderr=sink, text=True
+                    [str(script), "pause", "busybox"],
+                    stdout=subprocess.PIPE,
+                    stderr=sink,
+                    text=True,
                 )
             if result.returncode != 0:
                 raise DemoError(f"hack/images/build failed; see {log}")
