@@ -195,7 +195,12 @@ class _Demo:
         print(f"      CRDs Established after {time.monotonic() - started:.1f}s")
 
     def processes(self, dsn: str) -> None:
-        self.step(5, "Operator and runner as local processes (kwok's nodes run no containers)")
+        why = (
+            "the runner image lacks the demo's handlers; job Pods run on the real node"
+            if self.images_env is not None
+            else "kwok's nodes run no containers"
+        )
+        self.step(5, f"Operator and runner as local processes ({why})")
         environment = dict(os.environ)
         if self.kubeconfig:
             environment["KUBECONFIG"] = str(self.kubeconfig)
