@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import unicodedata
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -13,6 +14,7 @@ import sundial
 from sundial.api import crd, validate
 
 if TYPE_CHECKING:
+    from sundial.scheduler import maintainer as maintainer_module
     from sundial.store.pool import Pool
 
 #: Every command that talks to PostgreSQL takes the database the same way.
@@ -142,6 +144,83 @@ oom_max_memory_option = click.option(
 )
 
 
+class Duration(click.ParamType[float, object]):
+    """A duration in seconds, written ``90``, ``90s``, ``30m``, ``1h`` or ``2d``."""
+
+    name = "duration"
+    _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = self._UNITS.get(text[-1:], None)
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0 or seconds == float("inf"):
+            self.fail(
+                f"{value!r} is not a duration: write a number of seconds, or a number with"
+                " s, m, h or d (90s, 30m, 1h, 2d)",
+                param,
+                ctx,
+            )
+        return seconds
+
+
+#: The daemons' log level; every daemon logs JSON lines (``observability.logging``).
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
+
+#: What the maintainer keeps where (ADR 0019); on `sundial scheduler` and `sundial operator`.
+hot_window_option = click.option(
+    "--hot-window",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="How long finished runs stay in the hot table (job_runs) before the maintainer moves"
+    " them to the month partitions of finished_runs: 90s, 30m, 1h, 2d.",
+)
+archive_retention_option = click.option(
+    "--archive-retention-days",
+    type=click.IntRange(min=0),
+    default=30,
+    show_default=True,
+    help="Drop a month partition of run history once its whole month ended this many days"
+    " ago (0: keep every partition).",
+)
+
+
+def _maintainer_settings(
+    hot_window: float, archive_retention_days: int
+) -> maintainer_module.MaintainerSettings:
+    """The maintainer's settings from the command line; a usage error names what to change."""
+    import datetime
+
+    from sundial.scheduler import maintainer
+
+    try:
+        return maintainer.MaintainerSettings(
+            hot_window=datetime.timedelta(seconds=hot_window),
+            archive_retention=(
+                datetime.timedelta(days=archive_retention_days) if archive_retention_days else None
+            ),
+        )
+    except ValueError:
+        raise click.UsageError(
+            f"--hot-window ({hot_window:g}s) must be shorter than --archive-retention-days"
+            f" ({archive_retention_days} days): raise the retention or shorten the window"
+        ) from None
+
+
 @main.command()
 @dsn_option
 @click.option("--target", type=int, default=None, help="Stop after this migration version.")
@@ -180,7 +259,26 @@ def migrate(dsn: str, target: int | None) -> None:
     help="Global fire budget on run_at (0 turns it off: spread alone).",
 )
 @click.option("--fire-burst", type=click.IntRange(1), default=1000, show_default=True)
+@click.option(
+    "--maintainer/--no-maintainer",
+    default=True,
+    show_default=True,
+    help="Run the maintainer while leading: reap expired leases, promote due runs, archive"
+    " finished runs, drop old history (off: leave it to another process).",
+)
+@hot_window_option
+@archive_retention_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Serve the trigger's and the maintainer's /metrics on this port (0: any free port;"
+    " -1: off).",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@log_level_option
 def scheduler(
     dsn: str,
     holder: str | None,
@@ -189,22 +287,36 @@ def scheduler(
     lease_ttl: float,
     fires_per_second: float,
     fire_burst: int,
+    maintainer: bool,
+    hot_window: float,
+    archive_retention_days: int,
     once: bool,
+    metrics_port: int,
+    metrics_host: str,
+    log_level: str,
 ) -> None:
-    """Run the trigger loop and run maintenance under the PostgreSQL leader lease.
+    """Run the trigger loop, and the maintainer, under the PostgreSQL leader lease.
 
-    The same loop the operator runs, without Kubernetes: schedules in the database turn into
-    runs; expired leases are reaped; future runs are promoted when due. Safe to start twice.
+    The same loops the operator runs, without Kubernetes: schedules in the database turn into
+    runs; expired leases are reaped; future runs are promoted when due; finished runs move to
+    the archive after --hot-window and old history is dropped. Safe to start twice: one leads,
+    the other stands by and takes over when the leader's lease runs out.
     """
     import asyncio
     import datetime
     import logging
+    import os
     import signal
 
+    import prometheus_client
+
+    from sundial.observability import logging as json_logging
+    from sundial.scheduler import maintainer as maintainer_module
     from sundial.scheduler import trigger
     from sundial.store import pool as store_pool
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    json_logging.configure(log_level.upper())
+    maintenance = _maintainer_settings(hot_window, archive_retention_days)
     settings = trigger.TriggerSettings(
         batch_size=batch_size,
         poll_interval=datetime.timedelta(seconds=poll_seconds),
@@ -214,19 +326,35 @@ def scheduler(
     )
 
     async def serve() -> None:
-        opened = await store_pool.open_pool(dsn, min_size=1, max_size=2, name="sundial-scheduler")
+        # Handle SIGTERM from the start: a stop while the pool opens is still a clean exit.
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-scheduler")
         try:
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
+            keeper = maintainer_module.Maintainer(opened, holder=loop.holder, settings=maintenance)
             if once:
                 await loop.step()
+                if maintainer:
+                    await keeper.step()
                 state = "leader" if loop.lease is not None else "standby"
                 click.echo(f"one step done as {state} ({loop.holder})")
                 return
-            stop = asyncio.Event()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-            click.echo(f"scheduler {loop.holder} running; Ctrl-C stops it")
-            await loop.run(stop)
+            port = None
+            if metrics_port >= 0:
+                server, _ = prometheus_client.start_http_server(metrics_port, metrics_host)
+                port = server.server_port
+            logging.getLogger("sundial.scheduler").info(
+                "scheduler running",
+                extra={
+                    "holder": loop.holder,
+                    "maintainer": maintainer,
+                    "metrics_port": port,
+                    "pid": os.getpid(),
+                },
+            )
+            await asyncio.gather(loop.run(stop), *([keeper.run(stop)] if maintainer else []))
         finally:
             await opened.close()
 
@@ -236,8 +364,10 @@ def scheduler(
 def _parse_concurrency(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, int]:
+    from sundial.api import execution_model
+
     parsed: dict[str, int] = {}
-    models = ("async", "thread", "process", "subprocess")
+    models = [m.value for m in execution_model.ExecutionModel if m in execution_model.RUNNER_MODELS]
     for value in values:
         model, _, number = value.partition("=")
         if model not in models or not number.isdigit() or int(number) < 1:
@@ -306,11 +436,18 @@ def _parse_concurrency(
     help="The sliding window of --retry-budget.",
 )
 @click.option(
+    "--maintenance",
+    is_flag=True,
+    help="Also reap expired leases and promote due runs, without a lease, for installations"
+    " with neither `sundial scheduler` nor the operator (whose maintainer does it; it also"
+    " archives, which this does not).",
+)
+@click.option(
     "--maintenance-seconds",
-    type=click.FloatRange(min=0),
+    type=click.FloatRange(min=0.01),
     default=1.0,
     show_default=True,
-    help="Reap expired leases and promote due runs this often (0: leave it to the operator).",
+    help="How often --maintenance reaps and promotes.",
 )
 @click.option(
     "--metrics-port",
@@ -321,7 +458,7 @@ def _parse_concurrency(
 )
 @click.option("--metrics-host", default="0.0.0.0", show_default=True)
 @click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
-@click.option("--log-level", default="INFO", show_default=True)
+@log_level_option
 def runner(
     dsn: str,
     handler_modules: tuple[str, ...],
@@ -333,6 +470,7 @@ def runner(
     quarantine_after: int,
     retry_budget: int,
     retry_budget_window_seconds: float,
+    maintenance: bool,
     maintenance_seconds: float,
     metrics_port: int,
     metrics_host: str,
@@ -347,8 +485,17 @@ def runner(
     import sys
 
     from sundial.observability import logging as json_logging
-    from sundial.runner import registry, worker
+    from sundial.runner import health, registry, worker
 
+    context = click.get_current_context()
+    if not maintenance and context.get_parameter_source("maintenance_seconds") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
+        raise click.UsageError(
+            "--maintenance-seconds only sets the interval of --maintenance, which is off by"
+            " default: add --maintenance, or leave reaping to `sundial scheduler` or the operator"
+        )
     json_logging.configure(log_level.upper())
     try:
         handlers = registry.load_handlers(handler_modules)
@@ -373,12 +520,16 @@ def runner(
         quarantine_after_crashes=quarantine_after,
         retry_budget=retry_budget,
         retry_budget_window_seconds=retry_budget_window_seconds,
-        maintenance_seconds=maintenance_seconds,
+        maintenance_seconds=maintenance_seconds if maintenance else 0.0,
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
     )
     runner_worker = worker.Worker(settings, handlers)
-    code = asyncio.run(runner_worker.run())
+    try:
+        code = asyncio.run(runner_worker.run())
+    except health.PortUnavailableError as error:
+        click.echo(f"sundial runner: {error.strerror}", err=True)
+        sys.exit(2)
     if runner_worker.leaked_threads:
         # Threads cannot be killed and the interpreter would wait for them at exit.
         logging.shutdown()
@@ -407,6 +558,7 @@ def runner(
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
 @oom_increase_option
 @oom_max_memory_option
+@log_level_option
 def pod_launcher(
     dsn: str,
     namespaces: tuple[str, ...],
@@ -421,6 +573,7 @@ def pod_launcher(
     runner_image: str,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
+    log_level: str,
 ) -> None:
     """Launch pod-mode runs as Pods, one per attempt, outside the operator.
 
@@ -436,11 +589,12 @@ def pod_launcher(
     from kubernetes import client as kube_client
     from kubernetes import config as kube_config
 
+    from sundial.observability import logging as json_logging
     from sundial.pods import launcher as launcher_module
     from sundial.pods import manifests
     from sundial.store import pool as store_pool
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    json_logging.configure(log_level.upper())
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
         api_client = kube_client.ApiClient()
@@ -469,7 +623,10 @@ def pod_launcher(
             stop = asyncio.Event()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-            click.echo(f"pod launcher {settings.worker} running; Ctrl-C stops it", err=True)
+            logging.getLogger("sundial.pods").info(
+                "pod launcher running",
+                extra={"worker": settings.worker, "queues": list(queues), "pid": os.getpid()},
+            )
             await launcher.run(stop)
         finally:
             await opened.close()
@@ -578,6 +735,8 @@ def pods_release(namespaces: tuple[str, ...], kubeconfig: str | None, instance: 
     show_default=True,
     help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
 )
+@hot_window_option
+@archive_retention_option
 @oom_increase_option
 @oom_max_memory_option
 def operator(
@@ -595,11 +754,13 @@ def operator(
     max_pods: int,
     pod_service_account: str | None,
     runner_image: str,
+    hot_window: float,
+    archive_retention_days: int,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
 ) -> None:
-    """Run the Kubernetes operator: kopf handlers, the trigger loop, the status mirror and the
-    pod launcher.
+    """Run the Kubernetes operator: kopf handlers, the trigger loop and the maintainer, the
+    status mirror and the pod launcher.
 
     Only the process holding the PostgreSQL `operator` lease acts; others stand by. The pod
     launcher's lease owner is the holder name: keep --holder across restarts to re-adopt Pods.
@@ -614,6 +775,7 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    maintenance = _maintainer_settings(hot_window, archive_retention_days)
     config = runtime.OperatorConfig(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
@@ -622,6 +784,7 @@ def operator(
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
         pod_gc_interval=datetime.timedelta(seconds=pod_gc_seconds),
+        maintainer=maintenance,
         pod_launcher=pod_launcher,
         pod_queues=pod_queues,
         max_pods=max_pods,
@@ -647,6 +810,39 @@ Exit codes:
   1  the run's state does not allow it (the message says why and what to do)
   2  usage error (a missing --dsn, a bad RUN_ID)
   3  there is no run with that id"""
+
+
+#: A run id is a PostgreSQL bigint, and ids start at 1.
+MAX_RUN_ID = 2**63 - 1
+
+
+class RunIdType(click.ParamType[int]):
+    """A run id as `sundial runs` prints it: ASCII digits, 1 to 2**63-1.
+
+    ``int()`` alone is too lenient for an id a person types or pastes: it takes ``' 7 '``,
+    ``'1_000'`` and other scripts' digits (``'٣'`` is 3), and a number past bigint would reach
+    PostgreSQL as an error. Anything else is a usage error (exit 2) that says what an id is.
+    """
+
+    name = "run_id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        text = str(value)
+        shown = ascii(text) if len(text) <= 40 else ascii(text[:37]) + "..."
+        if not text.isascii() or not text.isdigit():
+            self.fail(
+                f"{shown} is not a run id: give the number `sundial runs` shows in its ID"
+                " column (ASCII digits only)",
+                param,
+                ctx,
+            )
+        number = int(text)
+        if not 1 <= number <= MAX_RUN_ID:
+            self.fail(f"{shown} is not a run id: ids run from 1 to {MAX_RUN_ID}", param, ctx)
+        return number
+
+
+RUN_ID = RunIdType()
 
 
 def _refuse(message: str, exit_code: int) -> NoReturn:
@@ -698,6 +894,11 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
 
     namespace = name = None
     if job is not None:
+        if any(unicodedata.category(c) in ("Cc", "Cs") for c in job):
+            raise click.BadParameter(
+                "give namespace/name (or a name in default) without control characters",
+                param_hint="--job",
+            )
         namespace, slash, name = job.partition("/")
         if not slash:
             namespace, name = "default", job
@@ -736,7 +937,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
             when(row.fire_time),
             when(row.started_at),
             when(row.finished_at),
-            row.failure_reason or "-",
+            "Unclaimable" if row.unclaimable_reason else (row.failure_reason or "-"),
             row.failure_detail or "-",
             row.pod_name or "-",
             "-" if row.pod_exit_code is None else str(row.pod_exit_code),
@@ -749,10 +950,14 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
+    # Why a run waits is a sentence, too long for a column: under the table, one per run.
+    for row in rows:
+        if row.unclaimable_reason:
+            click.echo(f"run {row.id} is unclaimable: {row.unclaimable_reason}")
 
 
 @runs_.command("cancel", epilog=_RUN_EXIT_CODES)
-@click.argument("run_id", type=click.IntRange(min=1))
+@click.argument("run_id", type=RUN_ID)
 @click.option(
     "--reason",
     default="sundial runs cancel",
@@ -779,6 +984,10 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     text = reason.strip()
     if not text:
         raise click.BadParameter("give a reason, or leave --reason out", param_hint="--reason")
+    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\t\n" for c in text):
+        raise click.BadParameter(
+            "give a reason without control characters (NUL and the like)", param_hint="--reason"
+        )
     recorded = f"cancelled: {text}"
     if len(recorded.encode()) > 8192:  # job_runs.cancel_reason's CHECK (migration 0070)
         raise click.BadParameter("at most 8,000 bytes", param_hint="--reason")
@@ -814,7 +1023,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
 
 
 @runs_.command("replay", epilog=_RUN_EXIT_CODES)
-@click.argument("run_id", type=click.IntRange(min=1))
+@click.argument("run_id", type=RUN_ID)
 @_optional_dsn_option
 @click.pass_context
 def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:

@@ -80,6 +80,10 @@ class ConditionReason(enum.StrEnum):
     """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
     WAITING_FOR_UPSTREAM = "WaitingForUpstream"
     """Reconciling=True on a JobRun whose ``dependsOn`` names a JobRun not submitted yet."""
+    DEPENDENCY_CYCLE = "DependencyCycle"
+    """Stalled=True on a JobRun whose ``dependsOn`` forms a cycle, or waits on a JobRun that is
+    on one: it can never start until a person removes an edge (``dependsOn`` is editable until
+    the run is submitted)."""
     SUBMITTED = "Submitted"
     """Ready=True on a JobRun: its run exists in PostgreSQL (``status.runId``)."""
     RUN_NOT_FINISHED = "RunNotFinished"
@@ -97,6 +101,10 @@ class ConditionReason(enum.StrEnum):
     CANCELLED = "Cancelled"
     """Failed=True on a JobRun whose run was cancelled (``spec.cancel``, a deletion, the CLI);
     not Stalled: nothing needs fixing."""
+    UNCLAIMABLE = "Unclaimable"
+    """A JobRun's ``status.reason`` while its pending run can be claimed by no live runner
+    (no runner registers its handler, or its ``executionModel`` differs from the handler's
+    registration); ``status.lastError`` says which and what to change."""
 
 
 class EventReason(enum.StrEnum):
@@ -145,6 +153,9 @@ class EventReason(enum.StrEnum):
     unschedulable past ``startTimeoutSeconds``, or refused by the apiserver); failed fast."""
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     """Warning: an attempt's Pod ran past ``timeoutSeconds`` and was deleted."""
+    UNCLAIMABLE = "Unclaimable"
+    """Warning: a pending run can be claimed by no live runner; the message says why (no runner
+    registers its handler, or ``executionModel`` differs from the handler's registration)."""
     POD_DELETED = "PodDeleted"
     """Normal: an attempt's Pod was deleted by someone else before it ended and the job's
     ``podDeletionPolicy: Cancel`` cancelled the run (under ``Retry`` it is retried, no Event)."""

@@ -93,8 +93,12 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
     reason = run.failure_detail or run.failure_reason
+    last_error = run.last_error
     if run.pod_reason and run.state != RunState.COMPLETED:
         reason = run.pod_reason
+    if run.state == RunState.PENDING and run.unclaimable_reason:
+        # A run no live runner can claim says so, with what to change (store.runners).
+        reason, last_error = conditions.ConditionReason.UNCLAIMABLE, run.unclaimable_reason
     desired: dict[str, Any] = {
         "phase": PHASES.get(run.state),
         "runId": str(run.id),
@@ -104,7 +108,7 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
         "startedAt": rfc3339(run.started_at),
         "finishedAt": rfc3339(run.finished_at),
         "duration": duration,
-        "lastError": error_text.truncate(run.last_error) if run.last_error else None,
+        "lastError": error_text.truncate(last_error) if last_error else None,
         "observedGeneration": generation,
     }
     if run.pod_name is not None:
@@ -194,7 +198,12 @@ def conditions_with(
     now: datetime.datetime,
     generation: int | None,
 ) -> list[dict[str, Any]]:
-    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set."""
+    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set.
+
+    A ``generation`` that is not a whole number (a body that never passed the apiserver) is
+    left out rather than allowed to fail the very condition that reports the bad body."""
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        generation = None
     now = now.replace(microsecond=0)
     result = _conditions(current)
     for condition_type, condition_status, reason, message in wanted:

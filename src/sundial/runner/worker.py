@@ -23,10 +23,11 @@ Guarantees:
 * **Nothing lost on a database outage.** Every loop catches connection errors, marks the runner
   not ready (``/readyz`` 503) and retries with backoff; leases are time-based.
 
-Maintenance: with ``maintenance_seconds > 0`` (the default) the runner also reaps expired
-leases and promotes due runs every tick (both SKIP LOCKED, safe from any number of runners),
-so a deployment without the operator still recovers crashed runners' runs; see
-docs/adr/0005-runner-claim-loop.md.
+Maintenance is opt-in: with ``maintenance_seconds > 0`` (``sundial runner --maintenance``) the
+runner also reaps expired leases and promotes due runs every ``maintenance_seconds`` (both SKIP
+LOCKED, safe from any number of runners), for installations with neither ``sundial scheduler``
+nor the operator, whose maintainer does this under the leader lease and also archives
+(docs/adr/0019-the-maintainer.md). Off by default, so N runners do not run N reapers.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import failures
-from sundial.store import claims, reaper, reconnect, releases
+from sundial.store import claims, reaper, reconnect, releases, runners
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -98,7 +99,8 @@ class Settings:
     # Quick retries per dependency per window; more are deferred (breaker.RetryBudget).
     retry_budget: int = 100
     retry_budget_window_seconds: float = 60.0
-    maintenance_seconds: float = 1.0
+    #: 0: no runner-side maintenance (the maintainer's job); > 0: reap and promote this often.
+    maintenance_seconds: float = 0.0
     max_claim_batch: int = 500
     finish_linger_seconds: float = 0.002
     finish_max_batch: int = 1000
@@ -178,21 +180,27 @@ class Worker:
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT, drain, and return the exit code (0)."""
-        stop = shutdown.Shutdown()
-        stop.install()
-        self._wake = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
-        lag.start()
         server: health.HealthServer | None = None
         if self.settings.metrics_port is not None:
+            # First, before anything needs undoing: a taken port ends the runner right here
+            # with health.PortUnavailableError, which the CLI turns into exit code 2.
             server = health.HealthServer(
                 self.metrics,
                 host=self.settings.metrics_host,
                 port=self.settings.metrics_port,
                 ready=self.ready,
             )
-            self.port = await server.start()
+            try:
+                self.port = await server.start()
+            except health.PortUnavailableError:
+                await self.router.close()
+                raise
+        stop = shutdown.Shutdown()
+        stop.install()
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
+        lag.start()
         log.info(
             "runner starting",
             extra={
@@ -230,6 +238,7 @@ class Worker:
                     asyncio.create_task(beats.run(), name="heartbeats"),
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
+                background.append(asyncio.create_task(self._announce(), name="announce"))
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
                 await self._claim_loop(stop)
@@ -298,6 +307,9 @@ class Worker:
                         queues=self.settings.queues,
                         handlers=names,
                         execution_models=[model.value],
+                        # `names` are registered with `model`: runs that name no model of
+                        # their own take the registration's (sundial.api.execution_model).
+                        registered_model=True,
                         limit=limit,
                         lease_seconds=self.settings.lease_seconds,
                     )
@@ -329,7 +341,8 @@ class Worker:
             run.idempotency_key,
             args if isinstance(args, dict) else {},
             run.fire_time,
-            float(run.timeout_seconds),
+            # None: the handler's registration decides, else the default (base.prepare).
+            run.timeout_seconds,
         )
         if run.cancel_requested:
             job.cancel.set()
@@ -435,7 +448,9 @@ class Worker:
                     extra={**attempt.log_fields(), "reason": outcome.detail.value},
                 )
             case outcomes.TimedOut():
-                result = claims.Outcome.timed_out(run, outcome.error)
+                result = claims.Outcome.timed_out(
+                    run, outcome.error, timeout_seconds=outcome.timeout_seconds
+                )
                 result = self._budget_retry(run, result)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:
@@ -547,11 +562,9 @@ class Worker:
     async def _maintain(self) -> None:
         while True:
             try:
+                # Both announce what they made claimable on the wakeup channel themselves.
                 reaped = await reaper.reap(self.pool())
-                promoted = await reaper.promote_due(self.pool())
-                if reaped.requeued or promoted:
-                    async with self.pool().connection() as conn:
-                        await wakeup.announce(conn)
+                await reaper.promote_due(self.pool())
                 if reaped.lease_expiries:
                     log.info(
                         "reaped expired leases",
@@ -564,6 +577,31 @@ class Worker:
             except reconnect.ERRORS as error:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
+
+    async def _announce(self) -> None:
+        """Say what this runner serves (``runners.announce``) every few seconds; with
+        maintenance on, also say why pending runs that no live runner serves are waiting
+        (``runners.mark_unclaimable``): a wrong executionModel or a handler nobody registers
+        shows in ``sundial runs`` and the JobRun instead of waiting silently."""
+        interval = min(5.0, max(self.settings.lease_seconds / 3, 0.5))
+        served = {h.name: h.execution_model.value for h in self.handlers}
+        while True:
+            try:
+                await runners.announce(
+                    self.pool(),
+                    self.settings.worker_id,
+                    queues=self.settings.queues,
+                    handlers=served,
+                    ttl_seconds=3 * interval,
+                )
+                if self.settings.maintenance_seconds > 0:
+                    for run in await runners.mark_unclaimable(self.pool()):
+                        _log_unclaimable(run, self.settings.worker_id)
+            except reconnect.ERRORS as error:
+                self.connection(error)
+            except Exception as error:  # never let a bad announcement stop the runner
+                log.error("announcing this runner failed", exc_info=error)
+            await asyncio.sleep(interval)
 
     # -- draining -------------------------------------------------------------------------
 
@@ -593,6 +631,8 @@ class Worker:
             )
         for attempt in remaining:
             attempt.invocation.cancel.set()
+        with contextlib.suppress(*reconnect.ERRORS):
+            await runners.withdraw(self.pool(), self.settings.worker_id)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=5)
         log.info(
@@ -612,6 +652,14 @@ class Worker:
         if isinstance(executor, thread_executor.ThreadExecutor):
             return executor.leaked
         return 0
+
+
+def _log_unclaimable(run: runners.Unclaimable, worker: str) -> None:
+    fields = {"run_id": run.run_id, "handler": run.handler, "worker": worker}
+    if run.reason is None:
+        log.info("run claimable again", extra=fields)
+    else:
+        log.warning("run unclaimable", extra={**fields, "reason": run.reason})
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:

@@ -295,3 +295,34 @@ def test_the_reason_is_the_failures_detail_when_the_runner_gave_one() -> None:
         16, "dead_lettered", 3, "oom", None, None, None, None, "p", 137, "OOMKilled", "x"
     )
     assert status.job_run_status(pod, generation=1)["reason"] == "OOMKilled"
+
+
+def test_a_pending_run_no_runner_can_claim_says_why():
+    waiting = history.RunView(
+        14,
+        "pending",
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        unclaimable_reason="no runner serves handler h with executionModel async: ...",
+    )
+    desired = status.job_run_status(waiting, generation=1)
+    assert (desired["phase"], desired["reason"]) == ("Pending", "Unclaimable")
+    assert desired["lastError"].startswith("no runner serves handler h")
+
+    # Once claimed, the claim cleared the reason: the status drops it.
+    running = history.RunView(14, "running", 1, None, None, None, None, None)
+    patch = status.changes(desired, status.job_run_status(running, generation=1))
+    assert patch["reason"] is None and patch["lastError"] is None
+
+
+def test_a_reason_on_a_run_that_is_no_longer_pending_is_not_shown():
+    # A stale reason on a running run (a claim by a runner of an older version) is not shown.
+    running = history.RunView(
+        15, "running", 1, None, None, None, None, None, unclaimable_reason="stale"
+    )
+    desired = status.job_run_status(running, generation=1)
+    assert desired["reason"] is None and desired["lastError"] is None
