@@ -30,6 +30,4 @@ def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", prose):
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(REPOSITORY)} -> {target}")
-    # docs/operations.md is written on another branch; the link is meant to wait for it.
-    broken = [link for link in broken if not link.endswith("operations.md")]
     assert not broken, broken
