@@ -13,7 +13,9 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## Run Sundial: a throwaway PostgreSQL, the scheduler, a runner and the jobs of examples/demo.
+## Sundial on a local Kubernetes cluster: PostgreSQL, the cluster, the chart, the operator and a
+## runner, examples/demo applied and shown live; Ctrl-C removes it all. The first run builds the
+## cluster's binaries (12-18 min, once). DEMO_ARGS: --kube-context=NAME, --until-first-runs, --seconds N.
 demo: $(VENV)/.installed
 	hack/ensure-postgres
 	$(PY) -m sundial.localdev.demo $(DEMO_ARGS)

@@ -43,3 +43,16 @@ async def flaky(args: dict[str, object], ctx: sundial.JobContext) -> None:
     if ctx.attempt == 1:
         raise RuntimeError("the first attempt fails on purpose; the retry will succeed")
     ctx.logger.info("succeeded on attempt %s (run %s)", ctx.attempt, ctx.run_id)
+
+
+@sundial.job("examples.extract", execution_model="thread")
+def extract(args: dict[str, object], ctx: sundial.JobContext) -> None:
+    # The first step of examples/jobrun-dag.yaml and examples/demo/dag.yaml.
+    time.sleep(0.5)
+    ctx.logger.info("extracted (run %s, key %s)", ctx.run_id, ctx.idempotency_key)
+
+
+@sundial.job("examples.load")
+async def load(args: dict[str, object], ctx: sundial.JobContext) -> None:
+    # Starts only once the runs it dependsOn succeeded.
+    ctx.logger.info("loaded (run %s)", ctx.run_id)

@@ -36,6 +36,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │       │   └── CyclicDependencyError            the graph has a cycle
     │       └── IdempotencyConflictError             a key reused with other args
     ├── PostgresNotFoundError (RuntimeError)         sundial.localdev.postgres: no initdb here
+    ├── DemoError (RuntimeError)                     sundial.localdev.demo: a demo step failed
     ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
     ├── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
     │   ├── GoNotFoundError                          no Go toolchain to build it

@@ -112,6 +112,17 @@ def test_oom_killed_pod_reports_reason_and_exit_code_137(create_pod, wait_for_po
     assert container.state.terminated.exit_code == 137
 
 
+@pytest.mark.parametrize(("attempt", "reason"), [("1", "OOMKilled"), ("2", "Completed")])
+def test_oom_first_attempt_kills_only_attempt_one(create_pod, wait_for_pod, attempt, reason):
+    name = create_pod({OUTCOME: "oom-first-attempt"}, labels={"sundial.dev/attempt": attempt})
+
+    pod = wait_for_pod(name, _is_terminal)
+
+    assert pod.status.phase == ("Failed" if attempt == "1" else "Succeeded")
+    [container] = pod.status.container_statuses
+    assert container.state.terminated.reason == reason
+
+
 def test_evicted_pod_has_reason_evicted_and_a_disruption_target_condition(create_pod, wait_for_pod):
     name = create_pod({OUTCOME: "evict"})
 

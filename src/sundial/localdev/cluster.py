@@ -177,18 +177,23 @@ def _run_script(
 
 
 def start(
-    state_dir: Path, *, owner_pid: int | None = None, hack_dir: Path | None = None
+    state_dir: Path,
+    *,
+    owner_pid: int | None = None,
+    hack_dir: Path | None = None,
+    environment: dict[str, str] | None = None,
 ) -> LocalCluster:
     """Start a cluster whose state lives in ``state_dir`` (binaries must be built).
 
     With ``owner_pid``, a watchdog stops the cluster once that process has gone, even if
-    it died without calling :meth:`LocalCluster.stop`.
+    it died without calling :meth:`LocalCluster.stop`. ``environment`` is passed to ``up``
+    (``SUNDIAL_REAL_NODE=1`` and ``SUNDIAL_IMAGES_ENV`` ask for a real node).
     """
     hack_dir = hack_dir or find_hack_dir()
     if missing_binaries(hack_dir):
         raise ClusterError("the cluster binaries are not built: call build() first")
     owner = {"SUNDIAL_CLUSTER_OWNER_PID": str(owner_pid)} if owner_pid else {}
-    result = _run_script(hack_dir / "up", state_dir, owner)
+    result = _run_script(hack_dir / "up", state_dir, {**(environment or {}), **owner})
     kubeconfig = Path(result.stdout.strip().splitlines()[-1])
     return LocalCluster(
         kubeconfig=kubeconfig,

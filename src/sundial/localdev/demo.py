@@ -1,184 +1,493 @@
-"""``make demo``: Sundial end to end on one machine, without a cluster.
+"""``make demo``: Sundial on a local Kubernetes cluster, from nothing, in one command.
 
-It starts a throwaway PostgreSQL, applies the migrations, loads the ScheduledJob manifests of
-``examples/demo/`` through the same path the operator uses (``store.schedules.upsert``), and
-runs the real ``sundial scheduler`` (trigger loop, maintainer) and ``sundial runner`` (claim,
-lease, fenced finish) as child processes. Every few seconds it prints the newest runs, as
-``kubectl get jobruns`` would; the ``flaky`` job fails its first attempt on purpose so a retry
-with a higher attempt (the fencing token) shows up. Everything is removed at the end.
+What it starts, in order, each step named on screen (docs/adr/0029-the-demo.md):
 
-The Kubernetes half (operator, CRDs, ``kubectl get sj,jr``) runs on the local control plane
-in ``hack/cluster``; see the README.
+1. the control plane's binaries, built once from Kubernetes' Go modules when they are not
+   cached (a cold first run takes 12 to 18 minutes: the screen says so and shows the step);
+2. a throwaway PostgreSQL (``localdev.postgres``) with Sundial's migrations;
+3. the local cluster of ``hack/cluster``: with one real kubelet node where the machine allows it
+   (``hack/cluster/node-up --check`` passes; the images built by ``hack/images/build``), and
+   kwok's simulated nodes otherwise (or ``--no-real-node``); or the user's kube context with
+   ``--kube-context``;
+4. Sundial's Helm chart (``charts/sundial``): CRDs, RBAC, the job Pods' ServiceAccount;
+   the CRDs are waited for until Established before anything is applied;
+5. the operator and a runner, as local processes against the same cluster and PostgreSQL (the
+   screen says so): kwok's nodes cannot run containers, and on the real node the runner image
+   does not hold the demo's handlers yet. On the real node the job Pods really run there;
+6. ``examples/demo/``: a cron job in the runner, a Pod job OOMKilled once and then run with
+   more memory, a delayed one-shot JobRun and a small DAG of JobRuns.
+
+Then one screen shows the ScheduledJobs and JobRuns live (redrawn in place on a terminal,
+plain lines elsewhere) until Ctrl-C, ``--seconds`` or, with ``--until-first-runs``, until a
+run of each kind has succeeded. Whatever way it ends, everything it started is stopped and
+removed: the processes, the cluster, PostgreSQL and its temporary directory (on a cluster of
+the user's, the namespaces and the release it made; the CRDs stay, as Helm keeps them).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import uuid
-from datetime import UTC, datetime
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-import yaml
+from sundial import errors
+from sundial.localdev import cluster, demo_screen, postgres
+from sundial.store import migrate
 
-from sundial.api import scheduled_job
-from sundial.localdev import postgres
-from sundial.store import migrate, schedules
-from sundial.store import pool as store_pool
+__all__ = ["main"]
 
-_NAMESPACE = "demo"
 _REPO = Path(__file__).resolve().parents[3]
-
-_RUNS_QUERY = """
-SELECT r.id, j.name, r.state, r.attempt, r.fire_time, r.started_at, r.finished_at,
-       r.failure_reason
-FROM job_runs r JOIN job_definitions j ON j.id = r.job_id
-ORDER BY r.id DESC LIMIT %s
-"""
-_SUMMARY_QUERY = """
-SELECT j.name, r.state, count(*) FROM job_runs r JOIN job_definitions j ON j.id = r.job_id
-GROUP BY 1, 2 ORDER BY 1, 2
-"""
-
-
-def _load_manifests(directory: Path) -> list[scheduled_job.ScheduledJob]:
-    manifests = []
-    for path in sorted(directory.glob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if document and document.get("kind") == scheduled_job.KIND:
-                manifests.append(scheduled_job.ScheduledJob.model_validate(document))
-    if not manifests:
-        raise SystemExit(f"no ScheduledJob manifests found in {directory}")
-    return manifests
+_EXAMPLES = _REPO / "examples" / "demo"
+_HANDLERS = _REPO / "examples" / "handlers"
+_CHART = _REPO / "charts" / "sundial"
+NAMESPACE = "sundial-demo"
+RELEASE_NAMESPACE = "sundial-system"
+RELEASE = "sundial"
+_CRDS = ("crd/scheduledjobs.sundial.dev", "crd/jobruns.sundial.dev")
+#: The runs --until-first-runs waits for: the delayed one-shot, the OOM job, the whole DAG.
+_NAMED_RUNS = ("hello-in-20s", "needs-more-memory", "extract", "transform", "report", "load")
+_CRON_JOB = "hello"
+_STEPS = 7
 
 
-def _short(moment: datetime | None) -> str:
-    return moment.astimezone(UTC).strftime("%H:%M:%S") if moment else "-"
+class DemoError(errors.SundialError, RuntimeError):
+    """A step failed; the message says which and where its log is."""
 
 
-def _table(rows: list[tuple[object, ...]]) -> str:
-    header = ("RUN", "JOB", "STATE", "ATTEMPT", "FIRE TIME", "STARTED", "FINISHED", "REASON")
-    lines = [header]
-    for run_id, job, state, attempt, fire, started, finished, reason in rows:
-        lines.append(
-            (
-                str(run_id),
-                str(job),
-                str(state),
-                str(attempt),
-                _short(fire),  # type: ignore[arg-type]
-                _short(started),  # type: ignore[arg-type]
-                _short(finished),  # type: ignore[arg-type]
-                str(reason or ""),
+class _Demo:
+    def __init__(self, options: argparse.Namespace) -> None:
+        self.options = options
+        self.work = Path(tempfile.mkdtemp(prefix="sundial-demo-"))
+        self.children: list[subprocess.Popen[bytes]] = []
+        self.kubeconfig: Path | None = None
+        self.kubectl_path: Path = Path("kubectl")
+        self.helm_path: Path = Path("helm")
+        self.context_args: list[str] = []
+        self.own_cluster: cluster.LocalCluster | None = None
+        self.installed_release = False
+        #: The env file of hack/images/build when the cluster has a real node.
+        self.images_env: dict[str, str] | None = None
+
+    # -- output ------------------------------------------------------------------------------
+
+    def step(self, number: int, text: str) -> None:
+        print(f"[{number}/{_STEPS}] {text}", flush=True)
+
+    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [str(self.kubectl_path), *self.context_args, *args]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if check and result.returncode != 0:
+            raise DemoError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def binaries(self) -> None:
+        hack = cluster.find_hack_dir()
+        missing = cluster.missing_binaries(hack)
+        if not missing:
+            self.step(1, "Kubernetes binaries: cached")
+        else:
+            self.step(
+                1,
+                f"Building {', '.join(missing)} from Kubernetes' Go modules: a cold first run "
+                "takes 12 to 18 minutes on two cores, once (cached afterwards)",
             )
+            log = self.work / "build.log"
+            _with_ticker(lambda: cluster.build(log_path=log, hack_dir=hack), log)
+        bin_dir = cluster.bin_dir(hack)
+        self.kubectl_path = bin_dir / "kubectl"
+        self.helm_path = bin_dir / "helm"
+
+    def database(self, server: postgres.ThrowawayPostgres) -> None:
+        applied = migrate.migrate(server.dsn)
+        print(f"      {server.dsn} ({len(applied)} migrations applied)", flush=True)
+
+    def kubernetes(self) -> None:
+        if self.options.kube_context:
+            self.step(3, f"Kubernetes: the kube context {self.options.kube_context!r}")
+            self.context_args = ["--context", self.options.kube_context]
+            self.kubectl("version")
+            return
+        environment: dict[str, str] = {}
+        lacking = real_node_lacks(cluster.find_hack_dir()) if self.options.real_node else None
+        if lacking is None:
+            self.step(3, "Kubernetes: the local cluster of hack/cluster, kwok's nodes (asked)")
+        elif lacking:
+            self.step(3, "Kubernetes: the local cluster of hack/cluster, kwok's nodes")
+            print(f"      no real node here: {lacking}", flush=True)
+        else:
+            self.step(3, "Kubernetes: the local cluster of hack/cluster with a real node")
+            env_file = self.build_images()
+            self.images_env = _read_env_file(env_file)
+            environment = {
+                "SUNDIAL_REAL_NODE": "1",
+                "SUNDIAL_IMAGES_ENV": str(env_file),
+                "SUNDIAL_NODE_IMAGES": "BUSYBOX",
+            }
+        started = time.monotonic()
+        self.own_cluster = cluster.start(
+            self.work / "cluster", owner_pid=os.getpid(), environment=environment
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines
-    )
+        self.kubeconfig = self.own_cluster.kubeconfig
+        self.context_args = ["--kubeconfig", str(self.kubeconfig)]
+        print(f"      up in {time.monotonic() - started:.1f}s; KUBECONFIG={self.kubeconfig}")
 
+    def build_images(self) -> Path:
+        """``hack/images/build pause busybox``'s env file (cached by content; minutes when cold)."""
+        print("      building the busybox image (cached; a cold build takes minutes)", flush=True)
+        log = self.work / "images.log"
+        script = cluster.find_hack_dir().parent / "images" / "build"
+        lines: list[str] = []
 
-def _spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    with log.open("wb") as sink:
-        return subprocess.Popen(
-            [sys.executable, "-m", "sundial", *args],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
+        def build() -> None:
+            with log.open("w") as sink:
+                result = subprocess.run(
+                    [str(script), "pause", "busybox"],
+                    stdout=subprocess.PIPE,
+                    stderr=sink,
+                    text=True,
+                )
+            if result.returncode != 0:
+                raise DemoError(f"hack/images/build failed; see {log}")
+            lines.extend(result.stdout.strip().splitlines())
+
+        _with_ticker(build, log)
+        return Path(lines[-1])
+
+    def chart(self) -> None:
+        self.step(4, f"Installing the chart charts/sundial as release {RELEASE!r}")
+        self.kubectl("create", "namespace", NAMESPACE)
+        values = {
+            # kwok cannot run the operator and runner Pods: they run as local processes.
+            "operator": {"replicas": 0},
+            "runner": {"enabled": False},
+            "migrations": {"enabled": False},
+            "jobPods": {"namespaces": [NAMESPACE]},
+            "crds": {"keep": False},
+        }
+        values_file = self.work / "values.json"
+        values_file.write_text(json.dumps(values), encoding="utf-8")
+        command = [
+            str(self.helm_path),
+            *(["--kubeconfig", str(self.kubeconfig)] if self.kubeconfig else []),
+            *(["--kube-context", self.options.kube_context] if self.options.kube_context else []),
+            "install", RELEASE, str(_CHART),
+            "--namespace", RELEASE_NAMESPACE, "--create-namespace",
+            "--values", str(values_file),
+        ]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise DemoError(f"helm install failed: {result.stderr.strip()}")
+        self.installed_release = True
+        started = time.monotonic()
+        self.kubectl("wait", "--for=condition=Established", "--timeout=120s", *_CRDS)
+        print(f"      CRDs Established after {time.monotonic() - started:.1f}s")
+
+    def processes(self, dsn: str) -> None:
+        why = (
+            "the runner image lacks the demo's handlers; job Pods run on the real node"
+            if self.images_env is not None
+            else "kwok's nodes run no containers"
         )
+        self.step(5, f"Operator and runner as local processes ({why})")
+        environment = dict(os.environ)
+        if self.kubeconfig:
+            environment["KUBECONFIG"] = str(self.kubeconfig)
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_HANDLERS), environment.get("PYTHONPATH")])
+        )
+        operator = [
+            "operator", "--dsn", dsn, "--namespace", NAMESPACE, "--liveness-port", "0",
+            "--holder", "sundial-demo", "--lease-ttl", "5", "--mirror-seconds", "1",
+            "--pod-service-account", "sundial-job",
+        ]  # fmt: skip
+        if self.options.kube_context:
+            environment["SUNDIAL_KUBE_CONTEXT"] = self.options.kube_context
+        runner = [
+            "runner", "--dsn", dsn, "--handlers", "hello", "--metrics-port", "-1",
+            "--poll-seconds", "0.5",
+        ]  # fmt: skip
+        for name, args in (("operator", operator), ("runner", runner)):
+            log = self.work / f"{name}.log"
+            with log.open("wb") as sink:
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "sundial", *args],
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    env=environment,
+                    start_new_session=True,  # Ctrl-C reaches the demo, which stops them in order
+                )
+            self.children.append(child)
+            print(f"      {name}: pid {child.pid}, log {log}", flush=True)
+
+    def examples(self) -> None:
+        self.step(6, f"Applying examples/demo/ in namespace {NAMESPACE!r}")
+        for name in ("cron.yaml", "oneshot.yaml", "oom.yaml", "dag.yaml"):
+            path = _EXAMPLES / name
+            if self.images_env is not None and name == "oom.yaml":
+                path = self.work / name
+                text = (_EXAMPLES / name).read_text(encoding="utf-8")
+                path.write_text(on_real_node(text, self.images_env), encoding="utf-8")
+            self.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(path))
+            where = " (its Pods on the real node)" if path.parent == self.work else ""
+            print(f"      applied examples/demo/{name}{where}", flush=True)
+
+    def watch(self) -> int:
+        until = "a run of each kind succeeded" if self.options.until_first_runs else "Ctrl-C"
+        limit = f" or {self.options.seconds:.0f} s" if self.options.seconds else ""
+        self.step(7, f"Watching ScheduledJobs and JobRuns until {until}{limit}")
+        screen = demo_screen.Screen(sys.stdout)
+        deadline = time.monotonic() + self.options.seconds if self.options.seconds else None
+        while True:
+            for child in self.children:
+                if child.poll() is not None:
+                    raise DemoError(
+                        f"a child process exited with {child.returncode}; logs in {self.work}"
+                    )
+            listed = self.kubectl("get", "sj,jr", "-n", NAMESPACE, "-o", "json", check=False)
+            items = json.loads(listed.stdout).get("items", []) if listed.returncode == 0 else []
+            rows = demo_screen.table(items)
+            progress = first_runs(items)
+            footer = [
+                "first successes: "
+                + ", ".join(f"{k} {'yes' if v else 'not yet'}" for k, v in progress.items()),
+                f"logs: {self.work}   Ctrl-C stops and removes everything",
+            ]
+            screen.show(rows, title=f"Sundial demo - namespace {NAMESPACE}", footer=footer)
+            if self.options.until_first_runs and all(progress.values()):
+                print("every kind of run succeeded once:", ", ".join(progress), flush=True)
+                return 0
+            failed = [row.name for row in rows if row.kind == "jr" and row.phase == "Failed"]
+            if self.options.until_first_runs and set(failed) & set(_NAMED_RUNS):
+                raise DemoError(f"JobRuns failed: {', '.join(failed)}; logs in {self.work}")
+            if deadline is not None and time.monotonic() > deadline:
+                return 0 if not self.options.until_first_runs else 1
+            time.sleep(self.options.interval)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def cleanup(self) -> None:
+        for child in self.children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in self.children:
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(timeout=10)
+        if self.own_cluster is not None:
+            self.own_cluster.stop()
+        elif self.installed_release:
+            self.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+            subprocess.run(
+                [str(self.helm_path), "--kube-context", self.options.kube_context,
+                 "uninstall", RELEASE, "--namespace", RELEASE_NAMESPACE],
+                capture_output=True, check=False,
+            )  # fmt: skip
+            self.kubectl("delete", "namespace", RELEASE_NAMESPACE, "--wait=false", check=False)
+        shutil.rmtree(self.work, ignore_errors=True)
+        pids = " ".join(str(child.pid) for child in self.children)
+        print(f"stopped and removed: processes {pids or '-'}, {self.work}", flush=True)
 
 
-async def _run(seconds: float, manifests_dir: Path, interval: float) -> int:
-    manifests = _load_manifests(manifests_dir)
-    logs = Path(tempfile.mkdtemp(prefix="sundial-demo-"))
-    with postgres.throwaway_postgres() as server:
-        dsn = server.dsn
-        print(f"PostgreSQL {dsn}  (logs of the scheduler and the runner in {logs})")
-        for applied in migrate.migrate(dsn):
-            print(f"  migration {applied.version:04d}_{applied.name}")
-        pool = await store_pool.open_pool(dsn)
-        children: list[subprocess.Popen[bytes]] = []
+def first_runs(items: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
+    """Which kinds of run have succeeded once: cron, one-shot, OOM then more memory, DAG."""
+    succeeded: dict[str, Mapping[str, Any]] = {}
+    cron = False
+    for item in items:
+        if item.get("kind") != "JobRun":
+            continue
+        status = item.get("status") or {}
+        if status.get("phase") != "Succeeded":
+            continue
+        metadata = item.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        if labels.get("sundial.dev/scheduledjob") == _CRON_JOB:
+            cron = True
+        succeeded[str(metadata.get("name"))] = status
+    oom = succeeded.get("needs-more-memory")
+    return {
+        "cron": cron,
+        "one-shot": "hello-in-20s" in succeeded,
+        "oom-then-more-memory": oom is not None and int(oom.get("attempt") or 0) >= 2,
+        "dag": all(name in succeeded for name in ("extract", "transform", "report", "load")),
+    }
+
+
+def real_node_lacks(hack_dir: Path) -> str:
+    """What keeps this machine from a real node (``node-up --check``); "" when nothing."""
+    node_up = hack_dir / "node-up"
+    if not node_up.is_file():
+        return "this checkout has no hack/cluster/node-up"
+    result = subprocess.run([str(node_up), "--check"], capture_output=True, text=True, check=False)
+    if result.returncode == 0:
+        return ""
+    return " ".join((result.stdout + result.stderr).split())[:300] or "node-up --check failed"
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            values[key.strip()] = value.strip().strip("\"'")
+    return values
+
+
+def on_real_node(manifest: str, images: Mapping[str, str]) -> str:
+    """The JobRun manifests of ``manifest`` with their Pods sent to the real node: its
+    nodeSelector and toleration, and the busybox image imported there (no registry)."""
+    import yaml
+
+    documents = []
+    for document in yaml.safe_load_all(manifest):
+        template = ((document or {}).get("spec", {}).get("job") or {}).get("template")
+        if template:
+            pod = template.setdefault("spec", {})
+            pod["nodeSelector"] = {"sundial.dev/node-kind": "real"}
+            pod["tolerations"] = [
+                {"key": "sundial.dev/real-node", "operator": "Exists", "effect": "NoSchedule"}
+            ]
+            for container in pod.get("containers", []):
+                container["image"] = images["SUNDIAL_IMAGE_BUSYBOX"]
+                container["imagePullPolicy"] = "Never"
+        documents.append(document)
+    return yaml.safe_dump_all(documents, sort_keys=False)
+
+
+def _with_ticker(work: Any, log: Path) -> None:
+    """Run ``work`` while a line shows the elapsed time and the build log's last line."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
         try:
-            now = datetime.now(UTC)
-            for manifest in manifests:
-                name = manifest.metadata.name
-                if not name:
-                    raise SystemExit(f"a ScheduledJob in {manifests_dir} has no metadata.name")
-                result = await schedules.upsert(
-                    pool,
-                    uid=uuid.uuid5(uuid.NAMESPACE_URL, f"sundial-demo/{_NAMESPACE}/{name}"),
-                    namespace=_NAMESPACE,
-                    name=name,
-                    generation=1,
-                    spec=manifest.spec,
-                    now=now,
-                )
-                print(
-                    f"  ScheduledJob {_NAMESPACE}/{name}: {manifest.spec.schedule!r}, "
-                    f"next fire {_short(result.next_fire_time)}"
-                )
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(
-                [str(_REPO / "examples" / "handlers"), env.get("PYTHONPATH", "")]
-            )
-            children.append(_spawn(["scheduler", "--dsn", dsn], logs / "scheduler.log", env))
-            children.append(
-                _spawn(
-                    ["runner", "--dsn", dsn, "--handlers", "hello", "--metrics-port", "-1"],
-                    logs / "runner.log",
-                    env,
-                )
-            )
-            loop = asyncio.get_running_loop()
-            stop = asyncio.Event()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
-            deadline = loop.time() + seconds
-            print(f"\nRunning for {seconds:.0f} s (Ctrl-C stops earlier) ...")
-            while loop.time() < deadline and not stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=interval)
-                for child in children:
-                    if child.poll() is not None:
-                        print(f"a child process exited with {child.returncode}; see {logs}")
-                        return 1
-                async with pool.connection() as conn:
-                    rows = await (await conn.execute(_RUNS_QUERY, (12,))).fetchall()
-                print(f"\n--- {datetime.now(UTC):%H:%M:%S} newest runs ---")
-                print(_table(rows))
-            async with pool.connection() as conn:
-                summary = await (await conn.execute(_SUMMARY_QUERY)).fetchall()
-            print("\nRuns by job and state:")
-            for job, state, count in summary:
-                print(f"  {job:<8} {state:<14} {count}")
-            return 0
-        finally:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for child in children:
-                try:
-                    child.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-            await pool.close()
+            work()
+        except BaseException as error:  # re-raised in the caller's thread
+            failure.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    tty = sys.stdout.isatty()
+    last_shown = 0.0
+    while thread.is_alive():
+        thread.join(timeout=1)
+        elapsed = time.monotonic() - started
+        tail = _last_line(log)
+        if tty:
+            print(f"\r\x1b[K      {elapsed:5.0f}s  {tail[:100]}", end="", flush=True)
+        elif elapsed - last_shown >= 30:
+            last_shown = elapsed
+            print(f"      {elapsed:.0f}s: {tail[:100]}", flush=True)
+    if tty:
+        print()
+    if failure:
+        raise failure[0]
+
+
+def _last_line(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = path.read_text(errors="replace").strip().splitlines()
+        if lines:
+            return lines[-1]
+    return "starting"
+
+
+def _next_steps(options: argparse.Namespace, kubeconfig: Path | None) -> str:
+    env = f"KUBECONFIG={kubeconfig} " if kubeconfig else ""
+    return f"""
+What to try next (against your own cluster: `make demo DEMO_ARGS=--kube-context=NAME`):
+  {env}kubectl get sj,jr -n {NAMESPACE}          # phases, attempts, reasons
+  kubectl describe jr needs-more-memory -n {NAMESPACE}   # the OOM kill, then more memory
+  kubectl sundial get jr -n {NAMESPACE} -o wide  # the plugin (installed with the package)
+  kubectl sundial run hello -n {NAMESPACE}       # a run now, like create job --from=cronjob
+  docs/reference.md, docs/failure-modes.md, docs/comparison.md
+  Argo CD health checks and actions: merge hack/argocd-cm into argocd-cm (docs/argocd.md)
+"""
+
+
+def _run(options: argparse.Namespace) -> int:
+    demo = _Demo(options)
+    print(f"Sundial demo: temporary files in {demo.work}", flush=True)
+    try:
+        if not options.kube_context:
+            demo.binaries()
+        else:
+            demo.step(1, "Kubernetes binaries: using kubectl and helm from the PATH")
+            demo.kubectl_path = Path(shutil.which("kubectl") or "kubectl")
+            demo.helm_path = Path(shutil.which("helm") or "helm")
+        demo.step(2, "PostgreSQL: a throwaway server in the temporary directory")
+        with postgres.throwaway_postgres() as server:
+            demo.database(server)
+            demo.kubernetes()
+            demo.chart()
+            demo.processes(server.dsn)
+            demo.examples()
+            code = demo.watch()
+            print(_next_steps(options, demo.kubeconfig), flush=True)
+            return code
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping", flush=True)
+        return 130
+    except (DemoError, cluster.ClusterError, postgres.PostgresNotFoundError) as error:
+        print(f"demo failed: {error}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        demo.cleanup()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--seconds", type=float, default=60.0, help="how long to run")
-    parser.add_argument("--interval", type=float, default=5.0, help="seconds between tables")
-    parser.add_argument(
-        "--manifests", type=Path, default=_REPO / "examples" / "demo", help="ScheduledJob YAMLs"
+    parser = argparse.ArgumentParser(
+        prog="make demo", description="Sundial on a local Kubernetes cluster, in one command."
     )
+    parser.add_argument(
+        "--kube-context",
+        default=None,
+        help="install into this context of your kubeconfig instead of a local cluster",
+    )
+    parser.add_argument(
+        "--no-real-node",
+        dest="real_node",
+        action="store_false",
+        help="use kwok's simulated nodes even where a real node could run",
+    )
+    parser.add_argument(
+        "--until-first-runs",
+        action="store_true",
+        help="stop once a run of each kind succeeded (exit 0), for tests and CI",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=0.0, help="stop after this long (0: until Ctrl-C)"
+    )
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between redraws")
     options = parser.parse_args(argv)
-    return asyncio.run(_run(options.seconds, options.manifests, options.interval))
+    with _sigterm_as_interrupt():
+        return _run(options)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+"""`make demo` end to end on the local cluster (kwok's nodes), non-interactively.
+
+The demo is run as a user runs it (a subprocess of ``python -m sundial.localdev.demo``) until a
+run of each kind has succeeded: the cron job in the runner, the delayed one-shot, the Pod job
+OOMKilled on attempt 1 and succeeding with more memory, the DAG. Then everything it started
+must be gone: its child processes, the cluster's processes, PostgreSQL, its temporary
+directory. A second run is interrupted with SIGINT, as Ctrl-C does, and must clean up too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sundial.localdev import cluster
+
+pytestmark = pytest.mark.skipif(
+    bool(cluster.missing_binaries()), reason="the local cluster's binaries are not built"
+)
+
+DEMO = [sys.executable, "-m", "sundial.localdev.demo"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for every purpose here (its parent reaps it).
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" not in status.read_text()
+
+
+def _processes_under(directory: str) -> list[str]:
+    """Command lines of running processes that mention ``directory`` (cluster, PostgreSQL)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if directory in command and "pytest" not in command:
+            found.append(f"{entry.name}: {command}")
+    return found
+
+
+def _assert_cleaned_up(output: str) -> None:
+    [work] = re.findall(r"temporary files in (\S+)", output)
+    [pids] = re.findall(r"stopped and removed: processes ([\d ]+),", output)
+    assert not Path(work).exists(), f"{work} is left behind"
+    for pid in pids.split():
+        assert not _alive(int(pid)), f"child {pid} still runs"
+    deadline = time.monotonic() + 20
+    while _processes_under(work) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _processes_under(work), _processes_under(work)
+
+
+def test_demo_runs_each_kind_once_and_removes_everything() -> None:
+    result = subprocess.run(
+        [*DEMO, "--until-first-runs", "--seconds", "300"],
+        capture_output=True,
+        text=True,
+        timeout=420,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "every kind of run succeeded once: cron, one-shot, oom-then-more-memory, dag" in output
+    # Not a TTY: plain lines, one per change, and no escape codes.
+    assert "\x1b[" not in result.stdout
+    assert re.search(r"jr/needs-more-memory \S+ attempt 1 \(OOMKilled\)", output), output
+    assert "jr/needs-more-memory Succeeded attempt 2" in output
+    assert "CRDs Established" in output
+    assert "kubectl get sj,jr -n sundial-demo" in output
+    _assert_cleaned_up(output)
+
+
+def test_ctrl_c_stops_and_removes_everything() -> None:
+    demo = subprocess.Popen(
+        DEMO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    assert demo.stdout is not None
+    lines = []
+    for line in demo.stdout:
+        lines.append(line)
+        if line.startswith("[7/7]"):
+            break
+    time.sleep(3)
+    demo.send_signal(signal.SIGINT)
+    rest, _ = demo.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert demo.returncode == 130, output
+    assert "interrupted: stopping" in output
+    _assert_cleaned_up(output)
