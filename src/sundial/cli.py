@@ -313,6 +313,13 @@ def _parse_concurrency(
     help="Reap expired leases and promote due runs this often (0: leave it to the operator).",
 )
 @click.option(
+    "--max-unfinished",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Claimed runs whose finish is not committed yet, at most; claiming waits past it "
+    "(default: twice the slots of --concurrency; never fewer than the slots).",
+)
+@click.option(
     "--metrics-port",
     type=int,
     default=8080,
@@ -334,6 +341,7 @@ def runner(
     retry_budget: int,
     retry_budget_window_seconds: float,
     maintenance_seconds: float,
+    max_unfinished: int | None,
     metrics_port: int,
     metrics_host: str,
     worker_id: str | None,
@@ -374,6 +382,7 @@ def runner(
         retry_budget=retry_budget,
         retry_budget_window_seconds=retry_budget_window_seconds,
         maintenance_seconds=maintenance_seconds,
+        max_unfinished=max_unfinished,
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
     )
