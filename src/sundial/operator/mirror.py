@@ -15,8 +15,10 @@ PostgreSQL, ``sundial runs`` shows them), so the API write rate grows with the n
 and their windows, never with the run rate. User-created JobRuns are followed here too
 (``job_runs.reconcile``), until they are deleted or their ``ttlSecondsAfterFinished`` passes.
 
-A pass reads three things in bulk - the ScheduledJobs, the JobRuns, the window rows (one SQL
-statement for all schedules) - and writes with bounded concurrency. At most every
+A pass reads three things in bulk - the ScheduledJobs and JobRuns from the caches kopf's
+watch events keep (``cache``; LISTed only on the first pass and every resync), the window rows
+(one SQL statement for all schedules) - and writes with bounded concurrency, so the API
+requests of a pass grow with what changed, not with how many objects there are. At most every
 ``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
 run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
 window like its JobRuns.
@@ -33,7 +35,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from sundial.api import common, conditions, job_run, scheduled_job
-from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
+from sundial.operator import cache, context, events, job_runs, kube, scheduled_jobs, status
 from sundial.pods import pod_gc
 from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
@@ -79,12 +81,14 @@ class Mirror:
     async def sync(self) -> None:
         """One pass over every ScheduledJob and JobRun in the watched namespaces."""
         started = time.perf_counter()
-        namespaces = self.ctx.settings.namespaces
-        scheduled = await self.ctx.api.list(kube.SCHEDULED_JOBS, namespaces)
+        requests_before = self.ctx.api.requests
+        scheduled = await self._objects(self.ctx.scheduled_job_cache, kube.SCHEDULED_JOBS)
         registered_before = set(self.ctx.job_runs)
-        runs_listed = await self.ctx.api.list(kube.JOB_RUNS, namespaces)
+        runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
+        # A generation whose event handler failed (PostgreSQL down) is stored here.
+        await asyncio.gather(*(self._store(body) for body in live))
 
         parsed: dict[
             uuid.UUID, tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None]
@@ -150,9 +154,30 @@ class Mirror:
             extra={
                 "scheduled_jobs": len(live),
                 "job_runs": len(runs_listed),
+                "api_requests": self.ctx.api.requests - requests_before,
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+    async def _objects(self, objects: cache.ObjectCache, plural: str) -> list[Mapping[str, Any]]:
+        """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
+        when the cache is new or due for its resync."""
+        if objects.needs_list():
+            items, version = await self.ctx.api.list_versioned(plural, self.ctx.settings.namespaces)
+            objects.replace(items, version)
+        return objects.bodies()
+
+    async def _store(self, body: Mapping[str, Any]) -> None:
+        if self.ctx.reconciled.get(body["metadata"]["uid"]) == body["metadata"].get("generation"):
+            return
+        async with self._writes:
+            try:
+                await scheduled_jobs.reconcile_once(self.ctx, body)
+            except Exception:
+                log.exception(
+                    "could not store a ScheduledJob; retried on the next pass",
+                    extra={"object": f"{body['metadata']['namespace']}/{body['metadata']['name']}"},
+                )
 
     def _index_user_runs(self, users: list[Mapping[str, Any]], registered_before: set[str]) -> None:
         """``ctx.job_runs`` becomes the listed user JobRuns, plus those a handler registered
@@ -235,9 +260,11 @@ class Mirror:
             patch = status.changes(body.get("status"), desired_status)
             if patch:
                 async with self._writes:
-                    await self.ctx.api.patch_status(
+                    patched = await self.ctx.api.patch_status(
                         kube.SCHEDULED_JOBS, metadata["namespace"], metadata["name"], patch
                     )
+                if patched is not None:
+                    self.ctx.scheduled_job_cache.observe("MODIFIED", patched)
         except Exception:
             log.exception(
                 "mirror failed for a ScheduledJob",
@@ -273,6 +300,7 @@ class Mirror:
                 body = _mirrored_body(owner, name)
                 try:
                     current = await self.ctx.api.create(kube.JOB_RUNS, namespace, body)
+                    self.ctx.job_run_cache.observe("ADDED", current)
                 except Exception as error:
                     if not kube.is_conflict(error):
                         raise
@@ -283,7 +311,9 @@ class Mirror:
             before = current.get("status") or {}
             patch = status.changes(before, desired)
             if patch:
-                await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
+                patched = await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
+                if patched is not None:
+                    self.ctx.job_run_cache.observe("MODIFIED", patched)
                 warning = events.TERMINAL_WARNINGS.get(desired["phase"])
                 if warning and before.get("phase") not in (None, desired["phase"]):
                     self.ctx.recorder.record(
