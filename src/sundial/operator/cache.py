@@ -17,7 +17,8 @@ Guarantees:
 * An object is never older in the cache than the newest of its events or LISTs seen: a body
   with a smaller ``resourceVersion`` than the one held is dropped (the apiserver's versions
   are etcd revisions; a LIST that began before an event can answer after it).
-* A deleted object leaves the cache with its DELETED event, or with the next LIST.
+* A deleted object leaves the cache with its DELETED event, or with the next LIST; a LIST
+  that began before a deletion already reported does not bring it back.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ class ObjectCache:
         self._objects: dict[tuple[str, str], dict[str, Any]] = {}
         self._resync_seconds = resync_seconds
         self._listed_at: float | None = None
+        # key -> the version of its DELETED event, until a LIST answered after it: a LIST that
+        # began before the deletion must not bring the object back.
+        self._deleted: dict[tuple[str, str], int] = {}
 
     def observe(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A watch event (``None``: kopf's initial listing) for ``body``."""
@@ -76,17 +80,15 @@ class ObjectCache:
             held = self._objects.get(key)
             if held is None or held["metadata"].get("uid") == body["metadata"].get("uid"):
                 self._objects.pop(key, None)
+            self._deleted[key] = _version(body)
             return
+        self._deleted.pop(key, None)
         self._put(key, body)
 
     def _put(self, key: tuple[str, str], body: Mapping[str, Any]) -> None:
         held = self._objects.get(key)
-        if (
-            held is not None
-            and held["metadata"].get("uid") == body["metadata"].get("uid")
-            and _version(held) > _version(body)
-        ):
-            return
+        if held is not None and _version(held) > _version(body):
+            return  # older than what is held, be it the same object or one made since
         self._objects[key] = slim(body)
 
     def needs_list(self) -> bool:
@@ -101,9 +103,13 @@ class ObjectCache:
         seen: set[tuple[str, str]] = set()
         for body in listed:
             key = _key(body)
+            deleted = self._deleted.get(key)
+            if deleted is not None and _version(body) <= deleted:
+                continue  # listed before its deletion, which the watch already reported
             seen.add(key)
             self._put(key, body)
         answered = _version({"metadata": {"resourceVersion": version}})
+        self._deleted = {key: at for key, at in self._deleted.items() if at > answered}
         for key in list(self._objects):
             if key not in seen and _version(self._objects[key]) <= answered:
                 del self._objects[key]
