@@ -45,6 +45,9 @@ __all__ = ["Mirror"]
 
 log = logging.getLogger("sundial.operator.mirror")
 
+#: ScheduledJobs synced at once in a pass (their writes are bounded by write_concurrency).
+_SLICE = 256
+
 #: How often, at most, finished runs are archived to the month partitions.
 _MAINTENANCE_EVERY = 60.0
 
@@ -139,7 +142,10 @@ class Mirror:
                 )
             )
         work.append(self._sync_user_runs(users))
-        await asyncio.gather(*work)
+        # In slices: each ScheduledJob's coroutine holds its desired status while it waits for
+        # its write, and all of them at once were the pass's peak memory (ADR 0027).
+        for first in range(0, len(work), _SLICE):
+            await asyncio.gather(*work[first : first + _SLICE])
         if ended_pods is not None:
             kept = {
                 schedule_id: {run.id for run in _window_runs(body, windows[schedule_id])}
