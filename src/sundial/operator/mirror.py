@@ -96,9 +96,11 @@ class Mirror:
         parsed: dict[
             uuid.UUID, tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None]
         ] = {}
-        for body in live:
+        for index, body in enumerate(live, 1):
             spec, problem = scheduled_jobs.parse(body)
             parsed[status.schedule_id(body)] = (body, spec, problem)
+            if index % _SLICE == 0:
+                await asyncio.sleep(0)  # 10,000 parses at once kept the lease keeper waiting
         # Limits come from the raw spec (the schema bounds them), so a ScheduledJob stalled by
         # an invalid edit keeps its window visible and up to date.
         requests = [
