@@ -1,5 +1,5 @@
 """On a hot table of a million finished runs, the heartbeat, the finish, the release and the
-reaper reach job_runs only through index conditions (docs/adr/0028-backpressure-and-stable-plans.md).
+reaper reach job_runs only through index conditions (docs/adr/0028, "stable plans").
 
 The table is built the way the collapse of issue 17 left it: a million completed runs, VACUUM
 ANALYZE while few runs were running, then tens of thousands claimed (statistics that no longer
@@ -95,7 +95,7 @@ def hot_table(store_dsn: str) -> str:
             ("auto_explain.log_format", "json"),
             ("client_min_messages", "log"),
         ):
-            conn.execute(f'ALTER DATABASE "{database}" SET {setting} = \'{value}\'')  # type: ignore[arg-type]
+            conn.execute(f"ALTER DATABASE \"{database}\" SET {setting} = '{value}'")  # type: ignore[arg-type]
     return store_dsn
 
 
