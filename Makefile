@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test demo lint unit integration cluster clean venv images
+.PHONY: test demo lint unit integration cluster realnode clean venv images
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ integration: $(VENV)/.installed
 
 cluster: $(VENV)/.installed
 	$(PY) -m pytest tests/cluster
+
+## The real-node tier alone (root; packages and images are set up by the tests themselves).
+realnode: $(VENV)/.installed
+	hack/ensure-postgres
+	$(PY) -m pytest tests/cluster/realnode
 
 ## The container images (pause, busybox, python, postgres, runner, operator) as OCI archives,
 ## built here without a registry and cached by content; prints the path of an env file naming them.

@@ -17,7 +17,7 @@ cluster_sources_hash() {
 CLUSTER_CACHE_KEY="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}_$(cluster_sources_hash)"
 CLUSTER_CACHE_ROOT="${SUNDIAL_CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sundial/cluster}"
 CLUSTER_BIN_DIR="$CLUSTER_CACHE_ROOT/$CLUSTER_CACHE_KEY/bin"
-CLUSTER_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl helm)
+CLUSTER_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl helm kubelet)
 
 cluster_binaries_missing() {
     local name

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import unicodedata
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -236,8 +237,10 @@ def scheduler(
 def _parse_concurrency(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, int]:
+    from sundial.api import execution_model
+
     parsed: dict[str, int] = {}
-    models = ("async", "thread", "process", "subprocess")
+    models = [m.value for m in execution_model.ExecutionModel if m in execution_model.RUNNER_MODELS]
     for value in values:
         model, _, number = value.partition("=")
         if model not in models or not number.isdigit() or int(number) < 1:
@@ -355,7 +358,7 @@ def runner(
     import sys
 
     from sundial.observability import logging as json_logging
-    from sundial.runner import registry, worker
+    from sundial.runner import health, registry, worker
 
     json_logging.configure(log_level.upper())
     try:
@@ -387,7 +390,11 @@ def runner(
         metrics_port=None if metrics_port < 0 else metrics_port,
     )
     runner_worker = worker.Worker(settings, handlers)
-    code = asyncio.run(runner_worker.run())
+    try:
+        code = asyncio.run(runner_worker.run())
+    except health.PortUnavailableError as error:
+        click.echo(f"sundial runner: {error.strerror}", err=True)
+        sys.exit(2)
     if runner_worker.leaked_threads:
         # Threads cannot be killed and the interpreter would wait for them at exit.
         logging.shutdown()
@@ -658,6 +665,39 @@ Exit codes:
   3  there is no run with that id"""
 
 
+#: A run id is a PostgreSQL bigint, and ids start at 1.
+MAX_RUN_ID = 2**63 - 1
+
+
+class RunIdType(click.ParamType[int]):
+    """A run id as `sundial runs` prints it: ASCII digits, 1 to 2**63-1.
+
+    ``int()`` alone is too lenient for an id a person types or pastes: it takes ``' 7 '``,
+    ``'1_000'`` and other scripts' digits (``'٣'`` is 3), and a number past bigint would reach
+    PostgreSQL as an error. Anything else is a usage error (exit 2) that says what an id is.
+    """
+
+    name = "run_id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        text = str(value)
+        shown = ascii(text) if len(text) <= 40 else ascii(text[:37]) + "..."
+        if not text.isascii() or not text.isdigit():
+            self.fail(
+                f"{shown} is not a run id: give the number `sundial runs` shows in its ID"
+                " column (ASCII digits only)",
+                param,
+                ctx,
+            )
+        number = int(text)
+        if not 1 <= number <= MAX_RUN_ID:
+            self.fail(f"{shown} is not a run id: ids run from 1 to {MAX_RUN_ID}", param, ctx)
+        return number
+
+
+RUN_ID = RunIdType()
+
+
 def _refuse(message: str, exit_code: int) -> NoReturn:
     """``Error: <message>`` on stderr, then exit with the command's documented code."""
     click.echo(f"Error: {message}", err=True)
@@ -707,6 +747,11 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
 
     namespace = name = None
     if job is not None:
+        if any(unicodedata.category(c) in ("Cc", "Cs") for c in job):
+            raise click.BadParameter(
+                "give namespace/name (or a name in default) without control characters",
+                param_hint="--job",
+            )
         namespace, slash, name = job.partition("/")
         if not slash:
             namespace, name = "default", job
@@ -745,7 +790,7 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
             when(row.fire_time),
             when(row.started_at),
             when(row.finished_at),
-            row.failure_reason or "-",
+            "Unclaimable" if row.unclaimable_reason else (row.failure_reason or "-"),
             row.failure_detail or "-",
             row.pod_name or "-",
             "-" if row.pod_exit_code is None else str(row.pod_exit_code),
@@ -758,10 +803,14 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
+    # Why a run waits is a sentence, too long for a column: under the table, one per run.
+    for row in rows:
+        if row.unclaimable_reason:
+            click.echo(f"run {row.id} is unclaimable: {row.unclaimable_reason}")
 
 
 @runs_.command("cancel", epilog=_RUN_EXIT_CODES)
-@click.argument("run_id", type=click.IntRange(min=1))
+@click.argument("run_id", type=RUN_ID)
 @click.option(
     "--reason",
     default="sundial runs cancel",
@@ -788,6 +837,10 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     text = reason.strip()
     if not text:
         raise click.BadParameter("give a reason, or leave --reason out", param_hint="--reason")
+    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\t\n" for c in text):
+        raise click.BadParameter(
+            "give a reason without control characters (NUL and the like)", param_hint="--reason"
+        )
     recorded = f"cancelled: {text}"
     if len(recorded.encode()) > 8192:  # job_runs.cancel_reason's CHECK (migration 0070)
         raise click.BadParameter("at most 8,000 bytes", param_hint="--reason")
@@ -823,7 +876,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
 
 
 @runs_.command("replay", epilog=_RUN_EXIT_CODES)
-@click.argument("run_id", type=click.IntRange(min=1))
+@click.argument("run_id", type=RUN_ID)
 @_optional_dsn_option
 @click.pass_context
 def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:

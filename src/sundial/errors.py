@@ -14,10 +14,12 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   ├── UnknownTimeZoneError                     a timeZone not in the tz database
     │   └── InvalidPolicyError                       a policy field out of its range
     ├── ArgsTooLargeError (ValueError)               sundial.api.validate: args over the bound
+    ├── FreeFormError (ValueError)                   sundial.api.json_values: unstorable JSON
     ├── RegistryError                                sundial.runner.registry
     │   ├── UnknownHandlerError (LookupError)        no handler of that name is registered
     │   ├── HandlerDefinitionError (ValueError)      a handler registered wrongly
     │   └── HandlersImportError (ImportError)        a handlers module failed to import
+    ├── PortUnavailableError (OSError)               sundial.runner.health: metrics port taken
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
@@ -28,6 +30,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │       ├── UnknownJobError                      no active job by that id or name
     │       ├── ArgsTooLargeError                    args over MAX_ARGS_BYTES
     │       ├── InvalidPriorityError                 priority out of range
+    │       ├── RefusedValueError                    PostgreSQL refused a value (NUL, range)
     │       ├── DependencyError
     │       │   ├── MissingDependencyError           depends_on names no run
     │       │   └── CyclicDependencyError            the graph has a cycle
@@ -35,13 +38,15 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── PostgresNotFoundError (RuntimeError)         sundial.localdev.postgres: no initdb here
     ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
     └── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
-        └── GoNotFoundError                          no Go toolchain to build it
+        ├── GoNotFoundError                          no Go toolchain to build it
+        └── RealNodeError                            sundial.localdev.real_node: no real node here
 
 Private exceptions that carry control flow inside one module (``store.runs._FireExists``,
 ``runner.exec_command._BadEnvironment``) never leave it and are not drawn.
 
 psycopg's errors do not cross the store's edge: ``sundial.store.pool`` turns the ones raised
-in a pooled connection into ``StoreUnavailableError`` or ``StatementError`` (with the original
+in a pooled connection into ``StoreUnavailableError``, ``RefusedValueError`` (a DataError:
+a NUL, a number out of range) or ``StatementError`` (with the original
 as ``__cause__``), so a caller above the store catches store errors only.
 """
 

@@ -8,12 +8,19 @@ tests run against that cluster instead (kind, say) and nothing is started.
 A cold build takes far longer than a test's timeout, so it happens right after collection
 (``pytest_collection_finish``), and only when tests from this directory were selected.
 Where the binaries are missing and Go is absent, these tests skip and say how to get Go.
+
+When tests of ``realnode/`` are selected, the same hook also installs the real node's Debian
+packages (as root) and builds the images (``hack/images/build``), and the ``real_node``
+fixture joins one real node to the session's cluster (``hack/cluster/node-up``): one control
+plane serves both tiers, and the taint keeps kwok's tests off the real node. Where the machine
+cannot host it, the real-node tests skip, saying what is missing.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import uuid
@@ -24,18 +31,29 @@ from typing import Any
 import pytest
 from kubernetes import client, config, watch
 
-from sundial.localdev import cluster
+from sundial.localdev import cluster, real_node
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 _HERE = Path(__file__).parent
 _SKIP_REASON = pytest.StashKey[str]()
 _FAIL_REASON = pytest.StashKey[str]()
+_REAL_NODE_SKIP_REASON = pytest.StashKey[str]()
+_IMAGES_ENV = pytest.StashKey[Path]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     selected = any(_HERE in Path(str(item.path)).parents for item in session.items)
     if not selected or os.environ.get("SUNDIAL_TEST_KUBECONFIG"):
         return
+    _build_control_plane(session)
+    stash = session.config.stash
+    if _SKIP_REASON in stash or _FAIL_REASON in stash or session.config.option.collectonly:
+        return
+    if any(_HERE / "realnode" in Path(str(item.path)).parents for item in session.items):
+        _prepare_real_node(session)
+
+
+def _build_control_plane(session: pytest.Session) -> None:
     missing = cluster.missing_binaries()
     if not missing:
         return
@@ -64,6 +82,35 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         reporter.write_line(f"tests/cluster: built in {time.monotonic() - started:.0f}s")
 
 
+def _prepare_real_node(session: pytest.Session) -> None:
+    """Packages and images for the real node, before any test's timeout starts."""
+    stash = session.config.stash
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    not_installed = real_node.install_packages()
+    lacking = real_node.missing()
+    if lacking:
+        hint = f" ({not_installed})" if not_installed else ""
+        stash[_REAL_NODE_SKIP_REASON] = (
+            "this machine cannot run the real node: " + "; ".join(lacking) + hint
+        )
+        return
+    log_path = Path(tempfile.gettempdir()) / f"sundial-images-{os.getpid()}.log"
+    started = time.monotonic()
+    try:
+        # What the real-node tests run; the runner image brings the python one it builds on.
+        stash[_IMAGES_ENV] = real_node.images_env(
+            log_path=log_path, names=("pause", "busybox", "runner")
+        )
+    except real_node.RealNodeError as error:
+        stash[_REAL_NODE_SKIP_REASON] = str(error)
+        return
+    if reporter is not None:
+        reporter.write_line(
+            f"tests/cluster/realnode: images ready in {time.monotonic() - started:.0f}s "
+            f"({stash[_IMAGES_ENV]})"
+        )
+
+
 @pytest.fixture(scope="session")
 def local_cluster(request: pytest.FixtureRequest) -> Iterator[cluster.LocalCluster]:
     """The session's cluster: the one in SUNDIAL_TEST_KUBECONFIG, or a fresh local one."""
@@ -86,6 +133,39 @@ def local_cluster(request: pytest.FixtureRequest) -> Iterator[cluster.LocalClust
         yield local
     finally:
         local.stop()
+
+
+@pytest.fixture(scope="session")
+def real_node_images_env(request: pytest.FixtureRequest) -> Path:
+    """The env file of the images the real node holds (``SUNDIAL_IMAGE_*`` lines)."""
+    skip_reason = request.config.stash.get(_REAL_NODE_SKIP_REASON, None)
+    if skip_reason:
+        pytest.skip(skip_reason)
+    images_env = request.config.stash.get(_IMAGES_ENV, None)
+    if images_env is None:
+        given = os.environ.get("SUNDIAL_IMAGES_ENV")
+        if not given:
+            pytest.skip("no images for the real node: set SUNDIAL_IMAGES_ENV")
+        images_env = Path(given)
+    return images_env
+
+
+@pytest.fixture(scope="session")
+def real_node_of_session(
+    local_cluster: cluster.LocalCluster, real_node_images_env: Path, core_api: client.CoreV1Api
+) -> real_node.RealNode:
+    """The session cluster's real node, joined on first use. ``local_cluster``'s teardown
+    (``hack/cluster/down``) removes it with the cluster. Against SUNDIAL_TEST_KUBECONFIG, the
+    node labelled ``sundial.dev/node-kind=real`` is used, and skipped for when absent."""
+    if local_cluster.state_dir is None:
+        nodes = core_api.list_node(label_selector=f"{real_node.NODE_KIND_LABEL}=real").items
+        if not nodes:
+            pytest.skip(f"no node labelled {real_node.NODE_KIND_LABEL}=real in this cluster")
+        return real_node.RealNode(
+            name=nodes[0].metadata.name, images=real_node.read_images(real_node_images_env)
+        )
+    # Only what the tests run: every 100 MB imported costs seconds per session.
+    return real_node.start(local_cluster, real_node_images_env, images=("BUSYBOX", "RUNNER"))
 
 
 @pytest.fixture(scope="session")
@@ -231,3 +311,44 @@ def wait_gone() -> Callable[..., None]:
 def wait_for() -> Callable[..., Any]:
     """:func:`wait_for_object`, for tests: ``wait_for(api.list_namespaced_pod, ...)``."""
     return wait_for_object
+
+
+@pytest.fixture(scope="session")
+def helm_binary() -> Path:
+    binary = cluster.bin_dir() / "helm"
+    if not binary.is_file():
+        pytest.skip(f"helm is not built yet ({binary}): run hack/cluster/build")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def helm(helm_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """Run helm with its own cache and config directories: ``helm("lint", "charts/sundial")``."""
+    home = tmp_path_factory.mktemp("helm-home")
+
+    def run(
+        *args: str, check: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        environment = {
+            "PATH": "/usr/bin:/bin",
+            # Without HOME, client-go would cache discovery in ./.kube of the working directory.
+            "HOME": str(home),
+            "HELM_CACHE_HOME": str(home / "cache"),
+            "HELM_CONFIG_HOME": str(home / "config"),
+            "HELM_DATA_HOME": str(home / "data"),
+        }
+        completed = subprocess.run(
+            [str(helm_binary), *args],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=timeout,
+            check=False,
+        )
+        if check and completed.returncode != 0:
+            raise AssertionError(
+                f"helm {' '.join(args)} exited {completed.returncode}:\n{completed.stderr}"
+            )
+        return completed
+
+    return run

@@ -31,7 +31,9 @@ def pins() -> dict[str, str]:
     return _pinned()
 
 
-@pytest.mark.parametrize("binary", ["kube-apiserver", "kube-controller-manager", "kube-scheduler"])
+@pytest.mark.parametrize(
+    "binary", ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"]
+)
 def test_kubernetes_binaries_report_the_pinned_version(binary: str, pins: dict[str, str]):
     assert _version_output(binary, "--version").strip() == f"Kubernetes {pins['KUBE_VERSION']}"
 

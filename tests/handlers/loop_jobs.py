@@ -100,3 +100,73 @@ async def budgeted(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     """Fails its first attempt when ``args["fail"]``; every retry succeeds."""
     if args.get("fail") and ctx.attempt == 1:
         raise ConnectionError("budget-api answered 503")
+
+
+@sundial.job("loop.registered_timeout", timeout_seconds=2)
+async def registered_timeout(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Registered with a 2 s timeout; sleeps ``args["seconds"]`` (default 30)."""
+    await asyncio.sleep(float(args.get("seconds", 30.0)))
+
+
+@sundial.job("loop.thread_record", execution_model="thread")
+def thread_record(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """A thread handler, as the README's: appends "run_id attempt" to args["path"]."""
+    with open(args["path"], "a", encoding="utf-8") as file:
+        file.write(f"{ctx.run_id} {ctx.attempt}\n")
+
+
+def _write_pid(directory: str, name: str) -> None:
+    path = os.path.join(directory, f"{name}.pid")
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        file.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+
+
+@sundial.job("loop.process_pid", execution_model="process")
+def process_pid(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Writes its worker's pid to ``args["dir"]``/process.pid, then works for a long time."""
+    _write_pid(args["dir"], "process")
+    time.sleep(float(args.get("seconds", 120.0)))
+
+
+@sundial.job("loop.subprocess_pid", execution_model="subprocess")
+def subprocess_pid(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Writes its pid and a grandchild's pid to ``args["dir"]``, then works for a long time."""
+    import subprocess
+    import sys
+
+    grandchild = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], stdin=subprocess.DEVNULL
+    )
+    with open(os.path.join(args["dir"], "grandchild.pid"), "w", encoding="utf-8") as file:
+        file.write(str(grandchild.pid))
+    _write_pid(args["dir"], "subprocess")
+    time.sleep(float(args.get("seconds", 120.0)))
+
+
+@sundial.job("loop.kill_runner")
+async def kill_runner(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Kills the runner it runs in (an async handler runs in the runner's own process)."""
+    import signal
+
+    if args.get("path"):
+        await record(args, ctx)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@sundial.job("loop.subprocess_env", execution_model="subprocess")
+def subprocess_env(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Writes the environment it was given to ``args["path"]`` as JSON."""
+    import json
+
+    with open(args["path"], "w", encoding="utf-8") as file:
+        json.dump(dict(os.environ), file)
+
+
+@sundial.job("loop.subprocess_stubborn", execution_model="subprocess", kill_grace_seconds=1)
+def subprocess_stubborn(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Ignores SIGTERM and sleeps: only SIGKILL, after its 1 s kill grace, stops it."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(float(args.get("seconds", 60.0)))

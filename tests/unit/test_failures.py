@@ -20,14 +20,20 @@ def test_infrastructure_failures_do_not_spend_max_retries_but_are_bounded() -> N
 
 @pytest.mark.parametrize(
     ("failure", "terminal_state"),
-    [("error", "dead_lettered"), ("timeout", "timed_out"), ("crash", "dead_lettered"),
-     ("lease_expired", "dead_lettered")],
+    [("error", "dead_lettered"), ("timeout", "timed_out"), ("crash", "dead_lettered")],
 )  # fmt: skip
 def test_job_faults_are_retried_and_counted(failure: str, terminal_state: str) -> None:
     rule = failures.rule_for(failure)
     assert rule.retryable and rule.counts_against_max_retries
     assert rule.budget is failures.Budget.MAX_RETRIES
     assert rule.terminal_state == terminal_state
+
+
+def test_lost_leases_spend_their_own_budget_not_max_retries() -> None:
+    rule = failures.rule_for("lease_expired")
+    assert rule.retryable and not rule.counts_against_max_retries
+    assert rule.budget is failures.Budget.LOST_LEASES
+    assert rule.terminal_state == "dead_lettered"
 
 
 def test_oom_kills_spend_their_own_budget_and_end_dead_lettered() -> None:

@@ -6,17 +6,25 @@ an object (pydantic) and what the apiserver accepts at admission (the CRD schema
 every cross-field rule is written twice, side by side: as a CEL rule for the apiserver and as a
 pydantic validator raising the very same message, so a manifest rejected by one is rejected by
 the other with the same words.
+
+The models are strict (docs/adr/0015): they accept what the CRD accepts and nothing the CRD
+would refuse - no ``"5"`` for an integer, no ``1`` for a boolean, no number for a time - so a
+manifest checked by the models alone (a Python caller, the demo's loader) is one the apiserver
+admits. Free-form subtrees are checked by ``json_values`` so that nothing stored can fail the
+PostgreSQL write.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Final, Literal
+import datetime
+import re
+from typing import Annotated, Any, Final, Literal, Self
 
 import pydantic
 from pydantic import alias_generators
 
-from sundial.api import validate
+from sundial.api import execution_model, json_values, validate
 
 GROUP: Final = "sundial.dev"
 VERSION: Final = "v1alpha1"
@@ -34,8 +42,48 @@ ObjectName = Annotated[
 ]
 """The name of a namespaced Kubernetes object (DNS-1123 subdomain)."""
 
-ExecutionModel = Literal["async", "thread", "process", "subprocess", "pod"]
-"""Where a handler runs: in a runner pool (the first four) or in a Pod of the runner image."""
+SINGLE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+"""A string with no control character (C0 or DEL): an image, a condition type, a label."""
+NO_NUL_PATTERN = r"^[^\x00]*$"
+"""A string without NUL, which PostgreSQL cannot store; other control characters are kept."""
+
+SingleLine = Annotated[str, pydantic.Field(pattern=SINGLE_LINE_PATTERN)]
+"""A free-form one-line string (its length is bounded where it is used)."""
+
+RFC3339_PATTERN = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+
+
+def _rfc3339(value: Any) -> Any:
+    """A time as Kubernetes writes one (RFC 3339 with an offset), or a datetime; never a number
+    (lax pydantic reads ``5`` as 1970-01-01T00:00:05Z) or a bare date."""
+    if isinstance(value, datetime.datetime):
+        return value
+    if isinstance(value, str) and RFC3339_PATTERN.match(value):
+        return value
+    raise ValueError(
+        f"Invalid value: {value!r:.80}: must be an RFC 3339 date-time with an offset,"
+        " e.g. 2026-11-30T08:00:00Z"
+    )
+
+
+Timestamp = Annotated[
+    pydantic.AwareDatetime,
+    pydantic.Strict(False),  # strings are parsed: a manifest's times are RFC 3339 text
+    pydantic.BeforeValidator(_rfc3339),
+]
+"""A ``format: date-time`` field: an aware datetime, or RFC 3339 text with an offset."""
+
+ExecutionModel = execution_model.ExecutionModel
+"""The one enum of execution models (``sundial.api.execution_model``)."""
+
+ExecutionModelValue = Annotated[ExecutionModel, pydantic.Strict(False)]
+"""A manifest names a model by its string; non-strict here only so the string becomes the
+enum (a number or a boolean is still refused)."""
+
+DEFAULT_TIMEOUT_SECONDS = 300
+"""The per-attempt timeout when neither the manifest nor the handler's registration sets one."""
 
 FailureAction = Literal["Retry", "Ignore", "Fail", "Quarantine"]
 PodDeletionPolicy = Literal["Retry", "Cancel"]
@@ -78,7 +126,22 @@ class ApiModel(pydantic.BaseModel):
         serialize_by_alias=True,
         extra="forbid",
         use_attribute_docstrings=True,
+        strict=True,
     )
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """An explicit null of a declared field is that field left out: the apiserver prunes
+        nulls of non-nullable fields before defaulting, so ``priority: null`` is the default
+        there and must be here (a required field left null is then "Required value")."""
+        if not isinstance(data, dict) or None not in data.values():
+            return data
+        declared = set(cls.model_fields)
+        declared.update(field.alias for field in cls.model_fields.values() if field.alias)
+        return {
+            key: value for key, value in data.items() if value is not None or key not in declared
+        }
 
     def to_manifest(self) -> dict[str, Any]:
         """The object as Kubernetes stores it: camelCase keys, unset fields left out."""
@@ -86,10 +149,24 @@ class ApiModel(pydantic.BaseModel):
 
 
 class FreeFormModel(ApiModel):
-    """A model that keeps fields it does not declare (``x-kubernetes-preserve-unknown-fields``)."""
+    """A model that keeps fields it does not declare (``x-kubernetes-preserve-unknown-fields``);
+    what it keeps must be storable JSON (``json_values``), since it is stored as it is."""
 
     model_config = pydantic.ConfigDict(extra="allow")
 
+    @pydantic.model_validator(mode="after")
+    def _storable_extras(self) -> Self:
+        if self.model_extra:
+            json_values.check(dict(self.model_extra))
+        return self
+
+
+FreeFormObject = Annotated[
+    dict[str, Any],
+    pydantic.Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}),
+    pydantic.AfterValidator(json_values.check),
+]
+"""A free-form JSON object, checked by ``json_values`` (depth, NUL, JSON types)."""
 
 Args = Annotated[
     dict[str, Any],
@@ -97,21 +174,30 @@ Args = Annotated[
         max_length=validate.MAX_ARGS_KEYS,
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     ),
+    # Depth and characters first: measuring the size encodes the value, which recurses.
+    pydantic.AfterValidator(json_values.check),
     pydantic.AfterValidator(validate.validate_args_size),
 ]
-"""Free-form JSON arguments. The schema bounds the number of top-level keys; the serialized
-size bound (``validate.MAX_ARGS_BYTES``) is enforced by ``validate.validate_args_size``."""
+"""Free-form JSON arguments. The schema bounds the number of top-level keys; depth, NUL and
+JSON types are checked by ``json_values.check`` and the serialized size bound
+(``validate.MAX_ARGS_BYTES``) by ``validate.validate_args_size``."""
+
+UID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+MetadataText = Annotated[str, pydantic.Field(max_length=256 * 1024, pattern=NO_NUL_PATTERN)]
 
 
-class ObjectMeta(FreeFormModel):
-    """The part of ``metadata`` Sundial reads; everything else is kept as it is."""
+class ObjectMeta(ApiModel):
+    """The part of ``metadata`` Sundial reads; everything else is kept as it is, unchecked
+    (the apiserver owns it, and none of it is stored)."""
 
-    name: str | None = pydantic.Field(default=None, max_length=253)
-    namespace: str | None = pydantic.Field(default=None, max_length=63)
-    uid: str | None = pydantic.Field(default=None, max_length=64)
-    generation: int | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    name: ObjectName | None = None
+    namespace: DnsLabel | None = None
+    uid: str | None = pydantic.Field(default=None, max_length=36, pattern=UID_PATTERN)
+    generation: int | None = pydantic.Field(default=None, ge=0)
+    labels: dict[MetadataText, MetadataText] | None = None
+    annotations: dict[MetadataText, MetadataText] | None = None
 
 
 class HandlerSpec(ApiModel):
@@ -119,8 +205,10 @@ class HandlerSpec(ApiModel):
 
     name: str = pydantic.Field(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
     """The registered handler name. It is looked up in the runner's allow-list, never imported."""
-    execution_model: ExecutionModel = "async"
-    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image."""
+    execution_model: ExecutionModelValue | None = None
+    """async, thread, process or subprocess in a runner pool; pod in a Pod of the runner image.
+    Absent: the handler's registration (``@sundial.job(execution_model=...)``) decides; a runner
+    model other than the registration's is an error shown on the runs."""
     args: Args | None = None
     """Arguments handed to the handler; a JobRun's ``args`` are merged over these, key by key."""
 
@@ -144,6 +232,9 @@ class RetrySpec(ApiModel):
     """The backoff before retry n is a random value in [0, min(cap, base * 2**n)]."""
     backoff_cap_seconds: int = pydantic.Field(default=300, ge=1, le=86400)
     """The largest backoff between two attempts."""
+    max_lost_leases: int = pydantic.Field(default=3, ge=0, le=100)
+    """Times a run is executed again after its runner died or stalled (a lost lease); the next
+    loss dead-letters it. Never spends maxRetries, so maxRetries: 0 still survives a crash."""
 
     @pydantic.model_validator(mode="after")
     def _cap_not_below_base(self) -> RetrySpec:
@@ -186,7 +277,7 @@ class ExitCodeMatch(ApiModel):
 class PodConditionMatch(ApiModel):
     """Matches an attempt by a condition on its Pod, e.g. ``DisruptionTarget``."""
 
-    type: str = pydantic.Field(min_length=1, max_length=316)
+    type: str = pydantic.Field(min_length=1, max_length=316, pattern=SINGLE_LINE_PATTERN)
     status: ConditionStatus = "True"
 
 
@@ -267,10 +358,18 @@ class OomSpec(ApiModel):
     @pydantic.field_validator("max_memory")
     @classmethod
     def _positive_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not validate.memory_bytes(value):
+        if value is None:
+            return value
+        size = validate.memory_bytes(value)
+        if not size:
             raise ValueError(
                 f"oom.maxMemory {value!r} is not a positive memory quantity:"
                 " write it like 512Mi or 4Gi"
+            )
+        if size > validate.MAX_MEMORY_BYTES:
+            raise ValueError(
+                f"oom.maxMemory {value!r} is more than 8Ei, which no node has (and PostgreSQL's"
+                " bigint cannot hold): write a real size like 64Gi"
             )
         return value
 
@@ -283,7 +382,7 @@ class Container(FreeFormModel):
     """A container of the Pod template; only the fields the operator reads are declared."""
 
     name: DnsLabel
-    image: str | None = pydantic.Field(default=None, max_length=1024)
+    image: str | None = pydantic.Field(default=None, max_length=1024, pattern=SINGLE_LINE_PATTERN)
 
 
 class PodSpec(FreeFormModel):
@@ -296,9 +395,7 @@ class PodTemplate(FreeFormModel):
     """A PodTemplateSpec. Only its skeleton is declared (see docs/adr/0003): the rest is kept as
     written and validated by the apiserver when the Pod is created."""
 
-    metadata: dict[str, Any] | None = pydantic.Field(
-        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
-    )
+    metadata: FreeFormObject | None = None
     spec: PodSpec
 
 
@@ -356,7 +453,8 @@ class JobSpec(ApiModel):
     priority: int = pydantic.Field(default=1, ge=0, le=9)
     """0-9; strict across levels, with aging so that low priority never starves."""
     timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=7 * 86400)
-    """Per-attempt timeout; the attempt ends TimedOut. Absent: the operator default (300)."""
+    """Per-attempt timeout; the attempt ends TimedOut. Absent: the handler's registration
+    (``@sundial.job(timeout_seconds=...)``), else 300."""
     start_timeout_seconds: int | None = pydantic.Field(default=None, ge=1, le=86400)
     """Pod jobs only: fail an attempt whose Pod is not running after this long."""
     retry: RetrySpec | None = None
@@ -405,8 +503,8 @@ class Condition(ApiModel):
     reason: str = pydantic.Field(
         min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
     )
-    message: str = pydantic.Field(max_length=32768)
-    last_transition_time: pydantic.AwareDatetime
+    message: str = pydantic.Field(max_length=32768, pattern=NO_NUL_PATTERN)
+    last_transition_time: Timestamp
     observed_generation: int | None = pydantic.Field(default=None, ge=0)
 
 

@@ -26,7 +26,9 @@ class ConditionType(enum.StrEnum):
     RECONCILING = "Reconciling"
     """True while the operator is applying a new generation (abnormal-true: absent when idle)."""
     STALLED = "Stalled"
-    """True when the spec can't be acted on until a person changes it (bad cron, unknown zone)."""
+    """True when only a person can help: a spec that can't be acted on (bad cron, unknown zone,
+    a ``jobRef`` naming nothing), a quarantined ScheduledJob, a JobRun that ended in failure.
+    kstatus (Flux, ``kubectl wait``, Helm's ``--wait``) reads it as Failed."""
     SUSPENDED = "Suspended"
     """True while no new runs fire: ``spec.suspend`` or a quarantine."""
     QUARANTINED = "Quarantined"
@@ -35,6 +37,12 @@ class ConditionType(enum.StrEnum):
     """True when fires were missed (operator down, startingDeadlineSeconds exceeded)."""
     DEGRADED = "Degraded"
     """True while the job runs but not as declared (circuit open, store unreachable)."""
+    COMPLETE = "Complete"
+    """JobRun only, as on a Job: True once its run succeeded (``kubectl wait
+    --for=condition=Complete``)."""
+    FAILED = "Failed"
+    """JobRun only, as on a Job: True once its run ended without success (failed, timed out,
+    dead-lettered or cancelled; the reason says which)."""
 
 
 class ConditionReason(enum.StrEnum):
@@ -55,9 +63,11 @@ class ConditionReason(enum.StrEnum):
     SUSPENDED_BY_SPEC = "SuspendedBySpec"
     """Suspended=True: ``spec.suspend`` is true."""
     CONSECUTIVE_FAILURES = "ConsecutiveFailures"
-    """Quarantined=True (and Suspended=True): ``quarantineAfter`` runs failed in a row."""
+    """Quarantined=True (and Suspended=True, Stalled=True): ``quarantineAfter`` runs failed in
+    a row."""
     QUARANTINE_RULE = "QuarantineRule"
-    """Quarantined=True: a failurePolicy rule with action Quarantine matched."""
+    """Quarantined=True (and Suspended=True, Stalled=True): a failurePolicy rule with action
+    Quarantine matched."""
     MISSED_SCHEDULE = "MissSchedule"
     """ScheduleMissed=True: a fire was not started within ``startingDeadlineSeconds``."""
     TOO_MANY_MISSED = "TooManyMissedTimes"
@@ -70,8 +80,31 @@ class ConditionReason(enum.StrEnum):
     """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
     WAITING_FOR_UPSTREAM = "WaitingForUpstream"
     """Reconciling=True on a JobRun whose ``dependsOn`` names a JobRun not submitted yet."""
+    DEPENDENCY_CYCLE = "DependencyCycle"
+    """Stalled=True on a JobRun whose ``dependsOn`` forms a cycle, or waits on a JobRun that is
+    on one: it can never start until a person removes an edge (``dependsOn`` is editable until
+    the run is submitted)."""
     SUBMITTED = "Submitted"
     """Ready=True on a JobRun: its run exists in PostgreSQL (``status.runId``)."""
+    RUN_NOT_FINISHED = "RunNotFinished"
+    """Reconciling=True, Complete=False and Failed=False on a JobRun whose run is pending,
+    blocked, running or waiting to retry."""
+    SUCCEEDED = "Succeeded"
+    """Complete=True on a JobRun: its run succeeded."""
+    RUN_FAILED = "Failed"
+    """Failed=True and Stalled=True on a JobRun: its run failed and has no retries left."""
+    TIMED_OUT = "TimedOut"
+    """Failed=True and Stalled=True on a JobRun: its run's attempts kept exceeding
+    ``timeoutSeconds`` until its retries were spent."""
+    DEAD_LETTERED = "DeadLettered"
+    """Failed=True and Stalled=True on a JobRun: its run was dead-lettered (replayable)."""
+    CANCELLED = "Cancelled"
+    """Failed=True on a JobRun whose run was cancelled (``spec.cancel``, a deletion, the CLI);
+    not Stalled: nothing needs fixing."""
+    UNCLAIMABLE = "Unclaimable"
+    """A JobRun's ``status.reason`` while its pending run can be claimed by no live runner
+    (no runner registers its handler, or its ``executionModel`` differs from the handler's
+    registration); ``status.lastError`` says which and what to change."""
 
 
 class EventReason(enum.StrEnum):
@@ -120,6 +153,9 @@ class EventReason(enum.StrEnum):
     unschedulable past ``startTimeoutSeconds``, or refused by the apiserver); failed fast."""
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     """Warning: an attempt's Pod ran past ``timeoutSeconds`` and was deleted."""
+    UNCLAIMABLE = "Unclaimable"
+    """Warning: a pending run can be claimed by no live runner; the message says why (no runner
+    registers its handler, or ``executionModel`` differs from the handler's registration)."""
     POD_DELETED = "PodDeleted"
     """Normal: an attempt's Pod was deleted by someone else before it ended and the job's
     ``podDeletionPolicy: Cancel`` cancelled the run (under ``Retry`` it is retried, no Event)."""

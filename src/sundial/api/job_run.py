@@ -54,6 +54,19 @@ CANCEL_IS_FINAL = common.CelRule(
     field_path=".cancel",
 )
 IMMUTABLE = common.CelRule(rule="self == oldSelf", message="this field is immutable")
+DEPENDS_ON_FIXED_ONCE_SUBMITTED = common.CelRule(
+    rule=(
+        "!has(oldSelf.status) || !has(oldSelf.status.runId)"
+        " || (has(self.spec.dependsOn) == has(oldSelf.spec.dependsOn)"
+        " && (!has(self.spec.dependsOn)"
+        # Element-wise rather than ==, so the rule reads the same in every CEL (the
+        # apiserver's == ignores the order of a set, cel-python's does not).
+        " || (self.spec.dependsOn.all(d, d in oldSelf.spec.dependsOn)"
+        " && oldSelf.spec.dependsOn.all(d, d in self.spec.dependsOn))))"
+    ),
+    message="dependsOn cannot change once the run is submitted (status.runId is set)",
+    field_path=".spec.dependsOn",
+)
 NOT_ITS_OWN_DEPENDENCY = common.CelRule(
     rule="!has(self.spec.dependsOn) || !(self.metadata.name in self.spec.dependsOn)",
     message="a JobRun cannot depend on itself",
@@ -82,7 +95,7 @@ class JobRunSpec(common.ApiModel):
     """Run the job of this ScheduledJob (its current generation), now or at ``runAt``."""
     job: common.JobSpec | None = None
     """An inline job, for a run that belongs to no ScheduledJob."""
-    run_at: pydantic.AwareDatetime | None = pydantic.Field(
+    run_at: common.Timestamp | None = pydantic.Field(
         default=None, json_schema_extra=common.cel_rules(IMMUTABLE)
     )
     """Do not start before this time (RFC 3339)."""
@@ -108,12 +121,11 @@ class JobRunSpec(common.ApiModel):
     ) = pydantic.Field(
         default=None,
         max_length=MAX_DEPENDENCIES,
-        json_schema_extra={
-            "x-kubernetes-list-type": "set",
-            **common.cel_rules(IMMUTABLE),
-        },
+        json_schema_extra={"x-kubernetes-list-type": "set"},
     )
-    """JobRuns in the same namespace that must succeed before this one starts (a DAG)."""
+    """JobRuns in the same namespace that must succeed before this one starts (a DAG). It can
+    be edited until the run is submitted (``status.runId`` set) - to break a cycle, or to wait
+    for another upstream - and is fixed from then on, like a Job's template once it started."""
     cancel: bool = False
     """Set to true to cancel the run; it cannot be set back."""
     ttl_seconds_after_finished: int | None = pydantic.Field(default=None, ge=0, le=366 * 86400)
@@ -138,15 +150,15 @@ class JobRunStatus(common.ApiModel):
     observed_generation: int | None = pydantic.Field(default=None, ge=0)
     run_id: str | None = pydantic.Field(default=None, max_length=64)
     """The run's id in PostgreSQL (``sundial runs`` shows it)."""
-    fire_time: pydantic.AwareDatetime | None = None
+    fire_time: common.Timestamp | None = None
     """The logical time the run was due, handed to the job."""
     attempt: int | None = pydantic.Field(default=None, ge=0)
     """The current attempt, also the fencing token handed to the job."""
     reason: str | None = pydantic.Field(default=None, max_length=128)
     """Why the run is in its phase, from the failure table (e.g. OOMKilled, Evicted)."""
     exit_code: int | None = pydantic.Field(default=None, ge=-255, le=255)
-    started_at: pydantic.AwareDatetime | None = None
-    finished_at: pydantic.AwareDatetime | None = None
+    started_at: common.Timestamp | None = None
+    finished_at: common.Timestamp | None = None
     duration: str | None = pydantic.Field(default=None, max_length=32)
     """``finishedAt - startedAt`` as kubectl prints durations (``1m23s``), set when it finishes."""
     pod_name: str | None = pydantic.Field(default=None, max_length=253)
@@ -157,7 +169,9 @@ class JobRunStatus(common.ApiModel):
 class JobRun(common.ApiModel):
     """One run of a job (``sundial.dev/v1alpha1``)."""
 
-    model_config = pydantic.ConfigDict(json_schema_extra=common.cel_rules(NOT_ITS_OWN_DEPENDENCY))
+    model_config = pydantic.ConfigDict(
+        json_schema_extra=common.cel_rules(NOT_ITS_OWN_DEPENDENCY, DEPENDS_ON_FIXED_ONCE_SUBMITTED)
+    )
 
     api_version: Literal["sundial.dev/v1alpha1"] = common.API_VERSION
     kind: Literal["JobRun"] = KIND

@@ -25,11 +25,13 @@ MissedFirePolicy = Literal["Coalesce", "Backfill", "Skip"]
 SCHEDULE_PATTERN = (
     r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
     r"|@every ([0-9]+[hms])+"
-    r"|\S+( +\S+){4})$"
+    r"|[^\t\n\f\r ]+( +[^\t\n\f\r ]+){4})$"
 )
-"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval, e.g. ``@every
+r"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval, e.g. ``@every
 90s``, as robfig/cron spells it); the operator parses the schedule and reports errors as
-Stalled, since a pattern cannot check field ranges."""
+Stalled, since a pattern cannot check field ranges. The non-space class is spelled out rather
+than ``\S``: RE2 (the apiserver) reads ``\S`` as ASCII-only, the models' regex engine as
+Unicode, and the two must refuse the same schedules."""
 TIME_ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,3}$"
 """The shape of an IANA zone name; whether the zone exists is checked by the operator."""
 
@@ -96,11 +98,11 @@ class ScheduledJobStatus(common.ApiModel):
 
     conditions: common.Conditions | None = None
     observed_generation: int | None = pydantic.Field(default=None, ge=0)
-    last_schedule_time: pydantic.AwareDatetime | None = None
+    last_schedule_time: common.Timestamp | None = None
     """The fire time of the latest run created."""
-    next_schedule_time: pydantic.AwareDatetime | None = None
+    next_schedule_time: common.Timestamp | None = None
     """When the next run fires (after spread); absent while suspended or stalled."""
-    last_successful_time: pydantic.AwareDatetime | None = None
+    last_successful_time: common.Timestamp | None = None
     """When the latest successful run finished."""
     active: list[ActiveRunRef] | None = pydantic.Field(
         default=None,

@@ -24,6 +24,10 @@ MAX_ARGS_KEYS = 64
 """The most top-level keys in an ``args`` object; enforced by the schema too."""
 
 
+MAX_MEMORY_BYTES = 2**63 - 1
+"""The largest memory quantity the store can hold (a bigint); 8Ei."""
+
+
 class ArgsTooLargeError(sundial_errors.SundialError, ValueError):
     """``args`` serialize to more than ``MAX_ARGS_BYTES``."""
 

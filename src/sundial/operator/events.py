@@ -132,6 +132,25 @@ TERMINAL_WARNINGS = {
 }
 
 
+def record_unclaimable(
+    recorder: EventRecorder,
+    involved: Mapping[str, Any],
+    desired: Mapping[str, Any],
+    before: Mapping[str, Any],
+) -> None:
+    """A Warning the first time a run's status says no live runner can claim it."""
+    reason = conditions.ConditionReason.UNCLAIMABLE
+    if desired.get("reason") != reason or before.get("reason") == reason:
+        return
+    recorder.record(
+        involved,
+        WARNING,
+        conditions.EventReason.UNCLAIMABLE,
+        f"run {desired.get('runId')} is waiting: {desired.get('lastError')}",
+        key=f"unclaimable:{desired.get('runId')}",
+    )
+
+
 def dead_lettered_key(run_id: int, attempt: int) -> str:
     """The key of a run's DeadLettered Event, one for the status mirror and the pod launcher
     (two reporters of the same fact leave one Event)."""

@@ -8,10 +8,23 @@ lost events harmless):
   inline ``job`` -> a definition of its own keyed by the JobRun's uid), resolve ``dependsOn``
   names to run ids, and submit with the idempotency key (``idempotencyKey`` scoped to the
   namespace, else the uid) - so re-applying a manifest, or submitting twice after a crash,
-  creates one run. An upstream JobRun that has no run yet means "try again on the next pass";
+  creates one run. An upstream JobRun that has no run yet means "try again on the next pass",
+  unless ``dependsOn`` forms a cycle (below);
 * ``cancel: true``: cancel the run (or never submit it);
-* otherwise: copy the run's state into ``status``, and delete the object
+* otherwise: copy the run's state into ``status`` (with the kstatus and Job-style conditions of
+  ``status.job_run_conditions``), and delete the object
   ``ttlSecondsAfterFinished`` after the run finished (the run stays in PostgreSQL).
+
+**dependsOn cycles.** The store cannot hold one: a run depends only on runs that exist, and a
+run's edges never change (``store.dependencies``). So a cycle lives among JobRun objects that
+have no run: each member waits for an upstream that waits for it, and no member can ever be
+submitted (by induction: a member's run needs its upstream's run first). That makes detection
+race-free where the graph is known - the namespace's unsubmitted JobRuns - whichever member
+reconciles first and however concurrently they were created: each member finds the whole
+cycle on its own. Every member, and every JobRun waiting on one, is marked Stalled
+(``DependencyCycle``, with the cycle in the message) and gets a Warning Event. ``dependsOn``
+may be edited until the run is submitted (a CRD transition rule), so a user breaks the cycle
+by editing one member; the next pass submits what can go.
 
 ``delete`` runs behind the finalizer when a user JobRun is deleted: a run that has not
 finished is cancelled through the store's fenced cancel (``runs.cancel``), as deleting a Job
@@ -29,10 +42,11 @@ from typing import Any
 
 import pydantic
 
-from sundial.api import common, conditions, job_run
+from sundial.api import conditions, job_run, messages
 from sundial.api.conditions import ConditionReason, ConditionType
-from sundial.operator import context, events, kube, status
+from sundial.operator import context, events, kube, scheduled_jobs, status
 from sundial.scheduling import run_state
+from sundial.store import dependencies as dependency_graph
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
@@ -40,7 +54,7 @@ __all__ = ["DELETED_REASON", "delete", "reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
-Wanted = tuple[str, common.ConditionStatus, str, str]
+Wanted = status.Wanted
 
 #: The ``last_error`` of a run cancelled because its user JobRun was deleted.
 DELETED_REASON = "cancelled: the JobRun was deleted"
@@ -53,14 +67,15 @@ async def reconcile(
     metadata = body["metadata"]
     current = body.get("status") or {}
     generation = metadata.get("generation")
-    try:
-        spec = job_run.JobRunSpec.model_validate(body.get("spec") or {})
-    except pydantic.ValidationError as error:
-        message = "; ".join(
-            ".".join(str(p) for p in ("spec", *d["loc"])) + ": " + d["msg"] for d in error.errors()
-        )
+    problem = scheduled_jobs.metadata_problem(body)
+    if problem is None:
+        try:
+            spec = job_run.JobRunSpec.model_validate(body.get("spec") or {})
+        except pydantic.ValidationError as error:
+            problem = messages.describe(error)
+    if problem is not None:
         await _report(
-            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, message)
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, problem)
         )
         return
     # Registered before the submit: the pod launcher may claim the run at once, and its hooks
@@ -69,11 +84,16 @@ async def reconcile(
     run_id = current.get("runId")
     if run_id is None:
         if spec.cancel:
+            cancelled = ConditionReason.CANCELLED
             await _write(
                 ctx,
                 body,
                 {"phase": "Cancelled", "reason": "cancelled before it was submitted"},
-                [(ConditionType.READY, "False", "Cancelled", "cancelled before submission")],
+                [
+                    (ConditionType.READY, "False", cancelled, "cancelled before submission"),
+                    (ConditionType.COMPLETE, "False", cancelled, "cancelled before submission"),
+                    (ConditionType.FAILED, "True", cancelled, "cancelled before submission"),
+                ],
             )
             return
         run_id = await _submit(ctx, body, spec)
@@ -96,10 +116,10 @@ async def reconcile(
         desired,
         [
             (ConditionType.READY, "True", ConditionReason.SUBMITTED, f"run {run.id}"),
-            (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
-            (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
+            *status.job_run_conditions(run),
         ],
     )
+    events.record_unclaimable(ctx.recorder, body, desired, current)
     warning = events.TERMINAL_WARNINGS.get(desired["phase"])
     if warning and desired["phase"] != current.get("phase"):
         ctx.recorder.record(
@@ -135,14 +155,20 @@ async def _submit(
     else:
         assert spec.job is not None
         job = uuid.UUID(uid)
-        await schedules.upsert_job(
-            ctx.pool,
-            uid=job,
-            namespace=namespace,
-            name=f"jobrun:{uid}",
-            generation=int(metadata.get("generation") or 0),
-            spec=spec.job,
-        )
+        try:
+            await schedules.upsert_job(
+                ctx.pool,
+                uid=job,
+                namespace=namespace,
+                name=f"jobrun:{uid}",
+                generation=int(metadata.get("generation") or 0),
+                spec=spec.job,
+            )
+        except store_errors.RefusedValueError as error:  # a backstop: the models refuse these
+            await _report(
+                ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, str(error))
+            )
+            return None
         if spec.job.handler is not None:
             args.update(spec.job.handler.args or {})
     args.update(spec.args or {})
@@ -151,12 +177,7 @@ async def _submit(
         parent = await ctx.api.get(kube.JOB_RUNS, namespace, name)
         parent_run = ((parent or {}).get("status") or {}).get("runId")
         if parent_run is None:
-            message = f"spec.dependsOn: JobRun {name!r} has no run yet; waiting for it"
-            await _report(
-                ctx,
-                body,
-                (ConditionType.RECONCILING, "True", ConditionReason.WAITING_FOR_UPSTREAM, message),
-            )
+            await _wait_for_upstream(ctx, body, spec, name)
             return None
         upstream.append(int(parent_run))
     run_at = spec.run_at
@@ -199,6 +220,45 @@ async def _submit(
         kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
     )
     return str(submitted.run_id)
+
+
+async def _wait_for_upstream(
+    ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec, name: str
+) -> None:
+    """Upstream ``name`` has no run: wait for it, or stall if it never can (a cycle)."""
+    metadata = body["metadata"]
+    listed = await ctx.api.list(kube.JOB_RUNS, [metadata["namespace"]])
+    graph = {
+        other["metadata"]["name"]: list((other.get("spec") or {}).get("dependsOn") or ())
+        for other in listed
+        if (other.get("status") or {}).get("runId") is None
+        and (other["metadata"].get("labels") or {}).get(context.LABEL_MIRROR) != "true"
+    }
+    graph[metadata["name"]] = list(spec.depends_on or ())  # this body may be newer than the list
+    cycle = dependency_graph.find_cycle(graph, metadata["name"])
+    if cycle is not None:
+        shown = " -> ".join(cycle)
+        if metadata["name"] in cycle:
+            message = f"spec.dependsOn: dependsOn forms a cycle: {shown}; remove one edge"
+        else:
+            message = (
+                f"spec.dependsOn: an upstream JobRun is on a dependsOn cycle: {shown}; it can"
+                " never run: remove one edge of the cycle"
+            )
+        await _report(
+            ctx,
+            body,
+            (ConditionType.STALLED, "True", ConditionReason.DEPENDENCY_CYCLE, message),
+            (ConditionType.RECONCILING, "False", ConditionReason.AS_EXPECTED, ""),
+        )
+        return
+    message = f"spec.dependsOn: JobRun {name!r} has no run yet; waiting for it"
+    await _report(
+        ctx,
+        body,
+        (ConditionType.RECONCILING, "True", ConditionReason.WAITING_FOR_UPSTREAM, message),
+        (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
+    )
 
 
 async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
@@ -263,18 +323,23 @@ async def _expire(
         log.info("JobRun deleted after ttlSecondsAfterFinished", extra={"object": _ref(body)})
 
 
-async def _report(ctx: context.Context, body: Mapping[str, Any], condition: Wanted) -> None:
-    """Write one condition; a new Stalled reason also gets a Warning Event."""
+async def _report(
+    ctx: context.Context, body: Mapping[str, Any], condition: Wanted, *others: Wanted
+) -> None:
+    """Write ``condition`` (and ``others``); a new Stalled reason or message also gets a
+    Warning Event."""
     before = ((body.get("status") or {}).get("conditions")) or []
     seen = any(
-        c.get("type") == condition[0]
+        isinstance(c, Mapping)
+        and c.get("type") == condition[0]
         and c.get("reason") == condition[2]
         and c.get("status") == condition[1]
+        and c.get("message") == condition[3][: conditions.MAX_MESSAGE_LENGTH]
         for c in before
     )
-    if condition[0] == ConditionType.STALLED and not seen:
+    if condition[0] == ConditionType.STALLED and condition[1] == "True" and not seen:
         ctx.recorder.record(body, events.WARNING, condition[2], condition[3])
-    await _write(ctx, body, {}, [condition])
+    await _write(ctx, body, {}, [condition, *others])
 
 
 async def _write(
@@ -295,7 +360,7 @@ async def _write(
 
 
 def _ref(body: Mapping[str, Any]) -> str:
-    metadata = body["metadata"]
+    metadata = body.get("metadata") or {}
     return f"{metadata.get('namespace')}/{metadata.get('name')}"
 
 

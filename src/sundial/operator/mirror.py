@@ -315,13 +315,21 @@ class Mirror:
                     current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
             if (current.get("spec") or {}).get("cancel") and run.state in run_state.ACTIVE:
                 await job_runs.cancel_run(self.ctx, current, run.id)
-            desired = status.job_run_status(run, generation=current["metadata"].get("generation"))
+            generation = current["metadata"].get("generation")
+            desired = status.job_run_status(run, generation=generation)
             before = current.get("status") or {}
+            desired["conditions"] = status.conditions_with(
+                before,
+                status.job_run_conditions(run),
+                now=self.ctx.clock.now(),
+                generation=generation,
+            )
             patch = status.changes(before, desired)
             if patch:
                 patched = await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
                 if patched is not None:
                     self.ctx.job_run_cache.observe("MODIFIED", patched)
+                events.record_unclaimable(self.ctx.recorder, owner, desired, before)
                 warning = events.TERMINAL_WARNINGS.get(desired["phase"])
                 if warning and before.get("phase") not in (None, desired["phase"]):
                     self.ctx.recorder.record(

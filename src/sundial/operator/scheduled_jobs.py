@@ -21,7 +21,7 @@ from typing import Any
 
 import pydantic
 
-from sundial.api import conditions, scheduled_job
+from sundial.api import common, conditions, messages, scheduled_job
 from sundial.operator import context, events
 from sundial.store import errors as store_errors
 from sundial.store import runs, schedules
@@ -33,24 +33,39 @@ log = logging.getLogger("sundial.operator.scheduledjob")
 
 def describe(error: pydantic.ValidationError) -> str:
     """A validation error as one line that names each field (``spec.handler.args: …``)."""
-    parts = []
-    for detail in error.errors():
-        location = ".".join(str(part) for part in ("spec", *detail["loc"]))
-        parts.append(f"{location}: {detail['msg']}")
-    return "; ".join(parts)
+    return messages.describe(error)
 
 
 def parse(body: Mapping[str, Any]) -> tuple[scheduled_job.ScheduledJobSpec | None, str | None]:
-    """The spec, or the message that names what is wrong with it."""
+    """The spec, or the message that names what is wrong with it (or with the metadata the
+    store keys the job by)."""
+    problem = metadata_problem(body)
+    if problem is not None:
+        return None, problem
     try:
         return scheduled_job.ScheduledJobSpec.model_validate(body.get("spec") or {}), None
     except pydantic.ValidationError as error:
         return None, describe(error)
 
 
+def metadata_problem(body: Mapping[str, Any]) -> str | None:
+    """Why ``metadata`` cannot key a stored object (name, namespace, uid, generation), or None.
+
+    The apiserver guarantees these; a body from anywhere else (a test, a Python caller) is
+    checked so that a bad one is reported, not raised from ``uuid.UUID`` or the database."""
+    metadata = body.get("metadata")
+    try:
+        parsed = common.ObjectMeta.model_validate(metadata if metadata is not None else {})
+    except pydantic.ValidationError as error:
+        return messages.describe(error, root="metadata")
+    missing = [key for key in ("name", "namespace", "uid") if getattr(parsed, key) is None]
+    if missing:
+        return "; ".join(f"metadata.{key}: Required value" for key in missing)
+    return None
+
+
 async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
     """Store the object's current generation (or report why it cannot be stored)."""
-    metadata = body["metadata"]
     spec, problem = parse(body)
     if spec is None:
         assert problem is not None
@@ -58,15 +73,25 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
         log.warning("invalid ScheduledJob", extra={"object": _ref(body), "error": problem})
         ctx.wake.set()
         return
-    result = await schedules.upsert(
-        ctx.pool,
-        uid=metadata["uid"],
-        namespace=metadata["namespace"],
-        name=metadata["name"],
-        generation=int(metadata.get("generation") or 0),
-        spec=spec,
-        now=ctx.clock.now(),
-    )
+    metadata = body["metadata"]
+    try:
+        result = await schedules.upsert(
+            ctx.pool,
+            uid=metadata["uid"],
+            namespace=metadata["namespace"],
+            name=metadata["name"],
+            generation=int(metadata.get("generation") or 0),
+            spec=spec,
+            now=ctx.clock.now(),
+        )
+    except store_errors.RefusedValueError as error:  # a backstop: the models refuse these
+        ctx.recorder.record(
+            body, events.WARNING, conditions.ConditionReason.INVALID_SPEC, str(error)
+        )
+        log.warning(
+            "ScheduledJob refused by the store", extra={"object": _ref(body), "error": str(error)}
+        )
+        return
     if result.stalled is not None:
         reason = conditions.EventReason(result.stalled.reason)  # a member for every error (tested)
         ctx.recorder.record(body, events.WARNING, reason, str(result.stalled))
@@ -152,5 +177,5 @@ async def run_now(ctx: context.Context, body: Mapping[str, Any]) -> bool:
 
 
 def _ref(body: Mapping[str, Any]) -> str:
-    metadata = body["metadata"]
+    metadata = body.get("metadata") or {}
     return f"{metadata.get('namespace')}/{metadata.get('name')}"

@@ -6,6 +6,11 @@ patch deletes). ``changes`` compares that with the object's status so the operat
 only when something a user can see changed; that is what bounds the status mirror's write
 rate by the number of objects rather than by the number of runs. Conditions keep their
 ``lastTransitionTime`` unless their status changes (``api.conditions.set_condition``).
+
+The conditions follow kstatus (``sigs.k8s.io/cli-utils``, read by Flux, ``kubectl wait`` and
+Helm): ``observedGeneration``, ``Reconciling=True`` while work is under way, ``Stalled=True``
+when only a person can help (an invalid spec, a quarantine, a JobRun that ended in failure);
+a JobRun also gets Job-style ``Complete`` and ``Failed`` (``job_run_conditions``).
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from sundial.scheduling.run_state import RunState
 from sundial.store import history
 
 __all__ = [
+    "FAILED_PHASES",
     "PHASES",
     "changes",
+    "job_run_conditions",
     "job_run_status",
     "mirror_name",
     "rfc3339",
@@ -44,6 +51,19 @@ PHASES: Mapping[str, job_run.Phase] = {  # every RunState (a test checks)
     RunState.CANCELLED: "Cancelled",
     RunState.DEAD_LETTERED: "DeadLettered",
 }
+
+
+#: JobRun phases of a run that ended in failure: Failed=True and Stalled=True (kstatus: Failed).
+FAILED_PHASES: Mapping[str, ConditionReason] = {
+    "Failed": ConditionReason.RUN_FAILED,
+    "TimedOut": ConditionReason.TIMED_OUT,
+    "DeadLettered": ConditionReason.DEAD_LETTERED,
+}
+
+#: How the message of a quarantine by a failurePolicy rule starts (``pods.launcher`` writes it).
+QUARANTINE_RULE_PREFIX = "failurePolicy Quarantine"
+
+Wanted = tuple[str, common.ConditionStatus, str, str]
 
 
 def rfc3339(moment: datetime.datetime | None) -> str | None:
@@ -73,8 +93,12 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
     reason = run.failure_detail or run.failure_reason
+    last_error = run.last_error
     if run.pod_reason and run.state != RunState.COMPLETED:
         reason = run.pod_reason
+    if run.state == RunState.PENDING and run.unclaimable_reason:
+        # A run no live runner can claim says so, with what to change (store.runners).
+        reason, last_error = conditions.ConditionReason.UNCLAIMABLE, run.unclaimable_reason
     desired: dict[str, Any] = {
         "phase": PHASES.get(run.state),
         "runId": str(run.id),
@@ -84,13 +108,64 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
         "startedAt": rfc3339(run.started_at),
         "finishedAt": rfc3339(run.finished_at),
         "duration": duration,
-        "lastError": error_text.truncate(run.last_error) if run.last_error else None,
+        "lastError": error_text.truncate(last_error) if last_error else None,
         "observedGeneration": generation,
     }
     if run.pod_name is not None:
         desired["podName"] = run.pod_name
         desired["exitCode"] = run.pod_exit_code
     return desired
+
+
+def job_run_conditions(run: history.RunView) -> list[Wanted]:
+    """A JobRun's kstatus and Job-style conditions for ``run``.
+
+    Unfinished: Reconciling=True (kstatus: InProgress). Succeeded: Complete=True (Current).
+    Failed, TimedOut, DeadLettered: Failed=True and Stalled=True (kstatus: Failed; a new run is
+    what helps). Cancelled: Failed=True only, for ``kubectl wait --for=condition=Failed``.
+    """
+    phase = PHASES.get(run.state, "Pending")
+    detail = run.last_error or run.failure_reason or ""
+    detail = error_text.truncate(detail) if detail else f"run {run.id} ended {phase}"
+    if phase == "Succeeded":
+        message = f"run {run.id} succeeded (attempt {run.attempt})"
+        return [
+            (ConditionType.COMPLETE, "True", ConditionReason.SUCCEEDED, message),
+            _ok(ConditionType.FAILED),
+            _ok(ConditionType.RECONCILING),
+            _ok(ConditionType.STALLED),
+        ]
+    if phase in FAILED_PHASES:
+        reason = FAILED_PHASES[phase]
+        return [
+            (ConditionType.COMPLETE, "False", reason, f"run {run.id} ended {phase}"),
+            (ConditionType.FAILED, "True", reason, detail),
+            _ok(ConditionType.RECONCILING),
+            (ConditionType.STALLED, "True", reason, detail),
+        ]
+    if phase == "Cancelled":
+        reason = ConditionReason.CANCELLED
+        return [
+            (ConditionType.COMPLETE, "False", reason, f"run {run.id} was cancelled"),
+            (ConditionType.FAILED, "True", reason, detail),
+            _ok(ConditionType.RECONCILING),
+            _ok(ConditionType.STALLED),
+        ]
+    message = f"run {run.id} is {phase} (attempt {run.attempt})"
+    reason = ConditionReason.RUN_NOT_FINISHED
+    return [
+        (ConditionType.COMPLETE, "False", reason, message),
+        (ConditionType.FAILED, "False", reason, message),
+        (ConditionType.RECONCILING, "True", reason, message),
+        _ok(ConditionType.STALLED),
+    ]
+
+
+def quarantine_reason(message: str | None) -> ConditionReason:
+    """QuarantineRule for a quarantine by a failurePolicy rule, else ConsecutiveFailures."""
+    if message is not None and message.startswith(QUARANTINE_RULE_PREFIX):
+        return ConditionReason.QUARANTINE_RULE
+    return ConditionReason.CONSECUTIVE_FAILURES
 
 
 def changes(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,12 +193,17 @@ def _conditions(current: Mapping[str, Any] | None) -> list[common.Condition]:
 
 def conditions_with(
     current: Mapping[str, Any] | None,
-    wanted: Sequence[tuple[str, common.ConditionStatus, str, str]],
+    wanted: Sequence[Wanted],
     *,
     now: datetime.datetime,
     generation: int | None,
 ) -> list[dict[str, Any]]:
-    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set."""
+    """``current``'s conditions with each (type, status, reason, message) of ``wanted`` set.
+
+    A ``generation`` that is not a whole number (a body that never passed the apiserver) is
+    left out rather than allowed to fail the very condition that reports the bad body."""
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        generation = None
     now = now.replace(microsecond=0)
     result = _conditions(current)
     for condition_type, condition_status, reason, message in wanted:
@@ -139,7 +219,7 @@ def conditions_with(
     return [condition.to_manifest() for condition in result]
 
 
-def _ok(condition_type: ConditionType) -> tuple[str, common.ConditionStatus, str, str]:
+def _ok(condition_type: ConditionType) -> Wanted:
     return (condition_type, "False", ConditionReason.AS_EXPECTED, "")
 
 
@@ -158,7 +238,7 @@ def scheduled_job_status(
     namespace = metadata.get("namespace", "")
     generation = metadata.get("generation")
     current = body.get("status") or {}
-    wanted: list[tuple[str, common.ConditionStatus, str, str]] = []
+    wanted: list[Wanted] = []
     observed: int | None = generation
     firing = False
     if spec_error is not None:
@@ -186,7 +266,13 @@ def scheduled_job_status(
     else:
         observed = schedule.generation
         firing = not (schedule.suspended or schedule.quarantined)
-        wanted.append(_ok(ConditionType.STALLED))
+        if schedule.quarantined:
+            # Only a spec change (or clearing the quarantine) resumes it: kstatus' Stalled.
+            message = schedule.quarantine_message or "quarantined after repeated failures"
+            reason = quarantine_reason(schedule.quarantine_message)
+            wanted.append((ConditionType.STALLED, "True", reason, message))
+        else:
+            wanted.append(_ok(ConditionType.STALLED))
         if generation is not None and schedule.generation < generation:
             message = f"applying generation {generation} (stored: {schedule.generation})"
             wanted.append((ConditionType.RECONCILING, "True", ConditionReason.PROGRESSING, message))
@@ -194,17 +280,17 @@ def scheduled_job_status(
             wanted.append(_ok(ConditionType.RECONCILING))
         if schedule.quarantined:
             message = schedule.quarantine_message or "quarantined after repeated failures"
-            wanted.append(
-                (ConditionType.READY, "False", ConditionReason.CONSECUTIVE_FAILURES, message)
-            )
+            reason = quarantine_reason(schedule.quarantine_message)
+            wanted.append((ConditionType.READY, "False", reason, message))
         else:
             message = f"generation {schedule.generation} is stored and scheduled"
             wanted.append((ConditionType.READY, "True", ConditionReason.RECONCILED, message))
     if schedule is not None and schedule.quarantined:
         message = schedule.quarantine_message or "quarantined after repeated failures"
+        reason = quarantine_reason(schedule.quarantine_message)
         wanted += [
-            (ConditionType.QUARANTINED, "True", ConditionReason.CONSECUTIVE_FAILURES, message),
-            (ConditionType.SUSPENDED, "True", ConditionReason.CONSECUTIVE_FAILURES, message),
+            (ConditionType.QUARANTINED, "True", reason, message),
+            (ConditionType.SUSPENDED, "True", reason, message),
         ]
     else:
         wanted.append(_ok(ConditionType.QUARANTINED))

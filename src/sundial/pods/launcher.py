@@ -69,6 +69,7 @@ from typing import Any, Protocol
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from sundial.api import common
 from sundial.pods import failure_policy, manifests, outcomes, pod_api
 from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
@@ -382,7 +383,7 @@ class PodLauncher:
             args=attempt.run.args if isinstance(attempt.run.args, Mapping) else {},
             idempotency_key=attempt.run.idempotency_key,
             fire_time=attempt.run.fire_time,
-            timeout_seconds=attempt.run.timeout_seconds,
+            timeout_seconds=_timeout_seconds(attempt.run),
             oom_kills_before=attempt.context.oom_kills,
             oom_memory_increase_percent=attempt.context.oom_memory_increase_percent,
             oom_max_memory_bytes=attempt.context.oom_max_memory_bytes,
@@ -522,7 +523,7 @@ class PodLauncher:
             pod = by_attempt.get(attempt.key)
             outcome = outcomes.classify(pod, now=now, start_timeout=self._start_timeout(attempt))
             deadline = attempt.created_at + timedelta(
-                seconds=attempt.run.timeout_seconds + self._settings.timeout_slack_seconds
+                seconds=_timeout_seconds(attempt.run) + self._settings.timeout_slack_seconds
             )
             if outcome.state is PodState.GONE:
                 outcome = await self._gone_with_owner(attempt, outcome)
@@ -530,7 +531,7 @@ class PodLauncher:
                 outcome = PodOutcome(
                     PodState.DEADLINE_EXCEEDED,
                     "DeadlineExceeded",
-                    message=f"running past timeoutSeconds ({attempt.run.timeout_seconds} s)",
+                    message=f"running past timeoutSeconds ({_timeout_seconds(attempt.run)} s)",
                 )
             if outcome.state.terminal:
                 attempt.ended = outcome
@@ -704,6 +705,14 @@ class PodLauncher:
         if seconds is None:
             return timedelta(seconds=self._settings.default_start_timeout_seconds)
         return timedelta(seconds=seconds)
+
+
+def _timeout_seconds(run: claims.ClaimedRun) -> int:
+    """The manifest's timeoutSeconds, else the default: a Pod's handler registration is not
+    visible from here, so ``@sundial.job(timeout_seconds=...)`` does not apply to Pod runs."""
+    if run.timeout_seconds is None:
+        return common.DEFAULT_TIMEOUT_SECONDS
+    return run.timeout_seconds
 
 
 async def release_all(

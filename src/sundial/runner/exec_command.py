@@ -4,7 +4,9 @@ Used by the subprocess executor and, later, by pod-mode runs. The run's identity
 the environment (``SUNDIAL_RUN_ID``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY``,
 ``SUNDIAL_FIRE_TIME`` as ISO 8601), the args as a JSON object from ``--args-file`` or
 ``SUNDIAL_ARGS``. SIGTERM sets the handler's cancellation event (and cancels an async
-handler's task); whoever sent it follows up with SIGKILL after a grace period.
+handler's task); whoever sent it follows up with SIGKILL after a grace period. Started by a
+runner, it watches the runner's lifeline (``SUNDIAL_LIFELINE_FD``) and kills its process group
+when the runner dies.
 
 Log records, the handler's ``ctx.logger`` lines among them, go to stdout as JSON lines (the
 CLI configures :mod:`sundial.observability.logging`), so ``kubectl logs`` of a handler Pod shows
@@ -38,7 +40,7 @@ from typing import Any
 
 import pydantic
 
-from sundial.runner import context, registry
+from sundial.runner import context, lifeline, registry
 from sundial.runner.executors import base
 
 EXIT_SUCCEEDED = 0
@@ -65,6 +67,7 @@ def run(
     environ: Mapping[str, str],
 ) -> int:
     """Run the handler and return the process exit code; reasons go to stderr."""
+    lifeline.watch_from_environment(environ)
     try:
         handlers = registry.load_handlers(tuple(handler_modules))
     except registry.HandlersImportError as error:

@@ -4,17 +4,26 @@ It is served by the runner's own event loop on purpose: if a handler blocks the 
 liveness probe times out, which is the truth. ``/healthz`` answers 200 while ``live()`` is
 true; ``/readyz`` answers 200 while ``ready()`` is true (the claim loop turns it off while it
 cannot reach PostgreSQL and while draining on SIGTERM), otherwise 503 with the reason.
+
+A port that cannot be bound raises ``PortUnavailableError`` naming the address and what to
+pass instead, so a second runner on one host fails with a sentence, not an ``OSError``.
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 
 from aiohttp import web
 
+from sundial import errors as sundial_errors
 from sundial.observability import metrics
 
 Probe = Callable[[], tuple[bool, str]]
+
+
+class PortUnavailableError(sundial_errors.SundialError, OSError):
+    """The metrics port is taken (or not ours to bind); the message says what to do."""
 
 
 def _always_ok() -> tuple[bool, str]:
@@ -47,7 +56,13 @@ class HealthServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as error:
+            await self._runner.cleanup()
+            self._runner = None
+            message = _unavailable(self.host, self.port, error)
+            raise PortUnavailableError(error.errno, message) from error
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
         return self.port
@@ -67,6 +82,16 @@ class HealthServer:
 
     async def _serve_ready(self, request: web.Request) -> web.Response:
         return _probe_response(self._ready)
+
+
+def _unavailable(host: str, port: int, error: OSError) -> str:
+    why = "is already in use" if error.errno == errno.EADDRINUSE else f"cannot be bound ({error})"
+    return (
+        f"the metrics port {host}:{port} {why} (another runner on this host?): "
+        "pass --metrics-port N for a free port N, --metrics-port 0 for any free port "
+        "(the port chosen is logged in 'runner starting'), or --metrics-port -1 to serve "
+        "no /metrics, /healthz or /readyz"
+    )
 
 
 def _probe_response(probe: Probe) -> web.Response:

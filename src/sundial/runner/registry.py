@@ -15,7 +15,6 @@ Errors::
 
 from __future__ import annotations
 
-import enum
 import importlib
 import inspect
 import re
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 import pydantic
 
 from sundial import errors as sundial_errors
+from sundial.api import execution_model as execution_model_module
 
 HANDLER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
@@ -49,11 +49,9 @@ class HandlersImportError(RegistryError, ImportError):
     pass
 
 
-class ExecutionModel(enum.StrEnum):
-    ASYNC = "async"
-    THREAD = "thread"
-    PROCESS = "process"
-    SUBPROCESS = "subprocess"
+ExecutionModel = execution_model_module.ExecutionModel
+"""The one enum of execution models (``sundial.api.execution_model``); a handler is registered
+with one of its ``RUNNER_MODELS``."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,11 @@ class Handler:
     execution_model: ExecutionModel
     args_model: type[pydantic.BaseModel] | None = None
     timeout_seconds: float | None = None
+    """The attempt's timeout when the manifest sets none (``timeoutSeconds`` wins)."""
     dependency: str | None = None
+    kill_grace_seconds: float | None = None
+    """Subprocess handlers: seconds between SIGTERM and SIGKILL when an attempt is stopped
+    (timeout, cancel); None: the runner's ``--grace-seconds``, at most 10."""
 
     @property
     def is_coroutine(self) -> bool:
@@ -109,20 +111,18 @@ class Registry:
         self,
         name: str,
         *,
-        execution_model: ExecutionModel | str = ExecutionModel.ASYNC,
+        execution_model: ExecutionModel | str = execution_model_module.DEFAULT,
         args_model: type[pydantic.BaseModel] | None = None,
         timeout_seconds: float | None = None,
         dependency: str | None = None,
+        kill_grace_seconds: float | None = None,
     ) -> Callable[[F], F]:
         """Decorator registering a handler; returns the function unchanged (so it pickles)."""
 
         try:
             model = ExecutionModel(execution_model)
         except ValueError:
-            allowed = ", ".join(m.value for m in ExecutionModel)
-            raise HandlerDefinitionError(
-                f"handler {name!r}: execution_model {execution_model!r} is not one of {allowed}"
-            ) from None
+            raise HandlerDefinitionError(_bad_model(name, execution_model)) from None
 
         def decorate(function: F) -> F:
             self.register(
@@ -133,6 +133,7 @@ class Registry:
                     args_model=args_model,
                     timeout_seconds=timeout_seconds,
                     dependency=dependency,
+                    kill_grace_seconds=kill_grace_seconds,
                 )
             )
             return function
@@ -165,6 +166,15 @@ def _qualified(function: Callable[..., Any]) -> str:
     return f"{function.__module__}.{function.__qualname__}"
 
 
+def _bad_model(name: str, model: object) -> str:
+    runner_models = execution_model_module.RUNNER_MODELS
+    allowed = ", ".join(m.value for m in ExecutionModel if m in runner_models)
+    return (
+        f"handler {name!r}: execution_model {str(model)!r} is not one of {allowed} "
+        "(pod is chosen by a manifest's executionModel, not by the registration)"
+    )
+
+
 def _check_definition(handler: Handler) -> None:
     if not HANDLER_NAME.match(handler.name):
         raise HandlerDefinitionError(
@@ -176,8 +186,12 @@ def _check_definition(handler: Handler) -> None:
         raise HandlerDefinitionError(
             f"handler {handler.name!r}: args_model must be a pydantic BaseModel subclass"
         )
+    if handler.execution_model not in execution_model_module.RUNNER_MODELS:
+        raise HandlerDefinitionError(_bad_model(handler.name, handler.execution_model))
     if handler.timeout_seconds is not None and handler.timeout_seconds <= 0:
         raise HandlerDefinitionError(f"handler {handler.name!r}: timeout_seconds must be > 0")
+    if handler.kill_grace_seconds is not None and handler.kill_grace_seconds < 0:
+        raise HandlerDefinitionError(f"handler {handler.name!r}: kill_grace_seconds must be >= 0")
     coroutine = handler.is_coroutine
     if handler.execution_model is ExecutionModel.ASYNC and not coroutine:
         raise HandlerDefinitionError(

@@ -68,7 +68,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import failures
-from sundial.store import claims, reaper, reconnect, releases
+from sundial.store import claims, reaper, reconnect, releases, runners
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -186,21 +186,27 @@ class Worker:
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT, drain, and return the exit code (0)."""
-        stop = shutdown.Shutdown()
-        stop.install()
-        self._wake = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
-        lag.start()
         server: health.HealthServer | None = None
         if self.settings.metrics_port is not None:
+            # First, before anything needs undoing: a taken port ends the runner right here
+            # with health.PortUnavailableError, which the CLI turns into exit code 2.
             server = health.HealthServer(
                 self.metrics,
                 host=self.settings.metrics_host,
                 port=self.settings.metrics_port,
                 ready=self.ready,
             )
-            self.port = await server.start()
+            try:
+                self.port = await server.start()
+            except health.PortUnavailableError:
+                await self.router.close()
+                raise
+        stop = shutdown.Shutdown()
+        stop.install()
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
+        lag.start()
         log.info(
             "runner starting",
             extra={
@@ -239,6 +245,7 @@ class Worker:
                     asyncio.create_task(beats.run(), name="heartbeats"),
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
+                background.append(asyncio.create_task(self._announce(), name="announce"))
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
                 await self._claim_loop(stop)
@@ -309,6 +316,9 @@ class Worker:
                         queues=self.settings.queues,
                         handlers=names,
                         execution_models=[model.value],
+                        # `names` are registered with `model`: runs that name no model of
+                        # their own take the registration's (sundial.api.execution_model).
+                        registered_model=True,
                         limit=limit,
                         lease_seconds=self.settings.lease_seconds,
                     )
@@ -340,7 +350,8 @@ class Worker:
             run.idempotency_key,
             args if isinstance(args, dict) else {},
             run.fire_time,
-            float(run.timeout_seconds),
+            # None: the handler's registration decides, else the default (base.prepare).
+            run.timeout_seconds,
         )
         if run.cancel_requested:
             job.cancel.set()
@@ -446,7 +457,9 @@ class Worker:
                     extra={**attempt.log_fields(), "reason": outcome.detail.value},
                 )
             case outcomes.TimedOut():
-                result = claims.Outcome.timed_out(run, outcome.error)
+                result = claims.Outcome.timed_out(
+                    run, outcome.error, timeout_seconds=outcome.timeout_seconds
+                )
                 result = self._budget_retry(run, result)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:
@@ -578,6 +591,31 @@ class Worker:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
 
+    async def _announce(self) -> None:
+        """Say what this runner serves (``runners.announce``) every few seconds; with
+        maintenance on, also say why pending runs that no live runner serves are waiting
+        (``runners.mark_unclaimable``): a wrong executionModel or a handler nobody registers
+        shows in ``sundial runs`` and the JobRun instead of waiting silently."""
+        interval = min(5.0, max(self.settings.lease_seconds / 3, 0.5))
+        served = {h.name: h.execution_model.value for h in self.handlers}
+        while True:
+            try:
+                await runners.announce(
+                    self.pool(),
+                    self.settings.worker_id,
+                    queues=self.settings.queues,
+                    handlers=served,
+                    ttl_seconds=3 * interval,
+                )
+                if self.settings.maintenance_seconds > 0:
+                    for run in await runners.mark_unclaimable(self.pool()):
+                        _log_unclaimable(run, self.settings.worker_id)
+            except reconnect.ERRORS as error:
+                self.connection(error)
+            except Exception as error:  # never let a bad announcement stop the runner
+                log.error("announcing this runner failed", exc_info=error)
+            await asyncio.sleep(interval)
+
     # -- draining -------------------------------------------------------------------------
 
     async def _drain(self, stop: shutdown.Shutdown) -> None:
@@ -606,6 +644,8 @@ class Worker:
             )
         for attempt in remaining:
             attempt.invocation.cancel.set()
+        with contextlib.suppress(*reconnect.ERRORS):
+            await runners.withdraw(self.pool(), self.settings.worker_id)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=5)
         log.info(
@@ -625,6 +665,14 @@ class Worker:
         if isinstance(executor, thread_executor.ThreadExecutor):
             return executor.leaked
         return 0
+
+
+def _log_unclaimable(run: runners.Unclaimable, worker: str) -> None:
+    fields = {"run_id": run.run_id, "handler": run.handler, "worker": worker}
+    if run.reason is None:
+        log.info("run claimable again", extra=fields)
+    else:
+        log.warning("run unclaimable", extra={**fields, "reason": run.reason})
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:

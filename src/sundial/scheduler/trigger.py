@@ -6,7 +6,8 @@ One ``TriggerLoop`` per operator process (or per ``sundial scheduler``). Each ``
    not hold it does nothing but wait;
 2. as leader, ``tick``: calls ``store.fires.fire_due`` until no due schedule is left, one
    transaction per batch; then the store's maintenance, ``reaper.reap`` and
-   ``reaper.promote_due`` (future ``run_at`` -> pending);
+   ``reaper.promote_due`` (future ``run_at`` -> pending) and ``runners.mark_unclaimable`` (why
+   pending runs no live runner serves are waiting);
 3. returns when to wake: the next ``next_fire_time`` or the poll interval, whichever is first.
 
 The lease only saves work. Correctness never depends on it: due schedules are locked
@@ -38,12 +39,14 @@ from datetime import datetime, timedelta
 from sundial.observability import trigger_metrics
 from sundial.scheduling import clock as clocks
 from sundial.scheduling import fire_budget
-from sundial.store import fires, leases, reaper, schedules
+from sundial.store import fires, leases, reaper, runners, schedules
 from sundial.store.pool import Pool
 
 __all__ = ["LEASE_NAME", "RunAtPacer", "TriggerLoop", "TriggerSettings", "default_holder"]
 
 LEASE_NAME = "trigger"
+#: How often the leader checks for pending runs no live runner can claim (store.runners).
+UNCLAIMABLE_CHECK_SECONDS = 5.0
 
 log = logging.getLogger("sundial.trigger")
 
@@ -116,6 +119,7 @@ class TriggerLoop:
         self.lease: leases.LeaderLease | None = None
         rate = self.settings.fires_per_second
         self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
+        self._next_unclaimable_check = 0.0  # time.monotonic(): a pacing interval, not logic
 
     async def tick(self) -> fires.FireReport:
         """Fire every schedule due at the clock's now, one transaction per batch."""
@@ -185,10 +189,24 @@ class TriggerLoop:
         if self.settings.maintain:
             await reaper.reap(self.pool)
             await reaper.promote_due(self.pool)
+            await self._mark_unclaimable()
         upcoming = await schedules.next_due(self.pool)
         if upcoming is not None:
             wake = min(wake, max(upcoming, self.clock.now()))
         return wake
+
+    async def _mark_unclaimable(self) -> None:
+        """Every few seconds, say why pending runs no live runner serves are waiting. Here too,
+        not only in runners: when no runner is alive, nobody else would say so."""
+        if time.monotonic() < self._next_unclaimable_check:
+            return
+        self._next_unclaimable_check = time.monotonic() + UNCLAIMABLE_CHECK_SECONDS
+        for run in await runners.mark_unclaimable(self.pool):
+            if run.reason is not None:
+                log.warning(
+                    "run unclaimable",
+                    extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
+                )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step until ``stop`` is set; a failed step (database away) is retried with backoff."""

@@ -63,6 +63,7 @@ class Budget(enum.StrEnum):
     MAX_RETRIES = "maxRetries"  # the job's retry.maxRetries (job_runs.retries_used)
     INFRASTRUCTURE = "infrastructure"  # INFRASTRUCTURE_RETRY_LIMIT (infra_retries_used)
     OOM = "oom"  # the job's oom.maxRetries (oom_retries_used)
+    LOST_LEASES = "lostLeases"  # the run's max_lost_leases (lease_expiries); ADR 0016
     NONE = "none"  # not retried
 
 
@@ -85,8 +86,10 @@ RULES: dict[FailureClass, FailureRule] = {
     FailureClass.CRASH: FailureRule(True, Budget.MAX_RETRIES, RunState.DEAD_LETTERED),
     FailureClass.OOM: FailureRule(True, Budget.OOM, RunState.DEAD_LETTERED),
     FailureClass.INFRASTRUCTURE: FailureRule(True, Budget.INFRASTRUCTURE, RunState.DEAD_LETTERED),
-    # A handler that kills its worker every time must not loop forever, so this counts.
-    FailureClass.LEASE_EXPIRED: FailureRule(True, Budget.MAX_RETRIES, RunState.DEAD_LETTERED),
+    # The runner died or stalled, which says nothing about the job: not maxRetries. A handler
+    # that kills its runner every time must not loop forever, so it spends a budget of its own
+    # (the reaper applies it: store/queries/reap_expired_leases.sql, ADR 0016).
+    FailureClass.LEASE_EXPIRED: FailureRule(True, Budget.LOST_LEASES, RunState.DEAD_LETTERED),
     FailureClass.START_FAILURE: FailureRule(False, Budget.NONE, RunState.FAILED),
     FailureClass.PERMANENT: FailureRule(False, Budget.NONE, RunState.FAILED),
     FailureClass.CANCELLED: FailureRule(False, Budget.NONE, RunState.CANCELLED),

@@ -19,7 +19,7 @@ API, stable from here on::
     runs.replay(pool, run_id) -> int                               # dead letters back to pending
 
     claims.claim(pool, worker, *, queues=("default",), handlers=None, execution_models=None,
-                 limit=10, lease_seconds=30.0) -> list[ClaimedRun]
+                 registered_model=False, limit=10, lease_seconds=30.0) -> list[ClaimedRun]
     claims.heartbeat(pool, worker, [(run_id, attempt), ...], *, lease_seconds=30.0)
         -> HeartbeatResult(extended, cancel_requested, lost)
     claims.finish(pool, worker, [Outcome.succeeded(run) | Outcome.failed(run, error, cls) |
@@ -32,7 +32,10 @@ API, stable from here on::
     history.runs(pool, run_ids) / history.schedules(pool, ids) / history.recent(pool, ...)
                                                   # the status mirror and `sundial runs`
 
-    reaper.reap(pool, *, limit=1000) -> ReapResult(requeued, ended)
+    reaper.reap(pool, *, limit=1000) -> ReapResult(requeued, ended)  # lost-lease budget: ADR 0016
+    runners.announce(pool, worker, *, queues=, handlers={name: model}, ttl_seconds=)
+    runners.withdraw(pool, worker)
+    runners.mark_unclaimable(pool, *, grace_seconds=5.0) -> [Unclaimable]  # why runs wait
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
     leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None
     leases.release(pool, lease) -> bool

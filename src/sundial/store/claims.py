@@ -14,7 +14,10 @@ Guarantees:
   skewed clocks agree on who holds what.
 
 A worker serves ``queues`` and, optionally, only some ``handlers`` (names it has registered)
-or ``execution_models`` (the pod launcher claims ``pod`` runs).
+or ``execution_models`` (the pod launcher claims ``pod`` runs). A run whose model is not set
+(NULL: the handler's registration decides, ``sundial.api.execution_model``) goes only to a
+claimer that passes ``registered_model=True``: one whose ``handlers`` are registered under the
+``execution_models`` it asks for.
 """
 
 from __future__ import annotations
@@ -53,9 +56,9 @@ class ClaimedRun(NamedTuple):
     job_id: uuid.UUID
     queue: str
     handler: str
-    execution_model: str
+    execution_model: str | None  # None: the handler's registration decides
     args: Any
-    timeout_seconds: int
+    timeout_seconds: int | None  # None: the handler's registration decides, else the default
     schedule_id: uuid.UUID | None
     fire_time: datetime | None
     idempotency_key: str  # per run, not per attempt ("run:<id>" when none was given)
@@ -112,14 +115,22 @@ class Outcome(NamedTuple):
 
     @classmethod
     def timed_out(
-        cls, run: ClaimedRun, detail: str | None = None, *, rng: backoff.RandomSource | None = None
+        cls,
+        run: ClaimedRun,
+        detail: str | None = None,
+        *,
+        timeout_seconds: float | None = None,
+        rng: backoff.RandomSource | None = None,
     ) -> Outcome:
         """Retried while maxRetries lasts; then the run ends ``timed_out`` (not dead-lettered).
 
-        ``last_error`` names the attempt and the limit it exceeded, then ``detail`` (what the
-        executor did about it), so a reader of the final state sees which timeout fired.
+        ``last_error`` names the attempt and the limit it exceeded (``timeout_seconds``, the
+        one that applied; the run's own when not given), then ``detail`` (what the executor did
+        about it), so a reader of the final state sees which timeout fired.
         """
-        message = f"attempt {run.attempt} exceeded timeoutSeconds={run.timeout_seconds}"
+        limit = run.timeout_seconds if timeout_seconds is None else timeout_seconds
+        shown = "the default" if limit is None else f"{limit:g}"
+        message = f"attempt {run.attempt} exceeded timeoutSeconds={shown}"
         if detail:
             message = f"{message}: {detail}"
         return cls.failed(run, message, failures.FailureClass.TIMEOUT, rng=rng)
@@ -161,6 +172,7 @@ async def claim(
     queues: Sequence[str] = ("default",),
     handlers: Sequence[str] | None = None,
     execution_models: Sequence[str] | None = None,
+    registered_model: bool = False,
     limit: int = 10,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
 ) -> list[ClaimedRun]:
@@ -175,6 +187,7 @@ async def claim(
                 "queues": list(queues),
                 "handlers": None if handlers is None else list(handlers),
                 "execution_models": None if execution_models is None else list(execution_models),
+                "unset_model": registered_model,
                 "limit": limit,
                 "lease_seconds": float(lease_seconds),
             },

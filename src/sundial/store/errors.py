@@ -16,6 +16,7 @@ bug, or a constraint the caller broke), each with psycopg's error as ``__cause__
         ├── UnknownJobError             no active job definition by that id or name
         ├── ArgsTooLargeError           args larger than MAX_ARGS_BYTES once encoded
         ├── InvalidPriorityError        priority outside MIN_PRIORITY..MAX_PRIORITY
+        ├── RefusedValueError           PostgreSQL refused a value (NUL, out of range)
         ├── DependencyError
         │   ├── MissingDependencyError  depends_on names a run that does not exist
         │   └── CyclicDependencyError   a submitted graph has a cycle
@@ -39,6 +40,7 @@ __all__ = [
     "MigrationError",
     "MissingDependencyError",
     "NoSuchRunError",
+    "RefusedValueError",
     "RunNotReplayableError",
     "StatementError",
     "StoreError",
@@ -113,6 +115,20 @@ class InvalidPriorityError(InvalidSubmissionError):
             f"to {highest} (most urgent)"
         )
         self.priority = priority
+
+
+class RefusedValueError(InvalidSubmissionError):
+    """PostgreSQL refused a value (a NUL character, a number out of range, bad encoding).
+
+    A backstop: the models refuse such values first (docs/adr/0015), so this means a caller
+    that bypassed them. The write was rolled back; nothing was stored."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"PostgreSQL refused a value: {detail}; remove NUL characters and keep numbers"
+            " within range (parse the manifest with sundial.api to find the field)"
+        )
+        self.detail = detail
 
 
 class DependencyError(InvalidSubmissionError):

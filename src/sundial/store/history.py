@@ -54,6 +54,8 @@ class RunView:
     pod_reason: str | None = None
     #: What exactly failed, finer than ``failure_reason`` (BadArgs, UnknownHandler …).
     failure_detail: str | None = None
+    #: Why no live runner can claim this pending run (``runners.mark_unclaimable``), or None.
+    unclaimable_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,8 @@ class HistoryRow:
     pod_reason: str | None = None
     #: What exactly failed, finer than ``failure_reason`` (BadArgs, UnknownHandler …).
     failure_detail: str | None = None
+    #: Why no live runner can claim this pending run, or None.
+    unclaimable_reason: str | None = None
 
 
 async def recent(

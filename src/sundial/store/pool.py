@@ -10,7 +10,11 @@ It is also the store's edge for errors: whatever psycopg raises inside ``Pool.co
 above the store never import psycopg to know that the database is away::
 
     psycopg.OperationalError, InterfaceError, PoolTimeout -> errors.StoreUnavailableError
+    psycopg.DataError (a NUL, a number out of range)      -> errors.RefusedValueError
     any other psycopg.Error (a constraint, a bug)         -> errors.StatementError
+
+``RefusedValueError`` is a refused submission, not a bug: the models refuse such values
+first (docs/adr/0015), so it means a caller that bypassed them, and it is reported to them.
 
 Store code that expects a particular psycopg error catches it inside the block, before the
 edge sees it. The translation costs one generator frame per connection checkout (a batch of
@@ -46,6 +50,8 @@ def store_error(error: psycopg.Error) -> errors.StoreError:
     message = f"{type(error).__name__}: {text[0] if text else ''}"
     if isinstance(error, UNAVAILABLE):
         return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
+    if isinstance(error, psycopg.DataError):
+        return errors.RefusedValueError(error.diag.message_primary or message)
     return errors.StatementError(f"PostgreSQL refused a statement ({message})")
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_ARGS_BYTES",
     "MAX_PRIORITY",
     "MIN_PRIORITY",
+    "BatchItem",
     "CancelResult",
     "GraphNode",
     "RunInfo",
@@ -40,6 +41,7 @@ __all__ = [
     "run_for_key",
     "submit",
     "submit_graph",
+    "submit_many",
 ]
 
 #: Arguments are bounded (DESIGN.md section 9): larger payloads belong in object storage.
@@ -226,6 +228,93 @@ async def submit(
 
 
 @dataclass(frozen=True)
+class BatchItem:
+    """One run of a batch given to :func:`submit_many`: ``submit``'s arguments for one run."""
+
+    args: Mapping[str, Any] | None = None
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay_seconds: float = 0.0
+    idempotency_key: str | None = None
+
+
+async def submit_many(
+    pool: Pool, job: uuid.UUID | str, items: Sequence[BatchItem]
+) -> list[Submitted]:
+    """Create many runs of ``job`` in one transaction and (without key conflicts) one round trip.
+
+    Each item means what the same arguments mean to :func:`submit`, result for result, in the
+    order given: a key used before with the same args returns that run (``created=False``), with
+    other args raises ``IdempotencyConflictError``; a key given twice in the batch is one run.
+    The batch is all or nothing: a refused item (bad args, a conflict, an unknown job) raises
+    and writes none of the batch. Dependencies and schedule fires are not batched: use
+    :func:`submit_graph` and the trigger.
+    """
+    requests = [
+        _validate(
+            job,
+            args=item.args,
+            priority=item.priority,
+            run_at=item.run_at,
+            delay_seconds=item.delay_seconds,
+            idempotency_key=item.idempotency_key,
+            depends_on=(),
+        )
+        for item in items
+    ]
+    if not requests:
+        return []
+    # A key given twice is one run: send its first item; the others take that item's result.
+    first_of_key: dict[str, int] = {}
+    sent: list[int] = []
+    for ordinal, request in enumerate(requests):
+        key = request.idempotency_key
+        if key is None or key not in first_of_key:
+            if key is not None:
+                first_of_key[key] = ordinal
+            sent.append(ordinal)
+    parameters = {
+        **_job_lookup(job),
+        "ordinals": sent,
+        "keys": [requests[i].idempotency_key for i in sent],
+        "args_hashes": [requests[i].args_hash for i in sent],
+        # As text, cast in SQL: adapting a list of Jsonb costs more than the statement.
+        "args": [json.dumps(requests[i].args, ensure_ascii=False) for i in sent],
+        "priorities": [requests[i].priority for i in sent],
+        "run_ats": [requests[i].run_at for i in sent],
+        "delays": [requests[i].delay_seconds for i in sent],
+    }
+    results: dict[int, Submitted] = {}
+    async with pool.connection() as conn, conn.transaction():
+        cursor = await conn.execute(queries.get("submit_many"), parameters)
+        for ordinal, run_id, state in await cursor.fetchall():
+            if ordinal < 0:
+                raise errors.UnknownJobError(str(job))
+            results[ordinal] = Submitted(run_id=run_id, created=True, state=state)
+        taken = [i for i in sent if i not in results]
+        if taken:
+            keys = [requests[i].idempotency_key for i in taken]
+            cursor = await conn.execute(queries.get("existing_idempotency_keys"), {"keys": keys})
+            existing = {row[0]: row[1:] for row in await cursor.fetchall()}
+            for ordinal in taken:
+                key = requests[ordinal].idempotency_key
+                assert key is not None and key in existing  # the conflict hit a committed row
+                stored_hash, run_id, state = existing[key]
+                if stored_hash != requests[ordinal].args_hash:
+                    raise errors.IdempotencyConflictError(key, run_id)
+                results[ordinal] = Submitted(run_id=run_id, created=False, state=state or "unknown")
+        for ordinal, request in enumerate(requests):
+            key = request.idempotency_key
+            if ordinal in results or key is None:
+                continue
+            first = results[first_of_key[key]]
+            if request.args_hash != requests[first_of_key[key]].args_hash:
+                raise errors.IdempotencyConflictError(key, first.run_id)
+            results[ordinal] = Submitted(run_id=first.run_id, created=False, state=first.state)
+    return [results[ordinal] for ordinal in range(len(requests))]
+
+
+@dataclass(frozen=True)
 class GraphNode:
     """One run of a graph given to :func:`submit_graph`."""
 
@@ -275,9 +364,19 @@ async def _submit_in(conn: Connection, request: _Request) -> Submitted:
     found = await cursor.fetchone()
     if found is None:
         raise errors.UnknownJobError(str(request.job))
-    (job_id, queue, handler, model, job_priority, timeout, max_retries, base, cap, oom_retries) = (
-        found
-    )
+    (
+        job_id,
+        queue,
+        handler,
+        model,
+        job_priority,
+        timeout,
+        max_retries,
+        base,
+        cap,
+        oom_retries,
+        max_lost_leases,
+    ) = found
 
     run_id: int | None = None
     if request.idempotency_key is not None:
@@ -321,6 +420,7 @@ async def _submit_in(conn: Connection, request: _Request) -> Submitted:
             "backoff_base_seconds": base,
             "backoff_cap_seconds": cap,
             "oom_max_retries": oom_retries,
+            "max_lost_leases": max_lost_leases,
             "doomed_state": doomed_state,
             "pending_dependencies": pending,
             "priority": job_priority if request.priority is None else request.priority,

@@ -4,7 +4,9 @@
 ``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid.
 ``next_fire_time`` is kept while the schedule text and zone are unchanged (fires missed while
 the operator was away still go through the missed-fire policy) and recomputed when they
-change. An invalid cron expression or time zone is stored as *stalled* (the schedule stops
+change. PostgreSQL refusing a value (a NUL the models would have refused) leaves the store's
+edge as ``errors.RefusedValueError``, after a rollback. An invalid cron expression or time zone is
+stored as *stalled* (the schedule stops
 firing, with the error naming the field) rather than raised, so an edit to a bad value never
 leaves the old schedule firing. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are
 the other changes a user makes; the trigger's transaction is in ``fires``.
@@ -20,7 +22,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from sundial.api import common, scheduled_job
-from sundial.scheduling import concurrency, cron, missed_fires, plan, spread
+from sundial.scheduling import concurrency, cron, missed_fires, plan, spread, time_zones
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import queries
@@ -40,7 +42,7 @@ __all__ = [
     "upsert_job",
 ]
 
-DEFAULT_TIMEOUT_SECONDS = 300
+DEFAULT_TIMEOUT_SECONDS = common.DEFAULT_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ async def upsert(
     stalled: scheduling_errors.SchedulingError | None = None
     next_fire_time = now
     try:
+        time_zones.require_iana(spec.time_zone)
         parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
         rules(
             spec.spread_seconds,
@@ -228,8 +231,11 @@ def _job_row(
     retry = spec.retry
     template = spec.template
     handler = spec.handler
+    # None: the handler's registration decides (sundial.api.execution_model).
+    model: common.ExecutionModel | None
     if template is not None:
-        handler_name, model = (handler.name if handler else f"pod:{namespace}/{name}"), "pod"
+        handler_name = handler.name if handler else f"pod:{namespace}/{name}"
+        model = common.ExecutionModel.POD
     else:
         assert handler is not None  # the CRD's CEL rule: exactly one of handler / template
         handler_name, model = handler.name, handler.execution_model
@@ -241,11 +247,13 @@ def _job_row(
         "name": name,
         "generation": generation,
         "handler": handler_name,
-        "execution_model": model,
+        "execution_model": None if model is None else model.value,
         "queue": spec.queue,
         "priority": spec.priority,
-        "timeout_seconds": spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+        # NULL: the handler's registration decides, else DEFAULT_TIMEOUT_SECONDS (migration 0080).
+        "timeout_seconds": spec.timeout_seconds,
         "max_retries": retry.max_retries if retry else 3,
+        "max_lost_leases": retry.max_lost_leases if retry else 3,
         "backoff_base_seconds": float(retry.backoff_base_seconds) if retry else 1.0,
         "backoff_cap_seconds": float(retry.backoff_cap_seconds) if retry else 300.0,
         "dependency": spec.dependency,

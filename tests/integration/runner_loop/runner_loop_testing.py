@@ -57,9 +57,10 @@ def submit(
             """
             INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
                                   max_retries, backoff_base_seconds, backoff_cap_seconds,
-                                  state, priority, run_at, dispatch_key, args)
+                                  max_lost_leases, state, priority, run_at, dispatch_key, args)
             SELECT j.id, j.queue, j.handler, j.execution_model, j.timeout_seconds,
                    j.max_retries, j.backoff_base_seconds, j.backoff_cap_seconds,
+                   j.max_lost_leases,
                    'pending', j.priority, now(), sundial_dispatch_key(now(), j.priority), %s
             FROM job_definitions j, generate_series(1, %s)
             WHERE j.id = %s
@@ -107,10 +108,17 @@ def eventually(predicate: Callable[[], Any], *, within: float = 30.0, what: str 
 class RunnerProcess:
     """One `sundial runner` child; its JSON log goes to a file the test can read."""
 
-    def __init__(self, dsn: str, log_dir: pathlib.Path, *args: str, worker_id: str) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        log_dir: pathlib.Path,
+        *args: str,
+        worker_id: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.worker_id = worker_id
         self.log_path = log_dir / f"{worker_id}.log"
-        env = dict(os.environ, PYTHONPATH=str(TESTS_DIR))
+        env = dict(os.environ, PYTHONPATH=str(TESTS_DIR), **(env or {}))
         command = [
             sys.executable, "-m", "sundial", "runner",
             "--dsn", dsn,
@@ -126,11 +134,13 @@ class RunnerProcess:
         self.port = eventually(self._port, within=30, what=f"{worker_id} to start")
 
     def _port(self) -> int | None:
-        if self.process.poll() is not None:
-            raise AssertionError(f"runner exited early:\n{self.log_path.read_text()}")
+        # The log first: a runner may start and end (a handler that kills it) between polls.
         for entry in self.logs():
             if entry.get("message") == "runner starting":
                 return int(entry["metrics_port"])
+        if self.process.poll() is not None:
+            self._log.close()
+            raise AssertionError(f"runner exited early:\n{self.log_path.read_text()}")
         return None
 
     def logs(self) -> list[dict[str, Any]]:
@@ -187,9 +197,15 @@ class Runners:
         self.log_dir = log_dir
         self.started: list[RunnerProcess] = []
 
-    def start(self, dsn: str, *args: str, worker_id: str | None = None) -> RunnerProcess:
+    def start(
+        self,
+        dsn: str,
+        *args: str,
+        worker_id: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RunnerProcess:
         name = worker_id or f"runner-{len(self.started) + 1}"
-        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name)
+        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name, env=env)
         self.started.append(runner)
         return runner
 

@@ -31,6 +31,7 @@ from sundial.store import pool as store_pool
 
 T = TypeVar("T")
 MAX_RETRIES = 2
+MAX_LOST_LEASES = 3  # job_runs.max_lost_leases' default (migration 0081, ADR 0016)
 REPLAYABLE = ("dead_lettered", "timed_out")
 
 
@@ -39,6 +40,7 @@ class ModelRun:
     state: str = "pending"
     attempt: int = 0
     retries_used: int = 0
+    lease_expiries: int = 0
     cancel_requested: bool = False
 
 
@@ -137,14 +139,15 @@ class RunLifecycle(RuleBasedStateMachine):
         mine = (set(result.requeued) | set(result.ended)) & set(self.model)
         assert mine == expired
         for run_id in expired:
+            # A lost lease spends the lost-lease budget, never maxRetries (ADR 0016).
             model = self.model[run_id]
             if model.cancel_requested:
                 model.state = "cancelled"
-            elif model.retries_used >= MAX_RETRIES:
+            elif model.lease_expiries >= MAX_LOST_LEASES:
                 model.state = "dead_lettered"
             else:
                 model.state = "pending"
-                model.retries_used += 1
+            model.lease_expiries += 1
 
     @precondition(lambda self: self.stale)
     @rule(data=st.data())

@@ -15,9 +15,11 @@ from sundial.store import pool as store_pool
 async def test_vanished_worker_run_is_rerun_then_dead_lettered_then_replayed(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
-    job = make_job("crashy", max_retries=1)
+    # maxRetries: 0 and a lost-lease budget of 1: a lost lease spends the budget, not retries.
+    job = make_job("crashy", max_retries=0)
     submitted = await runs.submit(pool, job)
     run_id = submitted.run_id
+    await _set_lost_lease_budget(pool, run_id, 1)
 
     # Attempt 1: the worker vanishes (never heartbeats or finishes).
     [first] = await claims.claim(pool, "vanished-1", lease_seconds=SHORT_LEASE)
@@ -26,9 +28,9 @@ async def test_vanished_worker_run_is_rerun_then_dead_lettered_then_replayed(
     reaped = await reaper.reap(pool)
     assert reaped.requeued == {run_id} and reaped.lease_expiries == 1
 
-    # Attempt 2: re-run by another worker, which vanishes too; retries are now spent.
+    # Attempt 2: re-run by another worker, which vanishes too; the budget is now spent.
     [second] = await claims.claim(pool, "vanished-2", lease_seconds=SHORT_LEASE)
-    assert (second.id, second.attempt) == (run_id, first.attempt + 1)
+    assert (second.id, second.attempt, second.retries_used) == (run_id, first.attempt + 1, 0)
     await wait_for_lease_expiry(pool, run_id)
     reaped = await reaper.reap(pool)
     assert reaped.ended == {run_id: "dead_lettered"}
@@ -36,15 +38,48 @@ async def test_vanished_worker_run_is_rerun_then_dead_lettered_then_replayed(
     assert info is not None
     assert (info.state, info.failure_reason) == ("dead_lettered", "lease_expired")
     assert "vanished-2" in (info.last_error or "")
+    assert "lost-lease budget (1) is spent" in (info.last_error or "")
     assert await monitoring.lease_expiries(pool) == 2
 
-    # Replay: same run, fresh budget, the attempt keeps growing.
+    # Replay: same run, fresh budgets, the attempt keeps growing.
     assert await runs.replay(pool, run_id) == 2
-    [third] = await claims.claim(pool, "healthy")
+    [third] = await claims.claim(pool, "healthy", lease_seconds=SHORT_LEASE)
     assert (third.id, third.attempt, third.retries_used) == (run_id, 3, 0)
-    done = await claims.finish(pool, "healthy", [claims.Outcome.succeeded(third)])
+    await wait_for_lease_expiry(pool, run_id)
+    assert (await reaper.reap(pool)).requeued == {run_id}  # the lost-lease budget is fresh
+    [fourth] = await claims.claim(pool, "healthy")
+    done = await claims.finish(pool, "healthy", [claims.Outcome.succeeded(fourth)])
     assert done.states == {run_id: "completed"}
-    assert await monitoring.attempts_per_completed_run(pool) == {3: 1}
+    assert await monitoring.attempts_per_completed_run(pool) == {4: 1}
+
+
+@pytest.mark.parametrize("budget", [0, 1, 3])
+async def test_a_run_is_requeued_exactly_its_lost_lease_budget_times(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], budget: int
+) -> None:
+    job = make_job("killer", max_retries=0)
+    run_id = (await runs.submit(pool, job)).run_id
+    await _set_lost_lease_budget(pool, run_id, budget)
+    requeues = 0
+    while True:
+        await claims.claim(pool, "w", lease_seconds=SHORT_LEASE)
+        await wait_for_lease_expiry(pool, run_id)
+        reaped = await reaper.reap(pool)
+        if reaped.ended:
+            assert reaped.ended == {run_id: "dead_lettered"}
+            break
+        assert reaped.requeued == {run_id}
+        requeues += 1
+    assert requeues == budget
+    info = await runs.get(pool, run_id)
+    assert info is not None and info.retries_used == 0
+
+
+async def _set_lost_lease_budget(pool: store_pool.Pool, run_id: int, budget: int) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE job_runs SET max_lost_leases = %s WHERE id = %s", (budget, run_id)
+        )
 
 
 async def test_expired_run_with_cancel_requested_is_cancelled_not_rerun(

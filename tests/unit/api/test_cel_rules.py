@@ -165,6 +165,11 @@ def run(name: str = "once", **spec: Any) -> dict[str, Any]:
     }
 
 
+def submitted(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` as it is once the operator submitted its run."""
+    return {**manifest, "status": {"runId": "7"}}
+
+
 POD = {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
 
 CASES = [
@@ -254,7 +259,22 @@ def test_cel_and_pydantic_agree(manifest: dict[str, Any], message: str | None) -
             run(runAt="2026-11-30T09:00:00Z"),
             "this field is immutable",
         ),
-        (run(dependsOn=["a"]), run(dependsOn=["a", "b"]), "this field is immutable"),
+        # dependsOn is editable until the run is submitted (to break a cycle), fixed after.
+        (run(dependsOn=["a"]), run(dependsOn=["a", "b"]), None),
+        (run(dependsOn=["a"]), run(), None),
+        (
+            submitted(run(dependsOn=["a"])),
+            submitted(run(dependsOn=["a", "b"])),
+            "dependsOn cannot change once the run is submitted",
+        ),
+        (
+            submitted(run(dependsOn=["a"])),
+            submitted(run()),
+            "dependsOn cannot change once the run is submitted",
+        ),
+        (submitted(run()), submitted(run(dependsOn=["a"])), "dependsOn cannot change once"),
+        (submitted(run(dependsOn=["a", "b"])), submitted(run(dependsOn=["b", "a"])), None),
+        (submitted(run(dependsOn=["a"])), submitted(run(dependsOn=["a"], cancel=True)), None),
         (
             run(),
             run(jobRef=None, job={"handler": {"name": "h"}}),

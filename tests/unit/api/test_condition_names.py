@@ -15,6 +15,7 @@ METAV1_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 def test_condition_types_are_those_of_the_design() -> None:
     assert {str(t) for t in conditions.ConditionType} == {
         "Ready", "Reconciling", "Stalled", "Suspended", "Quarantined", "ScheduleMissed", "Degraded",
+        "Complete", "Failed",
     }  # fmt: skip
 
 

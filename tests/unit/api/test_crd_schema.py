@@ -94,7 +94,8 @@ def test_defaults_are_those_kubernetes_users_expect() -> None:
     assert spec["suspend"]["default"] is False
     assert spec["successfulRunsHistoryLimit"]["default"] == 3
     assert spec["failedRunsHistoryLimit"]["default"] == 1
-    assert spec["handler"]["properties"]["executionModel"]["default"] == "async"
+    # No default on purpose: absent, the handler's registration decides (api.execution_model).
+    assert "default" not in spec["handler"]["properties"]["executionModel"]
 
 
 def test_free_form_fields_preserve_unknown_fields() -> None:

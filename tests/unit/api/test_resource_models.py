@@ -44,7 +44,8 @@ def test_a_minimal_scheduled_job_gets_the_documented_defaults() -> None:
     assert job.spec.missed_fire_policy == "Coalesce"
     assert job.spec.suspend is False
     assert (job.spec.successful_runs_history_limit, job.spec.failed_runs_history_limit) == (3, 1)
-    assert job.spec.handler is not None and job.spec.handler.execution_model == "async"
+    # Not set: the handler's registration decides (api.execution_model); no default here.
+    assert job.spec.handler is not None and job.spec.handler.execution_model is None
     assert (job.spec.queue, job.spec.priority, job.spec.spread_seconds) == ("default", 1, 0)
 
 
@@ -214,7 +215,7 @@ def test_a_one_shot_run_of_a_scheduled_job_is_accepted() -> None:
             {"runAt": "2026-11-30T08:00:00Z", "delaySeconds": 5},
             "at most one of runAt or delaySeconds",
         ),
-        ({"runAt": "2026-11-30T08:00:00"}, "timezone"),
+        ({"runAt": "2026-11-30T08:00:00"}, "RFC 3339 date-time with an offset"),
         ({"delaySeconds": -1}, "greater than or equal to 0"),
         ({"dependsOn": [f"run-{n}" for n in range(33)]}, "at most 32 items"),
         ({"dependsOn": ["a", "a"]}, "dependsOn must not name a JobRun twice"),

@@ -208,6 +208,78 @@ def test_active_count_is_the_stores_count_not_the_listed_runs():
     assert len(result["active"]) == 100
 
 
+def test_a_quarantined_schedule_is_stalled_by_consecutive_failures():
+    quarantined = schedule(
+        quarantined=True, quarantine_message="suspended after 3 consecutive failed runs"
+    )
+    result = status.scheduled_job_status(
+        body(), spec_error=None, schedule=quarantined, window=None, missed=None, now=NOW
+    )
+    conditions = by_type(result)
+    for condition_type in ("Stalled", "Quarantined", "Suspended"):
+        assert conditions[condition_type]["status"] == "True"
+        assert conditions[condition_type]["reason"] == "ConsecutiveFailures"
+    assert conditions["Ready"]["status"] == "False"
+    assert result["nextScheduleTime"] is None
+
+
+def test_a_schedule_quarantined_by_a_failure_policy_rule_says_so():
+    quarantined = schedule(
+        quarantined=True, quarantine_message="failurePolicy Quarantine: exit code 42"
+    )
+    result = status.scheduled_job_status(
+        body(), spec_error=None, schedule=quarantined, window=None, missed=None, now=NOW
+    )
+    conditions = by_type(result)
+    assert conditions["Stalled"]["reason"] == "QuarantineRule"
+    assert conditions["Quarantined"]["reason"] == "QuarantineRule"
+    assert conditions["Stalled"]["message"] == "failurePolicy Quarantine: exit code 42"
+
+
+def _job_run_conditions(state: str) -> dict[str, tuple[str, str]]:
+    wanted = status.job_run_conditions(run(9, state, finished_minute=5))
+    return {condition_type: (state_, reason) for condition_type, state_, reason, _ in wanted}
+
+
+def test_job_run_conditions_follow_the_run_like_a_jobs():
+    for state in ("scheduled", "pending", "blocked", "running", "retry_wait"):
+        assert _job_run_conditions(state) == {
+            "Complete": ("False", "RunNotFinished"),
+            "Failed": ("False", "RunNotFinished"),
+            "Reconciling": ("True", "RunNotFinished"),
+            "Stalled": ("False", "AsExpected"),
+        }, state
+    assert _job_run_conditions("completed") == {
+        "Complete": ("True", "Succeeded"),
+        "Failed": ("False", "AsExpected"),
+        "Reconciling": ("False", "AsExpected"),
+        "Stalled": ("False", "AsExpected"),
+    }
+    for state, reason in (
+        ("failed", "Failed"),
+        ("timed_out", "TimedOut"),
+        ("dead_lettered", "DeadLettered"),
+    ):
+        assert _job_run_conditions(state) == {
+            "Complete": ("False", reason),
+            "Failed": ("True", reason),
+            "Reconciling": ("False", "AsExpected"),
+            "Stalled": ("True", reason),
+        }, state
+    assert _job_run_conditions("cancelled") == {
+        "Complete": ("False", "Cancelled"),
+        "Failed": ("True", "Cancelled"),
+        "Reconciling": ("False", "AsExpected"),
+        "Stalled": ("False", "AsExpected"),
+    }
+
+
+def test_a_failed_job_runs_conditions_carry_its_last_error():
+    failed = history.RunView(9, "failed", 3, "HandlerError", "ValueError: bad row", NOW, NOW, NOW)
+    messages = {kind: message for kind, _, _, message in status.job_run_conditions(failed)}
+    assert messages["Failed"] == messages["Stalled"] == "ValueError: bad row"
+
+
 def test_every_run_state_has_a_phase() -> None:
     assert set(status.PHASES) == set(run_state.RunState)
 
@@ -223,3 +295,34 @@ def test_the_reason_is_the_failures_detail_when_the_runner_gave_one() -> None:
         16, "dead_lettered", 3, "oom", None, None, None, None, "p", 137, "OOMKilled", "x"
     )
     assert status.job_run_status(pod, generation=1)["reason"] == "OOMKilled"
+
+
+def test_a_pending_run_no_runner_can_claim_says_why():
+    waiting = history.RunView(
+        14,
+        "pending",
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        unclaimable_reason="no runner serves handler h with executionModel async: ...",
+    )
+    desired = status.job_run_status(waiting, generation=1)
+    assert (desired["phase"], desired["reason"]) == ("Pending", "Unclaimable")
+    assert desired["lastError"].startswith("no runner serves handler h")
+
+    # Once claimed, the claim cleared the reason: the status drops it.
+    running = history.RunView(14, "running", 1, None, None, None, None, None)
+    patch = status.changes(desired, status.job_run_status(running, generation=1))
+    assert patch["reason"] is None and patch["lastError"] is None
+
+
+def test_a_reason_on_a_run_that_is_no_longer_pending_is_not_shown():
+    # A stale reason on a running run (a claim by a runner of an older version) is not shown.
+    running = history.RunView(
+        15, "running", 1, None, None, None, None, None, unclaimable_reason="stale"
+    )
+    desired = status.job_run_status(running, generation=1)
+    assert desired["reason"] is None and desired["lastError"] is None

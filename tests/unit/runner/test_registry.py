@@ -88,3 +88,26 @@ def test_public_api_exports_job_and_context() -> None:
 
 
 async def _async_noop(args: object, ctx: object) -> None: ...
+
+
+def test_the_registry_uses_the_one_execution_model_enum() -> None:
+    from sundial.api import common, execution_model
+
+    assert registry.ExecutionModel is execution_model.ExecutionModel is common.ExecutionModel
+
+
+def test_pod_is_not_a_model_a_handler_is_registered_with() -> None:
+    handlers = registry.Registry()
+    with pytest.raises(registry.HandlerDefinitionError, match="pod is chosen by a manifest"):
+        handlers.job("x", execution_model="pod")(_async_noop)
+
+
+def test_kill_grace_is_kept_and_must_not_be_negative() -> None:
+    handlers = registry.Registry()
+
+    @handlers.job("slow.stop", execution_model="subprocess", kill_grace_seconds=2.5)
+    def stop(args: object, ctx: object) -> None: ...
+
+    assert handlers.get("slow.stop").kill_grace_seconds == 2.5
+    with pytest.raises(registry.HandlerDefinitionError, match="kill_grace_seconds must be >= 0"):
+        handlers.job("bad", execution_model="subprocess", kill_grace_seconds=-1)(stop)

@@ -8,6 +8,9 @@ Guarantees:
   merely shared the broken pool end ``Crashed`` with ``PoolRestarted`` and count nothing.
 - A timeout or a cancellation kills the pool's workers and rebuilds the pool: a process, unlike
   a thread, can be stopped for good. Other attempts in that pool end ``PoolRestarted``.
+- Workers die with the runner, ``kill -9`` included (``lifeline.die_with_parent``). Workers are
+  spawned by the first ``submit``, on the event loop's thread, which the parent-death signal
+  is tied to.
 
 ``concurrent.futures`` on Python 3.11 has no public way to kill its workers, so this module
 reads the pool's ``_processes``; Python 3.14 adds ``kill_workers()`` for the same purpose.
@@ -32,15 +35,19 @@ from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from typing import Any
 
-from sundial.runner import context, invocation, outcomes
+from sundial.runner import context, invocation, lifeline, outcomes
 from sundial.runner import registry as registry_module
 from sundial.runner.executors import base
 
 _started: multiprocessing.queues.SimpleQueue[tuple[str, int]] | None = None
 
 
-def _initialize_worker(started: multiprocessing.queues.SimpleQueue[tuple[str, int]]) -> None:
+def _initialize_worker(
+    started: multiprocessing.queues.SimpleQueue[tuple[str, int]], parent_pid: int
+) -> None:
     global _started
+    # First: a worker must never outlive its runner (kill -9 included); see lifeline.
+    lifeline.die_with_parent(parent_pid)
     _started = started
 
 
@@ -77,7 +84,7 @@ class _Pool:
             max_workers=max_workers,
             mp_context=mp_context,
             initializer=_initialize_worker,
-            initargs=(self.started,),
+            initargs=(self.started, os.getpid()),
         )
         # Start every worker at the first submit instead of one per submit: a worker spawned
         # by a submit while the pool is breaking is missed by the pool's own terminate-all,

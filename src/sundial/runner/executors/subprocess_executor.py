@@ -3,9 +3,13 @@ untrusted work that must be killable.
 
 The child gets a new session, so SIGTERM and SIGKILL reach its whole process group,
 grandchildren included. On timeout or cancellation the group gets SIGTERM (the handler's
-cancellation event is set and it may clean up), then SIGKILL after ``grace_seconds``. The
+cancellation event is set and it may clean up), then SIGKILL after the handler's
+``kill_grace_seconds`` (``@sundial.job(kill_grace_seconds=...)``), else ``grace_seconds``. The
 child's exit code (see ``exec_command``) becomes the outcome; the tail of its stderr becomes
 the error text.
+
+The child dies with the runner, ``kill -9`` included: it reads a pipe whose write end only the
+runner holds (``lifeline``) and SIGKILLs its process group when the pipe closes.
 
 The child does not inherit the runner's database credentials: variables the runner is
 configured with (``SUNDIAL_*``), libpq's (``PG*``) and ``DATABASE_URL`` are dropped before the
@@ -22,7 +26,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from sundial.api import error_text
-from sundial.runner import exec_command, invocation, outcomes
+from sundial.runner import exec_command, invocation, lifeline, outcomes
 from sundial.runner import registry as registry_module
 from sundial.runner.executors import base
 
@@ -56,6 +60,7 @@ class SubprocessExecutor:
         self._handler_modules = tuple(handler_modules or ())
         self._withhold_env = withhold_env
         self._children: dict[int, asyncio.subprocess.Process] = {}
+        self._lifeline: lifeline.Lifeline | None = None
 
     @property
     def size(self) -> int:
@@ -89,12 +94,16 @@ class SubprocessExecutor:
                 args=job.args,
             )
         )
+        if self._lifeline is None:
+            self._lifeline = lifeline.Lifeline()
+        env[lifeline.ENV_FD] = str(self._lifeline.read_fd)
         child = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             env=env,
             start_new_session=True,
+            pass_fds=(self._lifeline.read_fd,),
         )
         self._children[child.pid] = child
         stderr_tail = bytearray()
@@ -107,7 +116,8 @@ class SubprocessExecutor:
                 )
             finally:
                 if not exited.done():
-                    await asyncio.shield(self._stop(child))
+                    grace = handler.kill_grace_seconds
+                    await asyncio.shield(self._stop(child, grace))
                 await exited
                 await reader
         finally:
@@ -126,10 +136,10 @@ class SubprocessExecutor:
             )
         return _outcome_of(child.returncode, handler.name, error)
 
-    async def _stop(self, child: asyncio.subprocess.Process) -> None:
+    async def _stop(self, child: asyncio.subprocess.Process, grace: float | None = None) -> None:
         _signal_group(child.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(child.wait(), self._grace_seconds)
+            await asyncio.wait_for(child.wait(), self._grace_seconds if grace is None else grace)
         except TimeoutError:
             _signal_group(child.pid, signal.SIGKILL)
             await child.wait()
@@ -143,6 +153,9 @@ class SubprocessExecutor:
                 *(self._stop(child) for child in list(self._children.values())),
                 return_exceptions=True,
             )
+        if self._lifeline is not None:
+            self._lifeline.close()
+            self._lifeline = None
 
 
 def _outcome_of(returncode: int | None, handler: str, error: str) -> outcomes.Outcome:

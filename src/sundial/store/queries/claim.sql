@@ -6,20 +6,27 @@
 -- table (a sequential scan of every live and recently finished run, per claim: about half
 -- of a 500-run claim's time at 20,000 rows). The array form is a primary-key probe per picked
 -- run, whatever the table's size (docs/adr/0012-runner-hot-path.md).
+--
+-- A run whose execution_model is NULL takes its model from the handler's registration
+-- (migration 0080): %(unset_model)s says the claimer registers the named handlers under the
+-- models it asks for, so it may take such runs (a runner does; the pod launcher does not).
 WITH claimed AS (
 UPDATE job_runs r
 SET state = 'running',
     lease_owner = %(worker)s,
     lease_until = now() + make_interval(secs => %(lease_seconds)s::double precision),
     attempt = r.attempt + 1,
-    started_at = now()
+    started_at = now(),
+    unclaimable_reason = NULL
 WHERE r.id = ANY(ARRAY(
     SELECT id FROM job_runs
     WHERE state = 'pending'
       AND run_at <= now()
       AND queue = ANY(%(queues)s::text[])
       AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
-      AND (%(execution_models)s::text[] IS NULL OR execution_model = ANY(%(execution_models)s::text[]))
+      AND (%(execution_models)s::text[] IS NULL
+           OR execution_model = ANY(%(execution_models)s::text[])
+           OR (execution_model IS NULL AND %(unset_model)s::boolean))
     ORDER BY dispatch_key
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

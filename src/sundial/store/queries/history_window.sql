@@ -3,19 +3,22 @@
 -- cancelled), from the hot table and the month partitions. `kind` says which part a row is.
 -- Archived runs keep their Pod columns (migration 0060).
 SELECT q.schedule_id, w.kind, w.id, w.state, w.attempt, w.failure_reason, w.last_error,
-       w.fire_time, w.started_at, w.finished_at, w.pod_name, w.pod_exit_code, w.pod_reason, w.failure_detail
+       w.fire_time, w.started_at, w.finished_at, w.pod_name, w.pod_exit_code, w.pod_reason,
+       w.failure_detail, w.unclaimable_reason
 FROM unnest(%(schedule_ids)s::uuid[], %(successful)s::int[], %(failed)s::int[])
     AS q(schedule_id, successful, failed)
 CROSS JOIN LATERAL (
     (SELECT 'active' AS kind, r.id, r.state, r.attempt, r.failure_reason, r.last_error,
-            r.fire_time, r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason, r.failure_detail
+            r.fire_time, r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason,
+            r.failure_detail, r.unclaimable_reason
      FROM job_runs r
      WHERE r.schedule_id = q.schedule_id AND r.finished_at IS NULL
      ORDER BY r.id DESC
      LIMIT 100)
     UNION ALL
     (SELECT 'successful', h.id, h.state, h.attempt, h.failure_reason, h.last_error,
-            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason, h.failure_detail
+            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason,
+            h.failure_detail, NULL::text
      FROM (SELECT r.id, r.state, r.attempt, r.failure_reason, r.last_error, r.fire_time,
                   r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason, r.failure_detail
            FROM job_runs r
@@ -31,7 +34,8 @@ CROSS JOIN LATERAL (
      LIMIT q.successful)
     UNION ALL
     (SELECT 'failed', h.id, h.state, h.attempt, h.failure_reason, h.last_error,
-            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason, h.failure_detail
+            h.fire_time, h.started_at, h.finished_at, h.pod_name, h.pod_exit_code, h.pod_reason,
+            h.failure_detail, NULL::text
      FROM (SELECT r.id, r.state, r.attempt, r.failure_reason, r.last_error, r.fire_time,
                   r.started_at, r.finished_at, r.pod_name, r.pod_exit_code, r.pod_reason, r.failure_detail
            FROM job_runs r

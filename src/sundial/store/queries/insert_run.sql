@@ -1,13 +1,13 @@
 INSERT INTO job_runs (
     id, job_id, schedule_id, fire_time, idempotency_key, queue, handler, execution_model,
     timeout_seconds, max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
-    state, priority, run_at, dispatch_key, args, pending_dependencies,
+    max_lost_leases, state, priority, run_at, dispatch_key, args, pending_dependencies,
     failure_reason, last_error, finished_at)
 SELECT
     coalesce(%(run_id)s, nextval(pg_get_serial_sequence('job_runs', 'id'))),
     %(job_id)s, %(schedule_id)s, %(fire_time)s, %(idempotency_key)s, %(queue)s, %(handler)s,
     %(execution_model)s, %(timeout_seconds)s, %(max_retries)s, %(backoff_base_seconds)s,
-    %(backoff_cap_seconds)s, %(oom_max_retries)s,
+    %(backoff_cap_seconds)s, %(oom_max_retries)s, %(max_lost_leases)s,
     CASE
         WHEN %(doomed_state)s::text IS NOT NULL THEN %(doomed_state)s::text
         WHEN %(pending_dependencies)s::int > 0 THEN 'blocked'

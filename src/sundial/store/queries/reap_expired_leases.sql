@@ -1,5 +1,12 @@
 -- Runs whose lease ran out: back to pending (the next claim increments attempt), or ended when
--- their retries are spent or a cancel was requested. Database time decides what expired.
+-- a cancel was requested or the run has lost its lease more than max_lost_leases times since
+-- it was submitted or replayed. Database
+-- time decides what expired.
+--
+-- A lost lease spends the lost-lease budget, never maxRetries: the runner (or pod launcher)
+-- died or stalled, which says nothing about whether the job works, so a maxRetries: 0 run is
+-- still executed again. The budget keeps a job that kills its runner every time from looping
+-- forever (docs/adr/0016-lost-lease-budget.md).
 WITH expired AS (
     SELECT id FROM job_runs
     WHERE state = 'running' AND lease_until < now()
@@ -10,19 +17,32 @@ WITH expired AS (
 UPDATE job_runs r
 SET state = CASE
         WHEN r.cancel_requested THEN 'cancelled'
-        WHEN r.retries_used >= r.max_retries THEN 'dead_lettered'
+        WHEN r.lost_leases_used >= r.max_lost_leases THEN 'dead_lettered'
         ELSE 'pending'
     END,
-    retries_used = r.retries_used
-        + CASE WHEN NOT r.cancel_requested AND r.retries_used < r.max_retries THEN 1 ELSE 0 END,
     finished_at = CASE
-        WHEN r.cancel_requested OR r.retries_used >= r.max_retries THEN now()
+        WHEN r.cancel_requested OR r.lost_leases_used >= r.max_lost_leases THEN now()
     END,
     lease_expiries = r.lease_expiries + 1,
+    lost_leases_used = r.lost_leases_used + CASE WHEN r.cancel_requested THEN 0 ELSE 1 END,
     lease_until = NULL,
     failure_reason = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'lease_expired' END,
     failure_detail = NULL,
-    last_error = format('the lease of worker %%s expired during attempt %%s', r.lease_owner, r.attempt)
+    last_error = CASE
+        WHEN r.cancel_requested THEN format(
+            'the lease of worker %%s expired during attempt %%s', r.lease_owner, r.attempt)
+        WHEN r.lost_leases_used >= r.max_lost_leases THEN format(
+            'the lease of worker %%s expired during attempt %%s: this run has now lost its '
+            'lease %%s times and its lost-lease budget (%%s) is spent, so it is dead-lettered '
+            'rather than requeued again. The handler may be killing or hanging its runner '
+            '(out of memory, os._exit, a segfault, a blocked event loop): fix it, then '
+            '`sundial runs replay %%s`',
+            r.lease_owner, r.attempt, r.lost_leases_used + 1, r.max_lost_leases, r.id)
+        ELSE format(
+            'the lease of worker %%s expired during attempt %%s; requeued without spending '
+            'maxRetries (lost leases so far: %%s, budget: %%s)',
+            r.lease_owner, r.attempt, r.lost_leases_used + 1, r.max_lost_leases)
+    END
 FROM expired
 WHERE r.id = expired.id
 RETURNING r.id, r.attempt, r.state, r.has_dependents, r.started_at, r.lease_owner, r.last_error

@@ -1,4 +1,4 @@
--- Give a dead-lettered (or failed / timed-out) run a fresh retry budget. It stays the same run,
+-- Give a dead-lettered (or failed / timed-out) run a fresh retry budget (and lost-lease budget). It stays the same run,
 -- and its attempt keeps growing at the next claim, so fencing tokens are never reused.
 UPDATE job_runs
 SET state = 'pending',
@@ -7,6 +7,7 @@ SET state = 'pending',
     retries_used = 0,
     infra_retries_used = 0,
     oom_retries_used = 0,
+    lost_leases_used = 0,
     cancel_requested = false,
     lease_owner = NULL,
     lease_until = NULL,

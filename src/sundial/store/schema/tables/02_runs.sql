@@ -12,8 +12,8 @@ CREATE TABLE job_runs (
     idempotency_key text,
     queue text NOT NULL,
     handler text NOT NULL,
-    execution_model text NOT NULL,
-    timeout_seconds integer NOT NULL,
+    execution_model text,
+    timeout_seconds integer,
     max_retries integer NOT NULL,
     backoff_base_seconds double precision NOT NULL,
     backoff_cap_seconds double precision NOT NULL,
@@ -42,6 +42,9 @@ CREATE TABLE job_runs (
     oom_max_retries integer DEFAULT 2 NOT NULL,
     oom_retries_used integer DEFAULT 0 NOT NULL,
     cancel_reason text,
+    max_lost_leases integer DEFAULT 3 NOT NULL,
+    lost_leases_used integer DEFAULT 0 NOT NULL,
+    unclaimable_reason text,
     failure_detail text,
     CONSTRAINT job_runs_args_check CHECK ((octet_length((args)::text) <= 131072)),
     CONSTRAINT job_runs_attempt_check CHECK ((attempt >= 0)),
@@ -55,6 +58,8 @@ CREATE TABLE job_runs (
     CONSTRAINT job_runs_infra_retries_used_check CHECK ((infra_retries_used >= 0)),
     CONSTRAINT job_runs_last_error_check CHECK ((octet_length(last_error) <= 8192)),
     CONSTRAINT job_runs_lease_expiries_check CHECK ((lease_expiries >= 0)),
+    CONSTRAINT job_runs_lost_leases_used_check CHECK ((lost_leases_used >= 0)),
+    CONSTRAINT job_runs_max_lost_leases_check CHECK ((max_lost_leases >= 0)),
     CONSTRAINT job_runs_max_retries_check CHECK ((max_retries >= 0)),
     CONSTRAINT job_runs_oom_max_retries_check CHECK ((oom_max_retries >= 0)),
     CONSTRAINT job_runs_oom_retries_used_check CHECK ((oom_retries_used >= 0)),
@@ -64,7 +69,8 @@ CREATE TABLE job_runs (
     CONSTRAINT job_runs_priority_check CHECK (((priority >= 0) AND (priority <= 9))),
     CONSTRAINT job_runs_retries_used_check CHECK ((retries_used >= 0)),
     CONSTRAINT job_runs_state_check CHECK ((state = ANY (ARRAY['scheduled'::text, 'blocked'::text, 'pending'::text, 'running'::text, 'retry_wait'::text, 'completed'::text, 'failed'::text, 'timed_out'::text, 'cancelled'::text, 'dead_lettered'::text]))),
-    CONSTRAINT job_runs_timeout_seconds_check CHECK ((timeout_seconds > 0))
+    CONSTRAINT job_runs_timeout_seconds_check CHECK ((timeout_seconds > 0)),
+    CONSTRAINT job_runs_unclaimable_reason_check CHECK ((octet_length(unclaimable_reason) <= 2048))
 )
 WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', fillfactor='80');
 

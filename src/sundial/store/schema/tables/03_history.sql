@@ -11,7 +11,7 @@ CREATE TABLE finished_runs (
     idempotency_key text,
     queue text NOT NULL,
     handler text NOT NULL,
-    execution_model text NOT NULL,
+    execution_model text,
     state text NOT NULL,
     priority smallint NOT NULL,
     run_at timestamp with time zone NOT NULL,

@@ -1,0 +1,148 @@
+"""No-op async jobs through 1, 2 and 4 `sundial runner` processes on one PostgreSQL.
+
+Not a test: it prints one table. bench/runner_throughput.py compares ONE runner with pgqueuer,
+procrastinate and the raw SQL loop; this one asks how the same protocol scales with processes
+on one database. For each process count: a fresh database with ``--jobs`` pending runs of
+``bench.noop``, N runners started together; jobs/s is runs / (last finished_at - first
+started_at), both stamped by the database. The runs are inserted (one statement) only once
+every runner is connected and idle, so start-up is not counted; CPU per job is the runners'
+and PostgreSQL's (the postmaster and every child, so the insert too) utime + stime from /proc
+from the insert to the drain, divided by the runs. The raw claim-and-finish SQL loop
+(bench/store_throughput.py, array claim) is the ceiling per job.
+
+    .venv/bin/python bench/runner_scaling.py [--jobs 40000] [--processes 1,2,4] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+import psycopg
+import stack
+import store_throughput
+
+
+def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str, float]:
+    dsn = stack.create_database(server, f"scaling_{processes}")  # type: ignore[arg-type]
+    job = stack.create_job(dsn, "noop", "bench.noop")
+    group = stack.Processes(dsn)
+    try:
+        runners = [group.runner(async_slots=concurrency) for _ in range(processes)]
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # Work appears only once every runner is connected and idle, so no runner's
+            # start-up (imports, pool) is counted and none starts late.
+            deadline = time.monotonic() + 120
+            seen, steady_since = -1, time.monotonic()
+            while True:
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                ).fetchone()
+                count = 0 if row is None else int(row[0])
+                if count != seen:
+                    seen, steady_since = count, time.monotonic()
+                # Each runner holds a pool and a LISTEN connection (3 today); a count that
+                # stopped moving for 3 s means they are all up, whatever that number becomes.
+                if count >= 3 * processes or (
+                    count >= processes and time.monotonic() - steady_since > 3
+                ):
+                    break
+                if time.monotonic() > deadline or any(r.poll() is not None for r in runners):
+                    raise RuntimeError("the runners did not connect")
+                time.sleep(0.1)
+            time.sleep(1.0)
+            meter = stack.CpuMeter()
+            meter.start([r.pid for r in runners] + stack.postgres_pids(server))  # type: ignore[arg-type]
+            conn.execute(
+                """
+                INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
+                                      max_retries, backoff_base_seconds, backoff_cap_seconds,
+                                      state, priority, run_at, dispatch_key, args)
+                SELECT %s, 'default', 'bench.noop', 'async', 60, 3, 1, 60, 'pending', 1, now(),
+                       sundial_dispatch_key(now(), 1::smallint), '{}'
+                FROM generate_series(1, %s)
+                """,
+                (job, jobs),
+            )
+            deadline = time.monotonic() + 600
+            while True:
+                row = conn.execute(
+                    "SELECT NOT EXISTS (SELECT 1 FROM job_runs WHERE state = 'pending')"
+                    " AND NOT EXISTS (SELECT 1 FROM job_runs WHERE state = 'running')"
+                ).fetchone()
+                meter.sample([r.pid for r in runners] + stack.postgres_pids(server))  # type: ignore[arg-type]
+                if row is not None and row[0]:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the runners stalled")
+                time.sleep(0.1)
+            runner_pids = {r.pid for r in runners}
+            runner_cpu = sum(
+                meter._last[p] - meter._start.get(p, 0.0) for p in meter._last if p in runner_pids
+            )
+            total_cpu = meter.spent()
+            row = conn.execute(
+                "SELECT count(*) FILTER (WHERE state = 'completed'), max(attempt),"
+                " extract(epoch FROM max(finished_at) - min(started_at))::float8 FROM job_runs"
+            ).fetchone()
+            assert row is not None and row[0] == jobs and row[1] == 1, row
+    finally:
+        group.stop_all()
+    return {
+        "jobs_per_second": jobs / float(row[2]),
+        "runner_us": runner_cpu / jobs * 1e6,
+        "postgres_us": (total_cpu - runner_cpu) / jobs * 1e6,
+    }
+
+
+def raw_ceiling(server: object, jobs: int, batch: int) -> float | None:
+    dsn = stack.create_database(server, "scaling_raw")  # type: ignore[arg-type]
+    job = store_throughput.prepare(dsn)
+    store_throughput.fill(dsn, job, jobs)
+    measured = asyncio.run(store_throughput.raw_loop(dsn, batch, array_claim=True))
+    return None if measured.cpu_seconds is None else measured.cpu_seconds / jobs * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=40_000)
+    parser.add_argument("--processes", default="1,2,4")
+    parser.add_argument("--concurrency", type=int, default=1000, help="async slots per runner")
+    parser.add_argument("--quick", action="store_true", help="20,000 jobs")
+    options = parser.parse_args()
+    if options.quick:
+        options.jobs = 20_000
+    rows = []
+    load_before = stack.load_average()
+    with stack.throwaway() as server:
+        raw = raw_ceiling(server, options.jobs, 500)
+        for processes in (int(p) for p in options.processes.split(",")):
+            figures = leg(server, options.jobs, processes, options.concurrency)
+            total = figures["runner_us"] + figures["postgres_us"]
+            rows.append(
+                [
+                    processes, f"{figures['jobs_per_second']:,.0f}",
+                    f"{figures['runner_us']:.1f}", f"{figures['postgres_us']:.1f}",
+                    f"{total:.1f}", "n/a" if raw is None else f"{total / raw:.2f}x",
+                    stack.load_average(),
+                ]
+            )  # fmt: skip
+            print(f"  {processes} runner(s): {figures['jobs_per_second']:,.0f} jobs/s", flush=True)
+    headers = ["runners", "jobs/s", "runner µs/job", "postgres µs/job", "total µs/job",
+               "vs raw loop", "load after"]  # fmt: skip
+    print()
+    print(f"no-op async jobs, {options.jobs:,} per leg; raw claim+finish loop: "
+          f"{raw if raw is None else round(raw, 1)} µs/job; load before {load_before}")  # fmt: skip
+    print(stack.table(headers, rows))
+    print(
+        f"reproduce: .venv/bin/python bench/runner_scaling.py --jobs {options.jobs} "
+        f"--processes {options.processes} --concurrency {options.concurrency}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""The seed's peak: N dispatches/s of 2 s async jobs, then 2x and 4x, until lag p99 passes 1 s.
+
+Not a test: it prints one table. Each stage uses a fresh database on one throwaway PostgreSQL
+and the shipped processes: `sundial scheduler` (the trigger; fire budget raised to the stage's
+rate so only the system limits it) and P `sundial runner` processes serving ``bench.sleep``
+(``await asyncio.sleep(2)``), with enough async slots for 1.5x the in-flight count.
+
+The load has the seed's two sources, both measured by the same metric:
+* schedules: S schedules (one job each, ``@every {stage}s`` - for a 60 s stage the grid of
+  ``* * * * *`` - with spreadSeconds = the stage's length) all due at the same instant, as at
+  the top of a minute; the trigger fires them and spreads their run_at over the stage (they
+  are suspended just before their next fire);
+* one-shots: the rest of the rate, submitted live by this process every 50 ms with
+  ``runs.submit_many`` (idempotency keys on), run_at = now.
+
+Per stage: schedule lag (``started_at - run_at``, stamped by the database: the SLO metric)
+p50/p99/max over every run due in the stage, runs not started before the stage's end plus
+10 s, the rate reached (runs started per second), peak in flight, peak connections, and CPU
+from /proc over the stage: runner processes, PostgreSQL (postmaster and every child), the
+scheduler and the submitter, per job and in cores. "What saturates first" is read off those:
+a runner at ~1 core (one Python thread), PostgreSQL near the cores left, or connections.
+
+    .venv/bin/python bench/seed_peak.py                  # 6,000/s for 60 s, then 2x, 4x
+    .venv/bin/python bench/seed_peak.py --quick          # 300/s for 20 s, then 2x ... 16x
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import stack
+
+from sundial.store import pool as store_pool
+from sundial.store import runs
+
+JOB_SECONDS = 2.0
+
+
+@dataclass
+class Stage:
+    rate: float
+    seconds: float
+    runners: int
+    schedules: int
+    submitted: int = 0
+    due: int = 0
+    started: int = 0
+    not_started: int = 0
+    lag_p50: float = math.nan
+    lag_p99: float = math.nan
+    lag_max: float = math.nan
+    lag_p99_fires: float = math.nan
+    lag_p99_one_shots: float = math.nan
+    reached: float = 0.0
+    peak_in_flight: int = 0
+    peak_connections: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)
+    load: str = ""
+    runner_exits: list[int | None] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> int:
+        return max(1, self.started)
+
+    def cores(self, name: str) -> float:
+        return self.cpu.get(name, 0.0) / self.seconds
+
+    def verdict(self, ceiling: float) -> str:
+        cores_left = (os.cpu_count() or 1) - self.cores("submitter") - self.cores("scheduler")
+        per_runner = self.cores("runners") / self.runners
+        notes = []
+        if per_runner >= 0.85:
+            notes.append(f"runners at {per_runner:.2f} core each")
+        if self.cores("postgres") + self.cores("runners") >= 0.85 * cores_left:
+            notes.append("machine CPU")
+        if self.peak_connections >= 0.9 * 400:
+            notes.append("connections")
+        load = os.getloadavg()[0] if not self.load else float(self.load.split("/")[0])
+        if load > (os.cpu_count() or 1):
+            notes.append(f"the machine's run queue (load {load:.0f} on {os.cpu_count()} CPUs)")
+        if self.lag_p99 <= ceiling and self.not_started == 0:
+            return "holds" + (f" ({', '.join(notes)})" if notes else "")
+        return "BREAKS: " + (", ".join(notes) or "lag without a saturated resource")
+
+
+async def submitter(dsn: str, job: Any, rate: float, start: float, seconds: float) -> int:
+    """Submit ``rate`` one-shots per second from ``start`` (monotonic) for ``seconds``."""
+    pool = await store_pool.open_pool(dsn, min_size=4, max_size=4)
+    submitted = 0
+    pending: set[asyncio.Task[Any]] = set()
+    try:
+        await asyncio.sleep(max(0.0, start - time.monotonic()))
+        while (elapsed := time.monotonic() - start) < seconds:
+            target = int(rate * elapsed)
+            batch = target - submitted
+            if batch > 0:
+                items = [
+                    runs.BatchItem(idempotency_key=f"one-shot-{submitted + i}")
+                    for i in range(batch)
+                ]
+                submitted += batch
+                task = asyncio.create_task(runs.submit_many(pool, job, items))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+                while len(pending) >= 4:
+                    await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.sleep(0.05)
+        if pending:
+            await asyncio.gather(*pending)
+    finally:
+        await pool.close()
+    return submitted
+
+
+def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int) -> Stage:
+    stage = Stage(rate=rate, seconds=options.seconds, runners=options.runners, schedules=0)
+    dsn = stack.create_database(server, f"seed_peak_{index}")
+    job = stack.create_job(dsn, "one-shot", "bench.sleep", max_retries=0)
+    schedule_rate = min(rate, options.schedules / options.seconds)
+    stage.schedules = int(schedule_rate * options.seconds)
+    oneshot_rate = rate - schedule_rate
+    lead = 8.0 + options.runners  # start-up of the processes before the stage begins
+    # The trigger fires a schedule only on its own grid: `@every {seconds}s` (for 60 s, the
+    # grid of `* * * * *`) and the first grid instant after the processes are up.
+    period = int(options.seconds)
+    first_fire = stack.grid_instant(period, lead)
+    if stage.schedules:
+        stack.create_schedules(
+            dsn,
+            stage.schedules,
+            first_fire=first_fire,
+            spread_seconds=period,
+            handler="bench.sleep",
+            cron_text=f"@every {period}s",
+        )
+    processes = stack.Processes(dsn)
+    slots = math.ceil(rate * JOB_SECONDS * 1.5 / options.runners) + 50
+    try:
+        runners = [processes.runner(async_slots=slots) for _ in range(options.runners)]
+        scheduler = processes.scheduler(
+            extra=["--poll-seconds", "0.2", "--fires-per-second", str(rate * 2),
+                   "--fire-burst", str(max(1000, int(rate)))]
+        )  # fmt: skip
+        start = time.monotonic() + (first_fire - datetime.now(UTC)).total_seconds()
+        sampled = {"in_flight": 0, "connections": 0}
+
+        async def watch() -> None:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                await asyncio.sleep(max(0.0, start - time.monotonic()))
+                groups = {
+                    "runners": [r.pid for r in runners],
+                    "scheduler": [scheduler.pid],
+                    "postgres": stack.postgres_pids(server),
+                    "submitter": [os.getpid()],
+                }
+                meters = {name: stack.CpuMeter() for name in groups}
+                for name, pids in groups.items():
+                    meters[name].start(pids)
+                suspended = False
+                while time.monotonic() < start + options.seconds:
+                    if not suspended and time.monotonic() > start + options.seconds - 1.5:
+                        # The next fire is at the stage's end: it belongs to no stage.
+                        conn.execute("UPDATE schedules SET suspended = true")
+                        suspended = True
+                    await asyncio.sleep(1.0)
+                    row = conn.execute(
+                        "SELECT (SELECT count(*) FROM job_runs WHERE state = 'running'),"
+                        " (SELECT count(*) FROM pg_stat_activity"
+                        "  WHERE backend_type = 'client backend')"
+                    ).fetchone()
+                    assert row is not None
+                    sampled["in_flight"] = max(sampled["in_flight"], row[0])
+                    sampled["connections"] = max(sampled["connections"], row[1])
+                    groups["postgres"] = stack.postgres_pids(server)
+                    for name, pids in groups.items():
+                        meters[name].sample(pids)
+                stage.cpu = {name: m.spent() for name, m in meters.items()}
+
+        async def drive() -> int:
+            watcher = asyncio.create_task(watch())
+            count = await submitter(dsn, job, oneshot_rate, start, options.seconds)
+            await watcher
+            return count
+
+        stage.submitted = asyncio.run(drive()) + stage.schedules
+        stage.load = stack.load_average()
+        # Let the last runs start (and be counted late), then read the lags.
+        deadline = time.monotonic() + 10 + JOB_SECONDS
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while time.monotonic() < deadline:
+                row = conn.execute(
+                    "SELECT count(*) FROM job_runs WHERE state IN ('pending', 'scheduled')"
+                ).fetchone()
+                if row is not None and row[0] == 0:
+                    break
+                time.sleep(0.5)
+            measured = conn.execute(
+                "SELECT extract(epoch FROM started_at - run_at)::float8, schedule_id IS NOT NULL"
+                f" FROM {stack.ALL_RUNS} r WHERE started_at IS NOT NULL"
+            ).fetchall()
+            row = conn.execute(
+                "SELECT count(*), extract(epoch FROM max(started_at) - min(started_at))::float8"
+                f" FROM {stack.ALL_RUNS} r"
+            ).fetchone()
+            assert row is not None
+            stage.due, span = int(row[0]), float(row[1] or options.seconds)
+        lags = [lag for lag, _ in measured]
+        stage.lag_p99_fires = stack.quantile(sorted(lag for lag, fired in measured if fired), 0.99)
+        stage.lag_p99_one_shots = stack.quantile(
+            sorted(lag for lag, fired in measured if not fired), 0.99
+        )
+        stage.started = len(lags)
+        stage.not_started = stage.due - stage.started
+        lags.sort()
+        stage.lag_p50 = stack.quantile(lags, 0.50)
+        stage.lag_p99 = stack.quantile(lags, 0.99)
+        stage.lag_max = lags[-1] if lags else math.nan
+        stage.reached = stage.started / max(span, 1.0)
+        stage.peak_in_flight = sampled["in_flight"]
+        stage.peak_connections = sampled["connections"]
+        stage.runner_exits = [r.poll() for r in runners]
+    finally:
+        processes.stop_all()
+    return stage
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=6000.0, help="first stage's dispatches/s")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of each stage")
+    parser.add_argument("--runners", type=int, default=4, help="runner processes")
+    parser.add_argument(
+        "--schedules", type=int, default=10_000, help="schedules due at once per stage"
+    )
+    parser.add_argument("--multipliers", default="1,2,4", help="rates to try, times --rate")
+    parser.add_argument("--ceiling", type=float, default=1.0, help="lag p99 SLO (seconds)")
+    parser.add_argument(
+        "--quick", action="store_true", help="300/s x 1, 2, 4, 8, 16; 20 s stages; 2 runners"
+    )
+    options = parser.parse_args()
+    if options.quick:
+        options.rate, options.seconds, options.runners = 300.0, 20.0, 2
+        options.schedules, options.multipliers = 1000, "1,2,4,8,16"
+    stages: list[Stage] = []
+    with stack.throwaway(max_connections=400) as server:
+        for index, multiplier in enumerate(float(m) for m in options.multipliers.split(",")):
+            stage = run_stage(server, options, options.rate * multiplier, index)
+            stages.append(stage)
+            print(
+                f"  {stage.rate:,.0f}/s: lag p99 {stage.lag_p99:.3f} s, reached "
+                f"{stage.reached:,.0f}/s, load {stage.load}",
+                flush=True,
+            )
+            if stage.lag_p99 > options.ceiling or stage.not_started:
+                break
+    print()
+    print(report(stages, options))
+    return 0
+
+
+def report(stages: list[Stage], options: argparse.Namespace) -> str:
+    rows = []
+    for s in stages:
+        cpu_total = sum(s.cpu.values())
+        rows.append(
+            [
+                f"{s.rate:,.0f}", f"{s.reached:,.0f}", s.runners, f"{s.schedules:,}",
+                f"{s.submitted:,}", f"{s.lag_p50 * 1000:.0f}", f"{s.lag_p99 * 1000:.0f}",
+                f"{s.lag_p99_fires * 1000:.0f}/{s.lag_p99_one_shots * 1000:.0f}",
+                f"{s.lag_max * 1000:.0f}",
+                s.not_started, f"{s.peak_in_flight:,}", s.peak_connections,
+                f"{s.cpu.get('runners', 0) / s.jobs * 1e6:.0f}",
+                f"{s.cpu.get('postgres', 0) / s.jobs * 1e6:.0f}",
+                f"{cpu_total / s.jobs * 1e6:.0f}",
+                f"{s.cores('runners'):.2f}", f"{s.cores('postgres'):.2f}",
+                f"{s.cores('scheduler'):.2f}", f"{s.cores('submitter'):.2f}",
+                s.load, s.verdict(options.ceiling),
+            ]
+        )  # fmt: skip
+    headers = [
+        "target/s", "reached/s", "runners", "schedules", "runs", "lag p50 ms", "lag p99 ms",
+        "p99 fires/one-shots ms", "lag max ms", "not started", "peak in flight", "peak conns",
+        "runner µs/job",
+        "postgres µs/job", "all µs/job", "runner cores", "postgres cores", "scheduler cores",
+        "submitter cores", "load 1/5/15", "verdict",
+    ]  # fmt: skip
+    command = (
+        f".venv/bin/python bench/seed_peak.py --rate {options.rate:g} --seconds "
+        f"{options.seconds:g} --runners {options.runners} --schedules {options.schedules} "
+        f"--multipliers {options.multipliers}"
+    )
+    return (
+        f"seed's peak: {JOB_SECONDS:g} s async jobs, {os.cpu_count()} CPUs\n"
+        + stack.table(headers, rows)
+        + f"\nreproduce: {command}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

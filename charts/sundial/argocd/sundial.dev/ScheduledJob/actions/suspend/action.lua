@@ -1,0 +1,3 @@
+-- Suspend a ScheduledJob: spec.suspend = true (no new runs fire; active runs go on).
+obj.spec.suspend = true
+return obj

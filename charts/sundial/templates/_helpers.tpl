@@ -1,0 +1,124 @@
+{{/* Names, labels and shared Pod fragments of the Sundial chart. */}}
+
+{{- define "sundial.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sundial.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "sundial.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "sundial.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The name of one component's objects: "<fullname>-<component>". */}}
+{{- define "sundial.componentName" -}}
+{{- printf "%s-%s" (include "sundial.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sundial.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "sundial.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: sundial
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of one component: dict "root" $ "component" "operator". */}}
+{{- define "sundial.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sundial.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "sundial.componentLabels" -}}
+{{ include "sundial.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "sundial.image" -}}
+{{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) -}}
+{{- end -}}
+
+{{/* The Secret and key holding SUNDIAL_DSN. */}}
+{{- define "sundial.dsnSecretName" -}}
+{{- if .Values.postgresql.bundled.enabled -}}
+{{- include "sundial.componentName" (dict "root" . "component" "postgresql") -}}
+{{- else -}}
+{{- .Values.postgresql.existingSecret.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sundial.dsnSecretKey" -}}
+{{- if .Values.postgresql.bundled.enabled -}}dsn{{- else -}}{{ .Values.postgresql.existingSecret.key }}{{- end -}}
+{{- end -}}
+
+{{- define "sundial.dsnEnv" -}}
+- name: SUNDIAL_DSN
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "sundial.dsnSecretName" . }}
+      key: {{ include "sundial.dsnSecretKey" . }}
+{{- end -}}
+
+{{/* Namespaces where job Pods run. */}}
+{{- define "sundial.jobPodNamespaces" -}}
+{{- $namespaces := .Values.jobPods.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) -}}
+{{- toJson (uniq $namespaces) -}}
+{{- end -}}
+
+{{/* The Pod securityContext: the chart's restricted default merged with the component's. */}}
+{{- define "sundial.podSecurityContext" -}}
+{{- toYaml (merge (deepCopy .component) .root.Values.podSecurityContext) -}}
+{{- end -}}
+
+{{- define "sundial.containerSecurityContext" -}}
+{{- toYaml (merge (deepCopy .component) .root.Values.containerSecurityContext) -}}
+{{- end -}}
+
+{{/* nodeSelector, tolerations, affinity, priorityClassName and pull secrets of a Pod. */}}
+{{- define "sundial.scheduling" -}}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The `sundial migrate` container, for the hook Job or an init container. */}}
+{{- define "sundial.migrateContainer" -}}
+name: migrate
+image: {{ include "sundial.image" (dict "root" . "image" .Values.operator.image) }}
+imagePullPolicy: {{ .Values.operator.image.pullPolicy }}
+args: [migrate]
+env:
+  {{- include "sundial.dsnEnv" . | nindent 2 }}
+resources:
+  {{- toYaml .Values.migrations.resources | nindent 2 }}
+securityContext:
+  {{- include "sundial.containerSecurityContext" (dict "root" . "component" dict) | nindent 2 }}
+volumeMounts:
+  - name: tmp
+    mountPath: /tmp
+{{- end -}}

@@ -1,0 +1,55 @@
+-- Many runs of one job in one statement (runs.submit_many). Keys are reserved first, in key
+-- order (so two batches sharing keys wait on each other instead of deadlocking); a key that
+-- is already taken gets no run here, and the caller looks it up in a second statement, which
+-- sees rows committed after this statement's snapshot.
+WITH job AS (
+    SELECT id, queue, handler, execution_model, priority, timeout_seconds, max_retries,
+           backoff_base_seconds, backoff_cap_seconds, oom_max_retries, max_lost_leases
+    FROM job_definitions
+    WHERE active
+      AND (id = %(job_id)s::uuid OR (namespace = %(namespace)s AND name = %(name)s))
+    LIMIT 1
+),
+item AS (
+    SELECT *
+    FROM unnest(%(ordinals)s::int[], %(keys)s::text[], %(args_hashes)s::text[],
+                %(args)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
+                %(delays)s::double precision[])
+         AS i(ordinal, key, args_hash, args, priority, run_at, delay_seconds)
+),
+reserved AS (
+    INSERT INTO idempotency_keys (key, args_hash, run_id)
+    SELECT key, args_hash, nextval(pg_get_serial_sequence('job_runs', 'id'))
+    FROM item
+    WHERE key IS NOT NULL AND EXISTS (SELECT 1 FROM job)
+    ORDER BY key
+    ON CONFLICT (key) DO NOTHING
+    RETURNING key, run_id
+),
+numbered AS MATERIALIZED (
+    SELECT i.ordinal, i.key, i.args::jsonb AS args, i.priority,
+           coalesce(r.run_id, nextval(pg_get_serial_sequence('job_runs', 'id'))) AS run_id,
+           coalesce(i.run_at, now() + make_interval(secs => i.delay_seconds)) AS run_at
+    FROM item i
+    LEFT JOIN reserved r ON r.key = i.key
+    WHERE EXISTS (SELECT 1 FROM job) AND (i.key IS NULL OR r.key IS NOT NULL)
+),
+inserted AS (
+    INSERT INTO job_runs (
+        id, job_id, idempotency_key, queue, handler, execution_model,
+        timeout_seconds, max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
+        max_lost_leases, state, priority, run_at, dispatch_key, args, pending_dependencies)
+    SELECT n.run_id, job.id, n.key, job.queue, job.handler, job.execution_model,
+           job.timeout_seconds, job.max_retries, job.backoff_base_seconds,
+           job.backoff_cap_seconds, job.oom_max_retries, job.max_lost_leases,
+           CASE WHEN n.run_at > now() THEN 'scheduled' ELSE 'pending' END,
+           coalesce(n.priority, job.priority), n.run_at,
+           sundial_dispatch_key(n.run_at, coalesce(n.priority, job.priority)::smallint),
+           n.args, 0
+    FROM numbered n CROSS JOIN job
+    RETURNING id, state
+)
+SELECT n.ordinal, i.id, i.state
+FROM numbered n JOIN inserted i ON i.id = n.run_id
+UNION ALL
+SELECT -1, NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM job)

@@ -1,0 +1,79 @@
+"""Which runners are alive and what they serve, and the pending runs none of them can claim.
+
+A runner claims only runs of the handlers it registers, under the models it registers them
+with, so a run whose handler no live runner registers, or whose job names a model other than
+the registration's, would wait in ``pending`` for ever without a word. To make such a run
+say why, each runner announces itself here (``announce``: its queues and ``{handler: model}``,
+valid for ``ttl_seconds``) and withdraws when it stops; ``mark_unclaimable`` compares the pending
+runs with the live announcements and writes ``job_runs.unclaimable_reason``, which
+``sundial runs`` and the JobRun's status show. The claim clears the reason.
+
+Guarantees: a reason is written only for a run due for ``grace_seconds`` whose (queue,
+handler, model) no live runner serves; a run waiting for a free slot is never blamed. The
+check is safe from any number of processes at once (SKIP LOCKED) and writes only rows whose
+reason changes. Runners of a version before migration 0082 do not announce themselves, so
+while they run the check can blame runs they would claim; the claim clears it again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from psycopg.types.json import Jsonb
+
+from sundial.store import queries
+from sundial.store.pool import Pool
+
+__all__ = ["Unclaimable", "announce", "mark_unclaimable", "withdraw"]
+
+
+@dataclass(frozen=True)
+class Unclaimable:
+    """A run whose reason changed: ``reason`` None means it is claimable again."""
+
+    run_id: int
+    job_id: uuid.UUID
+    handler: str
+    reason: str | None
+
+
+async def announce(
+    pool: Pool,
+    worker: str,
+    *,
+    queues: Sequence[str],
+    handlers: Mapping[str, str],
+    ttl_seconds: float,
+) -> None:
+    """Say that ``worker`` serves ``handlers`` (name -> model) on ``queues`` for a while."""
+    async with pool.connection() as conn:
+        await conn.execute(
+            queries.get("runner_announce"),
+            {
+                "worker": worker,
+                "queues": list(queues),
+                "handlers": Jsonb(dict(handlers)),
+                "ttl_seconds": float(ttl_seconds),
+            },
+        )
+
+
+async def withdraw(pool: Pool, worker: str) -> None:
+    """Take ``worker``'s announcement away (and announcements long expired)."""
+    async with pool.connection() as conn:
+        await conn.execute(queries.get("runner_withdraw"), {"worker": worker})
+
+
+async def mark_unclaimable(
+    pool: Pool, *, grace_seconds: float = 5.0, limit: int = 1000
+) -> list[Unclaimable]:
+    """Write (or clear) the reason of pending runs no live runner can claim."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("mark_unclaimable_runs"),
+            {"grace_seconds": float(grace_seconds), "limit": limit},
+        )
+        rows = await cursor.fetchall()
+    return [Unclaimable(*row) for row in rows]

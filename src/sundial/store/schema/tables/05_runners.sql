@@ -1,0 +1,17 @@
+-- Runners and what they serve, so a run nobody can claim says why (store.runners, 0082).
+-- Part of the reference schema (see sundial.store's docstring): the current state after every
+-- migration, as pg_dump prints it. Never applied to an installation; migrations are.
+
+CREATE TABLE runners (
+    worker_id text NOT NULL,
+    queues text[] NOT NULL,
+    handlers jsonb NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT runners_handlers_check CHECK ((jsonb_typeof(handlers) = 'object'::text)),
+    CONSTRAINT runners_worker_id_check CHECK (((length(worker_id) >= 1) AND (length(worker_id) <= 253)))
+);
+
+ALTER TABLE runners
+    ADD CONSTRAINT runners_pkey PRIMARY KEY (worker_id);

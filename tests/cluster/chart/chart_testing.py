@@ -1,0 +1,56 @@
+"""Where the chart is, for the chart's tests (imported by name, like operator_testing)."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[3]
+CHART = REPOSITORY / "charts" / "sundial"
+
+#: Non-default values that turn every optional part on.
+EVERYTHING: dict[str, Any] = {
+    "watchNamespaces": ["team-a", "team-b"],
+    "crds": {"keep": False},
+    "commonLabels": {"team": "platform"},
+    "postgresql": {"bundled": {"enabled": True, "storageSize": "2Gi"}},
+    "operator": {
+        "image": {"repository": "registry.example/sundial/operator", "tag": "1.2.3"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "sundial"}],
+        "priorityClassName": "system-cluster-critical",
+        "podLauncher": {"queues": ["default", "batch"], "maxPods": 50},
+    },
+    "runner": {
+        "image": {
+            "repository": "registry.example/acme/handlers",
+            "tag": "7",
+            "pullPolicy": "Always",
+        },
+        "handlers": ["acme.reports", "acme.cleanup"],
+        "concurrency": {"async": 200, "thread": 8},
+        "autoscaling": {"enabled": True, "metricSelector": {"queue": "default"}},
+        "podDisruptionBudget": {"enabled": True},
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {
+                                "matchLabels": {"app.kubernetes.io/component": "runner"}
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    },
+    "metrics": {
+        "podMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True},
+        "grafanaDashboard": {"enabled": True},
+    },
+    "argocd": {"resourceCustomizations": {"enabled": True}},
+}

@@ -1,0 +1,108 @@
+"""Every object the chart renders is accepted by the apiserver (server-side dry run).
+
+The apiserver checks each object against its real schema (built-in kinds, the Sundial CRDs)
+and runs admission, without persisting anything. prometheus-operator is not installed here:
+its two kinds get CRDs that accept any spec, so only their apiVersion, kind and metadata are
+checked.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+from chart_testing import EVERYTHING
+from kubernetes import client
+
+PROMETHEUS_KINDS = {"PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
+
+
+def _open_crd(kind: str, plural: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def prometheus_crds(kubectl: Callable[..., Any]) -> Iterator[None]:
+    crds = [_open_crd(kind, plural) for kind, plural in PROMETHEUS_KINDS.items()]
+    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": crds})
+    kubectl("apply", "-f", "-", stdin=listing)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    try:
+        yield
+    finally:
+        kubectl("delete", "--wait=false", *names)
+
+
+@pytest.fixture
+def watched(core_api: client.CoreV1Api) -> Iterator[list[str]]:
+    names = [f"t-watch-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for name in names:
+        core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        yield names
+    finally:
+        for name in names:
+            core_api.delete_namespace(name)
+
+
+def _dry_run(kubectl: Callable[..., Any], objects: list[Any], path: pathlib.Path) -> str:
+    path.write_text(yaml.safe_dump_all(objects))
+    # Server-side: the CRDs are larger than client-side apply's last-applied annotation allows.
+    result = kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=chart-dry-run",
+        "--dry-run=server", "-f", str(path), check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return str(result.stdout)
+
+
+def test_the_default_installation_is_accepted_by_the_apiserver(
+    render: Callable[..., Any], kubectl: Callable[..., Any], namespace: str, tmp_path: pathlib.Path
+) -> None:
+    objects = render(namespace=namespace)
+    output = _dry_run(kubectl, objects, tmp_path / "default.yaml")
+    assert output.count("(server dry run)") == len(objects)
+
+
+def test_every_optional_part_is_accepted_by_the_apiserver(
+    render: Callable[..., Any],
+    kubectl: Callable[..., Any],
+    namespace: str,
+    watched: list[str],
+    prometheus_crds: None,
+    tmp_path: pathlib.Path,
+) -> None:
+    values = {**EVERYTHING, "watchNamespaces": watched}
+    objects = render(values, namespace=namespace)
+    kinds = {o["kind"] for o in objects}
+    assert {"StatefulSet", "HorizontalPodAutoscaler", "PodMonitor", "Role", "Secret"} <= kinds
+    output = _dry_run(kubectl, objects, tmp_path / "everything.yaml")
+    assert output.count("(server dry run)") == len(objects)

@@ -1,0 +1,289 @@
+"""The chart renders, lints and is refused bad values with a message naming the key.
+
+These need only the helm binary built with the control plane; ``test_chart_dry_run.py``
+sends the rendered objects to the apiserver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from chart_testing import CHART, EVERYTHING
+
+from sundial.pods import manifests
+
+
+def _kinds(objects: list[dict[str, Any]]) -> dict[str, int]:
+    kinds: dict[str, int] = {}
+    for obj in objects:
+        kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
+    return kinds
+
+
+def _one(objects: list[dict[str, Any]], kind: str, name_part: str = "") -> dict[str, Any]:
+    [found] = [o for o in objects if o["kind"] == kind and name_part in o["metadata"]["name"]]
+    return found
+
+
+def _pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        o["spec"]["template"]["spec"]
+        for o in objects
+        if o["kind"] in {"Deployment", "StatefulSet", "Job"}
+    ]
+
+
+def test_the_chart_lints_strictly(helm: Callable[..., Any], tmp_path: Any) -> None:
+    helm("lint", "--strict", str(CHART))
+    values = tmp_path / "everything.yaml"
+    values.write_text(yaml.safe_dump(EVERYTHING))
+    helm("lint", "--strict", str(CHART), "--values", str(values))
+
+
+def test_default_values_render_the_core_of_an_installation(render: Callable[..., Any]) -> None:
+    objects = render()
+    assert _kinds(objects) == {
+        "CustomResourceDefinition": 2,
+        "ServiceAccount": 4,  # operator, runner, migrate hook, job Pods
+        "ClusterRole": 4,  # operator, its CRD watch, view and edit aggregates
+        "ClusterRoleBinding": 2,
+        "Deployment": 2,
+        "Job": 1,
+        "NetworkPolicy": 1,
+    }
+    operator = _one(objects, "Deployment", "operator")
+    assert operator["spec"]["strategy"] == {"type": "Recreate"}
+    container = operator["spec"]["template"]["spec"]["containers"][0]
+    assert "--all-namespaces" in container["args"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert {"name": "health", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
+    [dsn] = [e for e in container["env"] if e["name"] == "SUNDIAL_DSN"]
+    assert dsn["valueFrom"]["secretKeyRef"] == {"name": "sundial-postgresql", "key": "dsn"}
+    for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+def test_the_crd_templates_are_the_repositorys_crds(render: Callable[..., Any]) -> None:
+    rendered = {
+        o["metadata"]["name"]: o for o in render() if o["kind"] == "CustomResourceDefinition"
+    }
+    for path in (CHART.parents[1] / "crds").glob("*.yaml"):
+        source = yaml.safe_load(path.read_text())
+        crd = rendered.pop(source["metadata"]["name"])
+        assert crd["spec"] == source["spec"], path.name
+    assert rendered == {}
+
+
+def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) -> None:
+    objects = render()
+    job = _one(objects, "Job")
+    annotations = job["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert annotations["argocd.argoproj.io/hook"] == "PreSync"
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+    account = _one(objects, "ServiceAccount", "migrate")
+    assert account["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert int(account["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(
+        annotations["helm.sh/hook-weight"]
+    )
+
+
+@pytest.mark.parametrize("values", [{}, EVERYTHING], ids=["default", "everything"])
+def test_every_pod_is_restricted_by_default(
+    render: Callable[..., Any], values: dict[str, Any]
+) -> None:
+    for spec in _pod_specs(render(values)):
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in spec["containers"] + spec.get("initContainers", []):
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            assert context["runAsNonRoot"] is True
+            assert isinstance(context["runAsUser"], int)
+            assert "resources" in container
+
+
+def test_scheduling_values_are_passed_through(render: Callable[..., Any]) -> None:
+    objects = render(EVERYTHING)
+    operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    assert operator["nodeSelector"] == EVERYTHING["operator"]["nodeSelector"]
+    assert operator["tolerations"] == EVERYTHING["operator"]["tolerations"]
+    assert operator["priorityClassName"] == "system-cluster-critical"
+    assert operator["containers"][0]["image"] == "registry.example/sundial/operator:1.2.3"
+    runner = _one(objects, "Deployment", "runner")["spec"]["template"]["spec"]
+    assert runner["affinity"] == EVERYTHING["runner"]["affinity"]
+    [handlers] = [e for e in runner["containers"][0]["env"] if e["name"] == "SUNDIAL_HANDLERS"]
+    assert handlers["value"] == "acme.reports acme.cleanup"
+    assert runner["containers"][0]["imagePullPolicy"] == "Always"
+    assert runner["automountServiceAccountToken"] is False
+
+
+def test_watch_namespaces_get_roles_and_no_cluster_wide_write(render: Callable[..., Any]) -> None:
+    objects = render(EVERYTHING)
+    roles = [o for o in objects if o["kind"] == "Role"]
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    args = operator["containers"][0]["args"]
+    assert "--namespace=team-a" in args and "--namespace=team-b" in args
+    assert "--all-namespaces" not in args
+    for role in (o for o in objects if o["kind"] == "ClusterRole"):
+        name = role["metadata"]["name"]
+        verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
+        if name.endswith("-operator-discovery"):
+            assert verbs == {"list", "watch"}
+        else:
+            assert name.endswith(("-view", "-edit")), name
+    # Job Pods run in the watched namespaces: their ServiceAccount and NetworkPolicy are there.
+    job_accounts = [
+        o
+        for o in objects
+        if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == "sundial-job"
+    ]
+    assert sorted(a["metadata"]["namespace"] for a in job_accounts) == ["team-a", "team-b"]
+    assert all(a["automountServiceAccountToken"] is False for a in job_accounts)
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or ():
+        present = expression["key"] in labels
+        if expression["operator"] == "Exists" and not present:
+            return False
+        if (
+            expression["operator"] == "In"
+            and labels.get(expression["key"]) not in expression["values"]
+        ):
+            return False
+    return True
+
+
+def test_the_network_policy_keeps_job_pods_and_only_them_off_postgresql(
+    render: Callable[..., Any],
+) -> None:
+    objects = render()
+    policy = _one(objects, "NetworkPolicy", "job-pods")
+    spec = manifests.LaunchSpec(
+        run_id=41, attempt=2, job_id="5f1c7f0e-6c1d-4a57-9d59-6a0a0c6f3e11",
+        job_namespace="sundial", job_name="nightly", handler="reports.nightly", template={},
+        args={}, idempotency_key="k", fire_time=None, timeout_seconds=60,
+    )  # fmt: skip
+    settings = manifests.ManifestSettings(instance="release")  # the chart's --pod-instance
+    job_pod = manifests.pod_manifest(spec, settings)
+    assert _selects(policy["spec"]["podSelector"], job_pod["metadata"]["labels"])
+    for deployment in (o for o in objects if o["kind"] == "Deployment"):
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert not _selects(policy["spec"]["podSelector"], labels)
+    [rule] = policy["spec"]["egress"]
+    allowed = [
+        (port["protocol"], port["port"], port.get("endPort", port["port"]))
+        for port in rule["ports"]
+    ]
+    assert not any(p == "TCP" and low <= 5432 <= high for p, low, high in allowed)
+    assert ("TCP", 1, 5431) in allowed and ("TCP", 5433, 65535) in allowed
+    assert ("UDP", 1, 65535) in allowed  # DNS
+    operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    assert "--pod-service-account=sundial-job" in operator["containers"][0]["args"]
+    assert "--pod-instance=release" in operator["containers"][0]["args"]
+
+
+def test_the_bundled_postgresql_migrates_in_init_containers_and_admits_only_sundial(
+    render: Callable[..., Any],
+) -> None:
+    objects = render(EVERYTHING)
+    assert "Job" not in _kinds(objects)
+    for name in ("operator", "runner"):
+        spec = _one(objects, "Deployment", name)["spec"]["template"]["spec"]
+        assert [c["args"] for c in spec["initContainers"]] == [["migrate"]]
+    policy = _one(objects, "NetworkPolicy", "postgresql")
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    secret = _one(objects, "Secret", "postgresql")
+    assert secret["stringData"]["dsn"].startswith("postgresql://sundial:")
+
+
+def test_optional_parts_render_only_when_enabled(render: Callable[..., Any]) -> None:
+    kinds = _kinds(render(EVERYTHING))
+    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PodMonitor", "PrometheusRule"):
+        assert kinds.get(kind) == 1, kind
+    defaults = _kinds(render())
+    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PodMonitor", "PrometheusRule"):
+        assert kind not in defaults
+
+
+def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files(
+    render: Callable[..., Any],
+) -> None:
+    objects = render(EVERYTHING)
+    dashboard = json.loads(_one(objects, "ConfigMap", "dashboard")["data"]["sundial.json"])
+    assert dashboard["uid"] == "sundial-overview"
+    data = _one(objects, "ConfigMap", "argocd-cm")["data"]
+    customizations = CHART / "argocd" / "sundial.dev"
+    for kind in ("ScheduledJob", "JobRun"):
+        health = data[f"resource.customizations.health.sundial.dev_{kind}"]
+        assert health == (customizations / kind / "health.lua").read_text()
+        actions = yaml.safe_load(data[f"resource.customizations.actions.sundial.dev_{kind}"])
+        assert (
+            actions["discovery.lua"]
+            == (customizations / kind / "actions/discovery.lua").read_text()
+        )
+        for definition in actions["definitions"]:
+            script = customizations / kind / "actions" / definition["name"] / "action.lua"
+            assert definition["action.lua"] == script.read_text()
+        names = {d["name"] for d in actions["definitions"]}
+        assert names == {
+            p.parent.name for p in (customizations / kind / "actions").glob("*/action.lua")
+        }
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"operater": {}}, "additional properties 'operater' not allowed"),
+        ({"runner": {"replica": 3}}, "at '/runner': additional properties 'replica' not allowed"),
+        ({"runner": {"replicas": "three"}}, "at '/runner/replicas': got string, want integer"),
+        ({"crds": {"keep": "yes"}}, "at '/crds/keep': got string, want boolean"),
+        (
+            {"operator": {"image": {"pullPolicy": "Sometimes"}}},
+            "at '/operator/image/pullPolicy'",
+        ),
+        ({"watchNamespaces": ["Team_A"]}, "at '/watchNamespaces/0'"),
+        ({"runner": {"concurrency": {"fibers": 2}}}, "additional properties 'fibers' not allowed"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_key(
+    helm: Callable[..., Any], tmp_path: Any, values: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    result = helm("template", "release", str(CHART), "--values", str(path), check=False)
+    assert result.returncode != 0
+    assert "values don't meet the specifications of the schema" in result.stderr
+    assert message in result.stderr, result.stderr
+
+
+def test_the_schema_closes_every_object_the_chart_defines() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        if "properties" in node:
+            assert node.get("additionalProperties") is False, path or "/"
+            for key, child in node["properties"].items():
+                walk(child, f"{path}/{key}")
+
+    walk(schema, "")
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+
+    def covered(values: Any, node: dict[str, Any], path: str) -> None:
+        if isinstance(values, dict) and "properties" in node:
+            for key, value in values.items():
+                assert key in node["properties"], f"{path}/{key} has no schema"
+                covered(value, node["properties"][key], f"{path}/{key}")
+
+    covered(defaults, schema, "")

@@ -1,0 +1,49 @@
+"""The fault benchmark's quick form as a test: nothing lost, no stale write accepted.
+
+SLOW (about 3 minutes, marked ``slow``): it runs ``bench/faults.py --quick`` as a child
+process, i.e. the real stack (a throwaway PostgreSQL, `sundial scheduler`, `sundial runner`s)
+through kill -9 of runners and of the scheduler leader, a SIGSTOP past the lease, two
+PostgreSQL restarts, two leaders, a poison job, a downstream outage and many schedules due at
+once, and asserts on its table: lost == 0, stale writes accepted at the fenced sink == 0,
+duplicate fires == 0. Runs executed more than once are allowed (at least once) and printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_faults_lose_nothing_and_accept_no_stale_write(tmp_path: Path) -> None:
+    report = tmp_path / "faults.json"
+    completed = subprocess.run(
+        [sys.executable, "bench/faults.py", "--quick", "--seed", "16", "--json", str(report)],
+        cwd=ROOT,
+        env=dict(os.environ, SUNDIAL_BENCH_LOGS=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=580,
+        check=False,
+    )
+    print(completed.stdout)
+    assert report.exists(), completed.stdout + completed.stderr
+    results = json.loads(report.read_text())
+    assert {r["fault"] for r in results} >= {
+        "runner-kill-9", "runner-sigstop", "scheduler-kill-9", "postgres-restart-x2",
+        "two-leaders", "poison", "downstream-outage", "thundering-schedules",
+    }  # fmt: skip
+    for result in results:
+        assert result["submitted"] > 0, result
+        assert result["lost"] == 0, result
+        assert result["stale_accepted"] == 0, result
+        assert result["duplicate_fires"] == 0, result
+    assert completed.returncode == 0, completed.stdout + completed.stderr
