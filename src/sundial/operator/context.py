@@ -77,3 +77,6 @@ class Context:
     #: uid -> the generation last stored (ScheduledJobs) or handed to ``job_runs.reconcile``
     #: (user JobRuns): an event of a generation already handled changes nothing.
     reconciled: dict[str, int] = field(default_factory=dict)
+    #: Event handlers storing objects at once, at most: a burst of events must leave pool
+    #: connections to the mirror and the trigger.
+    stores: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))

@@ -108,7 +108,9 @@ async def scheduled_job_event(event: Any, body: Any, memo: Any, **_: Any) -> Non
         return
     if metadata.get("deletionTimestamp"):
         return  # the delete handler's
-    await scheduled_jobs.reconcile_once(ctx, plain)
+    if ctx.reconciled.get(metadata["uid"]) != metadata.get("generation"):
+        async with ctx.stores:
+            await scheduled_jobs.reconcile_once(ctx, plain)
 
 
 @kopf.on.delete(*_SCHEDULED_JOBS, registry=registry)
@@ -133,7 +135,8 @@ async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
     if metadata.get("deletionTimestamp"):
         return
     if ctx.reconciled.get(metadata["uid"]) != metadata.get("generation"):
-        await job_runs.reconcile(ctx, plain)
+        async with ctx.stores:
+            await job_runs.reconcile(ctx, plain)
         ctx.reconciled[metadata["uid"]] = metadata.get("generation")
         ctx.wake.set()
 
