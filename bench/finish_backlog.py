@@ -9,6 +9,8 @@ starts one real ``sundial runner`` (async=500) and then, ``--bursts`` times in a
 * PostgreSQL µs per job: CPU time of the server's processes over the burst (from /proc:
   backends, autovacuum, WAL writer; a process that exits during the burst is not counted);
 * the peak of rows in state ``running``, sampled every 0.1 s through the running index;
+* how many of the burst's runs were executed more than once (a lease lapsed: the first
+  attempt's finish was fenced out and the reaper handed the run out again);
 * the load averages, as the machine may be shared.
 
 It runs whatever ``sundial`` is importable, so the same file measures another checkout:
@@ -103,13 +105,13 @@ def main() -> None:
                 sys.executable, "-m", "sundial", "runner",
                 "--dsn", dsn, "--handlers", "bench_handlers",
                 "--concurrency", f"async={options.concurrency}",
-                "--metrics-port", "-1", "--log-level", "WARNING",
+                "--metrics-port", "-1", "--log-level", "ERROR",
             ]  # fmt: skip
             runner = subprocess.Popen(command, env=env)
             try:
                 print(
                     f"{'burst':>5} {'jobs/s':>8} {'PG µs/job':>10} {'peak running':>13} "
-                    f"{'seconds':>8}  load"
+                    f"{'seconds':>8} {'run again':>9}  load"
                 )
                 for burst in range(1, options.bursts + 1):
                     row = conn.execute("SELECT coalesce(max(id), 0) FROM job_runs").fetchone()
@@ -134,17 +136,18 @@ def main() -> None:
                     after = server_cpu_seconds(postmaster)
                     cpu = sum(after[pid] - before.get(pid, 0.0) for pid in after)
                     row = conn.execute(
-                        "SELECT count(*) FILTER (WHERE state = 'completed'), max(attempt),"
+                        "SELECT count(*) FILTER (WHERE state = 'completed'),"
+                        " count(*) FILTER (WHERE attempt > 1),"
                         " extract(epoch FROM max(finished_at) - min(started_at))"
                         " FROM job_runs WHERE id >= %s",
                         (first_id,),
                     ).fetchone()
                     assert row is not None and row[0] == options.burst, f"burst: {row}"
-                    assert row[1] == 1, "a run was executed twice"
                     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
                     print(
                         f"{burst:>5} {options.burst / float(row[2]):>8.0f} "
-                        f"{cpu / options.burst * 1e6:>10.1f} {peak:>13} {wall:>8.1f}  {load}",
+                        f"{cpu / options.burst * 1e6:>10.1f} {peak:>13} {wall:>8.1f} "
+                        f"{row[1]:>9}  {load}",
                         flush=True,
                     )
             finally:
