@@ -7,19 +7,21 @@ level-triggered path that writes every status: a handler that never ran (the ope
 down) or ran twice (a restart) leaves the same end state.
 
 * Every ScheduledJob event feeds ``Context.scheduled_job_cache`` (which the mirror reads
-  instead of LISTing) and, once per generation, ``scheduled_jobs.reconcile`` (the first event
-  after a start is a generation not handled yet: that is the resume); delete (behind our
-  finalizer ``sundial.dev/finalizer``) -> ``scheduled_jobs.delete``.
+  instead of LISTing) and wakes the mirror, whose pass stores each generation not stored yet
+  (``scheduled_jobs.reconcile_once``; after a start every generation is one: that is the
+  resume); delete (behind our finalizer ``sundial.dev/finalizer``) ->
+  ``scheduled_jobs.delete``.
 * Every JobRun event feeds ``Context.job_run_cache``; for JobRuns a user created (mirrored
   ones carry ``sundial.dev/mirror=true``), each generation once -> ``job_runs.reconcile``;
   delete (behind the same finalizer, which only user JobRuns get) -> ``job_runs.delete``,
   which cancels a run that has not finished.
 * Low-level ``on.event`` handlers, not ``on.create``/``on.update``: kopf keeps no diff base
-  and writes no per-object annotation for them (docs/adr/0027-operator-memory.md). A handler
-  that fails is not retried by kopf; the mirror's next pass stores every generation not
-  stored yet. The finalizer makes a deletion while the operator is down wait for
-  it, and keeps the JobRun, so the garbage collector keeps its Pods, until the cancel is
-  committed (docs/adr/0013-job-run-owns-its-pods.md, amendment).
+  and writes no per-object annotation for them (docs/adr/0027-operator-memory.md). A JobRun
+  handler that fails is not retried by kopf; the mirror follows user JobRuns every pass.
+
+The finalizer makes a deletion while the operator is down wait for it, and keeps the JobRun,
+so the garbage collector keeps its Pods, until the cancel is committed
+(docs/adr/0013-job-run-owns-its-pods.md, amendment).
 
 The process-wide ``context.Context`` arrives in kopf's ``memo`` as ``memo.context``, and the
 process's stop event as ``memo.stop``.
@@ -97,7 +99,7 @@ async def stopping(memo: Any, **_: Any) -> None:
 
 @kopf.on.event(*_SCHEDULED_JOBS, registry=registry)
 async def scheduled_job_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
-    """Keep the cache; store each generation once (the mirror retries one that failed)."""
+    """Keep the cache and wake the mirror, which stores each generation once."""
     ctx = _context(memo)
     plain = kube.plain(body)
     kind = event.get("type")  # None: kopf's initial listing
@@ -109,8 +111,10 @@ async def scheduled_job_event(event: Any, body: Any, memo: Any, **_: Any) -> Non
     if metadata.get("deletionTimestamp"):
         return  # the delete handler's
     if ctx.reconciled.get(metadata["uid"]) != metadata.get("generation"):
-        async with ctx.stores:
-            await scheduled_jobs.reconcile_once(ctx, plain)
+        # Stored by the mirror's next pass (woken now), not here: a handler waiting for the
+        # pool keeps its event's bodies alive, and 10,000 of them waiting at once were most
+        # of the operator's peak (ADR 0027).
+        ctx.wake.set()
 
 
 @kopf.on.delete(*_SCHEDULED_JOBS, registry=registry)

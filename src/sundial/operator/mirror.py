@@ -90,7 +90,7 @@ class Mirror:
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
-        # A generation whose event handler failed (PostgreSQL down) is stored here.
+        # Every generation not stored yet (new, edited, or its store failed) is stored here.
         await asyncio.gather(*(self._store(body) for body in live))
 
         parsed: dict[
