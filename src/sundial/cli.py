@@ -14,6 +14,7 @@ import sundial
 from sundial.api import crd, validate
 
 if TYPE_CHECKING:
+    from sundial.scheduler import maintainer as maintainer_module
     from sundial.store.pool import Pool
 
 #: Every command that talks to PostgreSQL takes the database the same way.
@@ -143,6 +144,83 @@ oom_max_memory_option = click.option(
 )
 
 
+class Duration(click.ParamType[float, object]):
+    """A duration in seconds, written ``90``, ``90s``, ``30m``, ``1h`` or ``2d``."""
+
+    name = "duration"
+    _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = self._UNITS.get(text[-1:], None)
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0 or seconds == float("inf"):
+            self.fail(
+                f"{value!r} is not a duration: write a number of seconds, or a number with"
+                " s, m, h or d (90s, 30m, 1h, 2d)",
+                param,
+                ctx,
+            )
+        return seconds
+
+
+#: The daemons' log level; every daemon logs JSON lines (``observability.logging``).
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
+
+#: What the maintainer keeps where (ADR 0019); on `sundial scheduler` and `sundial operator`.
+hot_window_option = click.option(
+    "--hot-window",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="How long finished runs stay in the hot table (job_runs) before the maintainer moves"
+    " them to the month partitions of finished_runs: 90s, 30m, 1h, 2d.",
+)
+archive_retention_option = click.option(
+    "--archive-retention-days",
+    type=click.IntRange(min=0),
+    default=30,
+    show_default=True,
+    help="Drop a month partition of run history once its whole month ended this many days"
+    " ago (0: keep every partition).",
+)
+
+
+def _maintainer_settings(
+    hot_window: float, archive_retention_days: int
+) -> maintainer_module.MaintainerSettings:
+    """The maintainer's settings from the command line; a usage error names what to change."""
+    import datetime
+
+    from sundial.scheduler import maintainer
+
+    try:
+        return maintainer.MaintainerSettings(
+            hot_window=datetime.timedelta(seconds=hot_window),
+            archive_retention=(
+                datetime.timedelta(days=archive_retention_days) if archive_retention_days else None
+            ),
+        )
+    except ValueError:
+        raise click.UsageError(
+            f"--hot-window ({hot_window:g}s) must be shorter than --archive-retention-days"
+            f" ({archive_retention_days} days): raise the retention or shorten the window"
+        ) from None
+
+
 @main.command()
 @dsn_option
 @click.option("--target", type=int, default=None, help="Stop after this migration version.")
@@ -181,7 +259,26 @@ def migrate(dsn: str, target: int | None) -> None:
     help="Global fire budget on run_at (0 turns it off: spread alone).",
 )
 @click.option("--fire-burst", type=click.IntRange(1), default=1000, show_default=True)
+@click.option(
+    "--maintainer/--no-maintainer",
+    default=True,
+    show_default=True,
+    help="Run the maintainer while leading: reap expired leases, promote due runs, archive"
+    " finished runs, drop old history (off: leave it to another process).",
+)
+@hot_window_option
+@archive_retention_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Serve the trigger's and the maintainer's /metrics on this port (0: any free port;"
+    " -1: off).",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@log_level_option
 def scheduler(
     dsn: str,
     holder: str | None,
@@ -190,22 +287,36 @@ def scheduler(
     lease_ttl: float,
     fires_per_second: float,
     fire_burst: int,
+    maintainer: bool,
+    hot_window: float,
+    archive_retention_days: int,
     once: bool,
+    metrics_port: int,
+    metrics_host: str,
+    log_level: str,
 ) -> None:
-    """Run the trigger loop and run maintenance under the PostgreSQL leader lease.
+    """Run the trigger loop, and the maintainer, under the PostgreSQL leader lease.
 
-    The same loop the operator runs, without Kubernetes: schedules in the database turn into
-    runs; expired leases are reaped; future runs are promoted when due. Safe to start twice.
+    The same loops the operator runs, without Kubernetes: schedules in the database turn into
+    runs; expired leases are reaped; future runs are promoted when due; finished runs move to
+    the archive after --hot-window and old history is dropped. Safe to start twice: one leads,
+    the other stands by and takes over when the leader's lease runs out.
     """
     import asyncio
     import datetime
     import logging
+    import os
     import signal
 
+    import prometheus_client
+
+    from sundial.observability import logging as json_logging
+    from sundial.scheduler import maintainer as maintainer_module
     from sundial.scheduler import trigger
     from sundial.store import pool as store_pool
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    json_logging.configure(log_level.upper())
+    maintenance = _maintainer_settings(hot_window, archive_retention_days)
     settings = trigger.TriggerSettings(
         batch_size=batch_size,
         poll_interval=datetime.timedelta(seconds=poll_seconds),
@@ -215,19 +326,35 @@ def scheduler(
     )
 
     async def serve() -> None:
-        opened = await store_pool.open_pool(dsn, min_size=1, max_size=2, name="sundial-scheduler")
+        # Handle SIGTERM from the start: a stop while the pool opens is still a clean exit.
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-scheduler")
         try:
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
+            keeper = maintainer_module.Maintainer(opened, holder=loop.holder, settings=maintenance)
             if once:
                 await loop.step()
+                if maintainer:
+                    await keeper.step()
                 state = "leader" if loop.lease is not None else "standby"
                 click.echo(f"one step done as {state} ({loop.holder})")
                 return
-            stop = asyncio.Event()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-            click.echo(f"scheduler {loop.holder} running; Ctrl-C stops it")
-            await loop.run(stop)
+            port = None
+            if metrics_port >= 0:
+                server, _ = prometheus_client.start_http_server(metrics_port, metrics_host)
+                port = server.server_port
+            logging.getLogger("sundial.scheduler").info(
+                "scheduler running",
+                extra={
+                    "holder": loop.holder,
+                    "maintainer": maintainer,
+                    "metrics_port": port,
+                    "pid": os.getpid(),
+                },
+            )
+            await asyncio.gather(loop.run(stop), *([keeper.run(stop)] if maintainer else []))
         finally:
             await opened.close()
 
@@ -309,11 +436,18 @@ def _parse_concurrency(
     help="The sliding window of --retry-budget.",
 )
 @click.option(
+    "--maintenance",
+    is_flag=True,
+    help="Also reap expired leases and promote due runs, without a lease, for installations"
+    " with neither `sundial scheduler` nor the operator (whose maintainer does it; it also"
+    " archives, which this does not).",
+)
+@click.option(
     "--maintenance-seconds",
-    type=click.FloatRange(min=0),
+    type=click.FloatRange(min=0.01),
     default=1.0,
     show_default=True,
-    help="Reap expired leases and promote due runs this often (0: leave it to the operator).",
+    help="How often --maintenance reaps and promotes.",
 )
 @click.option(
     "--max-unfinished",
@@ -331,7 +465,7 @@ def _parse_concurrency(
 )
 @click.option("--metrics-host", default="0.0.0.0", show_default=True)
 @click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
-@click.option("--log-level", default="INFO", show_default=True)
+@log_level_option
 def runner(
     dsn: str,
     handler_modules: tuple[str, ...],
@@ -343,6 +477,7 @@ def runner(
     quarantine_after: int,
     retry_budget: int,
     retry_budget_window_seconds: float,
+    maintenance: bool,
     maintenance_seconds: float,
     max_unfinished: int | None,
     metrics_port: int,
@@ -360,6 +495,15 @@ def runner(
     from sundial.observability import logging as json_logging
     from sundial.runner import health, registry, worker
 
+    context = click.get_current_context()
+    if not maintenance and context.get_parameter_source("maintenance_seconds") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
+        raise click.UsageError(
+            "--maintenance-seconds only sets the interval of --maintenance, which is off by"
+            " default: add --maintenance, or leave reaping to `sundial scheduler` or the operator"
+        )
     json_logging.configure(log_level.upper())
     try:
         handlers = registry.load_handlers(handler_modules)
@@ -384,7 +528,7 @@ def runner(
         quarantine_after_crashes=quarantine_after,
         retry_budget=retry_budget,
         retry_budget_window_seconds=retry_budget_window_seconds,
-        maintenance_seconds=maintenance_seconds,
+        maintenance_seconds=maintenance_seconds if maintenance else 0.0,
         max_unfinished=max_unfinished,
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
@@ -423,6 +567,7 @@ def runner(
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
 @oom_increase_option
 @oom_max_memory_option
+@log_level_option
 def pod_launcher(
     dsn: str,
     namespaces: tuple[str, ...],
@@ -437,6 +582,7 @@ def pod_launcher(
     runner_image: str,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
+    log_level: str,
 ) -> None:
     """Launch pod-mode runs as Pods, one per attempt, outside the operator.
 
@@ -452,11 +598,12 @@ def pod_launcher(
     from kubernetes import client as kube_client
     from kubernetes import config as kube_config
 
+    from sundial.observability import logging as json_logging
     from sundial.pods import launcher as launcher_module
     from sundial.pods import manifests
     from sundial.store import pool as store_pool
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    json_logging.configure(log_level.upper())
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
         api_client = kube_client.ApiClient()
@@ -485,7 +632,10 @@ def pod_launcher(
             stop = asyncio.Event()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-            click.echo(f"pod launcher {settings.worker} running; Ctrl-C stops it", err=True)
+            logging.getLogger("sundial.pods").info(
+                "pod launcher running",
+                extra={"worker": settings.worker, "queues": list(queues), "pid": os.getpid()},
+            )
             await launcher.run(stop)
         finally:
             await opened.close()
@@ -594,6 +744,8 @@ def pods_release(namespaces: tuple[str, ...], kubeconfig: str | None, instance: 
     show_default=True,
     help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
 )
+@hot_window_option
+@archive_retention_option
 @oom_increase_option
 @oom_max_memory_option
 def operator(
@@ -611,11 +763,13 @@ def operator(
     max_pods: int,
     pod_service_account: str | None,
     runner_image: str,
+    hot_window: float,
+    archive_retention_days: int,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
 ) -> None:
-    """Run the Kubernetes operator: kopf handlers, the trigger loop, the status mirror and the
-    pod launcher.
+    """Run the Kubernetes operator: kopf handlers, the trigger loop and the maintainer, the
+    status mirror and the pod launcher.
 
     Only the process holding the PostgreSQL `operator` lease acts; others stand by. The pod
     launcher's lease owner is the holder name: keep --holder across restarts to re-adopt Pods.
@@ -630,6 +784,7 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    maintenance = _maintainer_settings(hot_window, archive_retention_days)
     config = runtime.OperatorConfig(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
@@ -638,6 +793,7 @@ def operator(
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
         pod_gc_interval=datetime.timedelta(seconds=pod_gc_seconds),
+        maintainer=maintenance,
         pod_launcher=pod_launcher,
         pod_queues=pod_queues,
         max_pods=max_pods,

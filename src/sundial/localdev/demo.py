@@ -2,7 +2,7 @@
 
 It starts a throwaway PostgreSQL, applies the migrations, loads the ScheduledJob manifests of
 ``examples/demo/`` through the same path the operator uses (``store.schedules.upsert``), and
-runs the real ``sundial scheduler`` (trigger loop, reaper) and ``sundial runner`` (claim,
+runs the real ``sundial scheduler`` (trigger loop, maintainer) and ``sundial runner`` (claim,
 lease, fenced finish) as child processes. Every few seconds it prints the newest runs, as
 ``kubectl get jobruns`` would; the ``flaky`` job fails its first attempt on purpose so a retry
 with a higher attempt (the fencing token) shows up. Everything is removed at the end.

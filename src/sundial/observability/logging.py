@@ -1,10 +1,16 @@
-"""JSON log lines with stable keys, one object per line, for every Sundial process.
+"""JSON log lines with stable keys, one object per line: the one log setup of every daemon.
+
+``sundial runner``, ``sundial scheduler``, ``sundial pod-launcher`` and ``sundial operator``
+all call ``configure``, so their lines have the same keys and one ``jq`` filter reads them all.
 
 Keys, always present: ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger``,
 ``message``. Extra keys come from ``extra={...}`` on the call (``run_id``, ``attempt``,
-``handler``, ``worker``, ``queue``, ``reason`` …) and are emitted as given; ``exception``
-holds a formatted traceback when there is one. Nothing else is renamed or nested, so
-``jq 'select(.message == "lease lost")'`` keeps working across releases.
+``handler``, ``worker``, ``holder``, ``queue``, ``reason`` …) and are emitted as given;
+``exception`` holds a formatted traceback when there is one. kopf's per-object loggers
+contribute ``object`` as ``namespace/name`` (from their ``k8s_ref``; their other ``k8s_*`` and
+private attributes are left out). Nothing else is renamed or nested, so
+``jq 'select(.message == "lease lost")'`` keeps working across releases. Values that are not
+JSON are written as their ``str``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "taskName",
 }
 
+#: Libraries whose per-request or per-event chatter stays out of INFO logs.
+_QUIET = ("kopf.objects", "kubernetes", "urllib3")
+
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -34,15 +43,23 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         for key, value in record.__dict__.items():
-            if key not in _STANDARD and key not in entry:
-                entry[key] = value
+            if key in _STANDARD or key in entry or key.startswith("_") or key == "settings":
+                continue
+            if key == "k8s_ref" and isinstance(value, dict):
+                entry["object"] = f"{value.get('namespace')}/{value.get('name')}"
+                continue
+            if key.startswith("k8s_"):
+                continue
+            entry[key] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
 def configure(level: int | str = logging.INFO, *, stream: Any = None) -> None:
-    """Send every logger's records to ``stream`` (stderr) as JSON lines."""
+    """Send every logger's records to ``stream`` (stderr) as JSON lines, replacing the root
+    logger's other handlers; libraries' chatter (kopf's per-object lines, the Kubernetes
+    client, urllib3) is kept to warnings."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
@@ -50,3 +67,5 @@ def configure(level: int | str = logging.INFO, *, stream: Any = None) -> None:
         root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(level)
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -44,8 +44,6 @@ class OperatorSettings:
     mirror_interval: timedelta = timedelta(seconds=3)
     #: Concurrent API writes of one mirror pass.
     write_concurrency: int = 16
-    #: Finished runs older than this move to the month partitions.
-    archive_after: timedelta = timedelta(hours=1)
     #: The ``sundial.dev/instance`` label of this installation's Pods: the mirror deletes the
     #: ended ones whose run left its window (``pod_gc``). ``None``: Pods are left alone.
     pod_instance: str | None = None

@@ -1,13 +1,16 @@
 """The liveness endpoint: ``GET /healthz`` answers 200 while the event loop turns.
 
 It answers for a standby too (a standby is alive; it is just not acting), with the role in
-the body, so a probe restarts a wedged process but never a healthy standby.
+the body, so a probe restarts a wedged process but never a healthy standby. The same port
+serves ``GET /metrics``: the process's Prometheus metrics (trigger, maintainer), in the text
+exposition format.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import prometheus_client
 from aiohttp import web
 
 __all__ = ["LivenessServer"]
@@ -23,9 +26,16 @@ class LivenessServer:
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "role": self._role()})
 
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(
+            body=prometheus_client.generate_latest(),
+            headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST},
+        )
+
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port).start()

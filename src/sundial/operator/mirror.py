@@ -22,6 +22,10 @@ requests of a pass grow with what changed, not with how many objects there are. 
 ``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
 run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
 window like its JobRuns.
+
+The mirror does not archive: moving finished runs out of the hot table is the maintainer's
+(``scheduler.maintainer``), and the window reads the hot table and the month partitions alike,
+so a run archived mid-window stays in its window.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from sundial.operator import cache, context, events, job_runs, kube, scheduled_j
 from sundial.pods import pod_gc
 from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
-from sundial.store import history, maintenance
+from sundial.store import history
 
 __all__ = ["Mirror"]
 
@@ -48,15 +52,11 @@ log = logging.getLogger("sundial.operator.mirror")
 #: ScheduledJobs synced at once in a pass (their writes are bounded by write_concurrency).
 _SLICE = 256
 
-#: How often, at most, finished runs are archived to the month partitions.
-_MAINTENANCE_EVERY = 60.0
-
 
 class Mirror:
     def __init__(self, ctx: context.Context) -> None:
         self.ctx = ctx
         self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
-        self._last_maintenance = 0.0
         self._last_pod_sweep: float | None = None
         self.passes = 0
 
@@ -155,7 +155,6 @@ class Mirror:
                 if schedule_id in windows
             }
             await self._collect_pods(ended_pods, kept, users)
-        await self._maintain()
         self.passes += 1
         log.debug(
             "mirror pass",
@@ -422,20 +421,6 @@ class Mirror:
         )
         if deleted:
             log.info("deleted finished Pods outside their window", extra={"pods": deleted})
-
-    async def _maintain(self) -> None:
-        now = time.monotonic()
-        if now - self._last_maintenance < _MAINTENANCE_EVERY:
-            return
-        self._last_maintenance = now
-        try:
-            await maintenance.ensure_partitions(self.ctx.pool)
-            await maintenance.archive_finished(
-                self.ctx.pool,
-                older_than_seconds=self.ctx.settings.archive_after.total_seconds(),
-            )
-        except Exception:
-            log.exception("run archiving failed; it is retried on a later pass")
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:

@@ -5,7 +5,8 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
 
 * kopf (embedded with ``kopf.operator``, standalone: our lease replaces kopf's peering), with
   our finalizer and annotation prefixes (``handlers.settings``);
-* the trigger loop with its reaper and promotion of due runs (``announcer``);
+* the trigger loop (``announcer``) and, under the same lease, the maintainer: reaping,
+  promotion of due runs, archiving and retention (``scheduler.maintainer``);
 * the status mirror (``mirror``) and the Event recorder (``events``);
 * the pod launcher (``pod_launcher``, unless turned off), which claims pod-mode runs and drives
   their Pods. Its worker id is the operator's lease holder, so an operator restarted with the
@@ -31,6 +32,7 @@ from typing import Any
 
 import kopf
 
+from sundial.observability import logging as json_logging
 from sundial.operator import (
     announcer,
     context,
@@ -38,12 +40,11 @@ from sundial.operator import (
     handlers,
     kube,
     liveness,
-    logs,
     mirror,
     pod_hooks,
 )
 from sundial.pods import launcher, manifests
-from sundial.scheduler import leadership, trigger
+from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import pool as store_pool
 
@@ -65,6 +66,8 @@ class OperatorConfig:
     #: The longest time between two sweeps of ended Pods outside their window (``pod_gc``).
     pod_gc_interval: timedelta = timedelta(seconds=30)
     trigger_poll: timedelta = timedelta(seconds=1)
+    #: The hot window, the archive retention and the intervals of the maintainer.
+    maintainer: maintainer.MaintainerSettings = field(default_factory=maintainer.MaintainerSettings)
     #: Host the pod launcher (off: pod-mode runs wait for a ``sundial pod-launcher``).
     pod_launcher: bool = True
     pod_queues: tuple[str, ...] = ("default",)
@@ -76,7 +79,7 @@ class OperatorConfig:
 
 async def serve(config: OperatorConfig) -> int:
     """Run until stopped; the exit status for the process."""
-    logs.configure()
+    json_logging.configure()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -133,6 +136,9 @@ async def _lead(
             poll_interval=config.trigger_poll, lease_ttl_seconds=config.lease_ttl_seconds
         ),
     )
+    housekeeping = maintainer.Maintainer(
+        pool, holder=config.holder, clock=clock, settings=config.maintainer
+    )
     status_mirror = mirror.Mirror(ctx)
     kopf_stop = asyncio.Event()
     pod_launcher = None
@@ -165,6 +171,7 @@ async def _lead(
             name="kopf",
         ),
         asyncio.create_task(triggers.run(stop), name="trigger"),
+        asyncio.create_task(housekeeping.run(stop), name="maintainer"),
         asyncio.create_task(status_mirror.run(stop), name="mirror"),
         asyncio.create_task(recorder.run(stop), name="events"),
         keeper,

@@ -1,8 +1,8 @@
 """Wake an idle claim loop when runs become claimable: LISTEN/NOTIFY, with polling behind it.
 
 Migration 0020 notifies channel ``sundial_runs`` (payload: the queue) once per inserting
-statement; the runner's maintenance tick notifies with an empty payload (every queue) when it
-promotes or requeues runs. A notification only sets an ``asyncio.Event``: any number of them
+statement; the store's reaper notifies with an empty payload (every queue) when it promotes or
+requeues runs. A notification only sets an ``asyncio.Event``: any number of them
 between two claims cost one claim, so a burst of inserts cannot turn into a burst of claims.
 
 The listener holds its own connection (LISTEN does not survive going back to a pool). When
@@ -19,9 +19,9 @@ from collections.abc import Collection
 
 import psycopg
 
-from sundial.store import reconnect
+from sundial.store import reaper, reconnect
 
-CHANNEL = "sundial_runs"
+CHANNEL = reaper.WAKEUP_CHANNEL
 
 log = logging.getLogger("sundial.runner.wakeup")
 
@@ -55,8 +55,3 @@ class Listener:
                 await asyncio.sleep(retry.failed(error))
             finally:
                 self.connected = False
-
-
-async def announce(conn: psycopg.AsyncConnection[object], queue: str = "") -> None:
-    """Tell listening runners that runs became claimable (empty queue: every queue)."""
-    await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, queue))

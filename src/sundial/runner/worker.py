@@ -24,10 +24,11 @@ Guarantees:
 * **Nothing lost on a database outage.** Every loop catches connection errors, marks the runner
   not ready (``/readyz`` 503) and retries with backoff; leases are time-based.
 
-Maintenance: with ``maintenance_seconds > 0`` (the default) the runner also reaps expired
-leases and promotes due runs every tick (both SKIP LOCKED, safe from any number of runners),
-so a deployment without the operator still recovers crashed runners' runs; see
-docs/adr/0005-runner-claim-loop.md.
+Maintenance is opt-in: with ``maintenance_seconds > 0`` (``sundial runner --maintenance``) the
+runner also reaps expired leases and promotes due runs every ``maintenance_seconds`` (both SKIP
+LOCKED, safe from any number of runners), for installations with neither ``sundial scheduler``
+nor the operator, whose maintainer does this under the leader lease and also archives
+(docs/adr/0019-the-maintainer.md). Off by default, so N runners do not run N reapers.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ class Settings:
     # Quick retries per dependency per window; more are deferred (breaker.RetryBudget).
     retry_budget: int = 100
     retry_budget_window_seconds: float = 60.0
-    maintenance_seconds: float = 1.0
+    #: 0: no runner-side maintenance (the maintainer's job); > 0: reap and promote this often.
+    maintenance_seconds: float = 0.0
     max_claim_batch: int = 500
     finish_linger_seconds: float = 0.002
     finish_max_batch: int = 1000
@@ -573,11 +575,9 @@ class Worker:
     async def _maintain(self) -> None:
         while True:
             try:
+                # Both announce what they made claimable on the wakeup channel themselves.
                 reaped = await reaper.reap(self.pool())
-                promoted = await reaper.promote_due(self.pool())
-                if reaped.requeued or promoted:
-                    async with self.pool().connection() as conn:
-                        await wakeup.announce(conn)
+                await reaper.promote_due(self.pool())
                 if reaped.lease_expiries:
                     log.info(
                         "reaped expired leases",

@@ -5,10 +5,14 @@ One ``TriggerLoop`` per operator process (or per ``sundial scheduler``). Each ``
 1. takes or renews the ``trigger`` lease (``store.leases``, with an epoch); a process that does
    not hold it does nothing but wait;
 2. as leader, ``tick``: calls ``store.fires.fire_due`` until no due schedule is left, one
-   transaction per batch; then the store's maintenance, ``reaper.reap`` and
-   ``reaper.promote_due`` (future ``run_at`` -> pending) and ``runners.mark_unclaimable`` (why
-   pending runs no live runner serves are waiting);
+   transaction per batch;
 3. returns when to wake: the next ``next_fire_time`` or the poll interval, whichever is first.
+
+It logs ``leading`` when it first takes the lease, ``standing by`` while another process holds
+it, ``taking over`` when it takes the lease after standing by, and ``lost the lease`` when a
+renewal found another holder. The store's housekeeping (reaping, promotion of due runs,
+archiving, retention) is the ``maintainer``'s, which runs beside this loop and acts while this
+loop's process holds the lease.
 
 The lease only saves work. Correctness never depends on it: due schedules are locked
 ``FOR UPDATE SKIP LOCKED`` and every fire is created through the unique
@@ -39,14 +43,13 @@ from datetime import datetime, timedelta
 from sundial.observability import trigger_metrics
 from sundial.scheduling import clock as clocks
 from sundial.scheduling import fire_budget
-from sundial.store import fires, leases, reaper, runners, schedules
+from sundial.store import fires, leases, schedules
 from sundial.store.pool import Pool
 
 __all__ = ["LEASE_NAME", "RunAtPacer", "TriggerLoop", "TriggerSettings", "default_holder"]
 
 LEASE_NAME = "trigger"
 #: How often the leader checks for pending runs no live runner can claim (store.runners).
-UNCLAIMABLE_CHECK_SECONDS = 5.0
 
 log = logging.getLogger("sundial.trigger")
 
@@ -60,8 +63,6 @@ class TriggerSettings:
     #: The global fire budget on run_at; ``None`` turns it off (spread alone).
     fires_per_second: float | None = 1000.0
     fire_burst: int = 1000
-    #: Run reaper.reap and reaper.promote_due after each tick.
-    maintain: bool = True
 
 
 def default_holder() -> str:
@@ -117,9 +118,10 @@ class TriggerLoop:
         self.holder = holder or default_holder()
         self.settings = settings or TriggerSettings()
         self.lease: leases.LeaderLease | None = None
+        #: Another process held the lease when this one last asked (for the log's wording).
+        self.stood_by = False
         rate = self.settings.fires_per_second
         self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
-        self._next_unclaimable_check = 0.0  # time.monotonic(): a pacing interval, not logic
 
     async def tick(self) -> fires.FireReport:
         """Fire every schedule due at the clock's now, one transaction per batch."""
@@ -174,39 +176,41 @@ class TriggerLoop:
 
     async def lead(self) -> leases.LeaderLease | None:
         """Take or renew the lease; ``None`` while another process holds it."""
+        before = self.lease
         self.lease = await leases.acquire(
             self.pool, LEASE_NAME, self.holder, ttl_seconds=self.settings.lease_ttl_seconds
         )
-        return self.lease
+        if self.lease is not None:
+            if before is None or before.epoch != self.lease.epoch:
+                message = "taking over" if self.stood_by else "leading"
+                log.info(message, extra={"holder": self.holder, "epoch": self.lease.epoch})
+            self.stood_by = False
+            return self.lease
+        if before is not None:
+            log.warning("lost the lease; standing by", extra={"holder": self.holder})
+        if not self.stood_by:
+            current = await leases.holder(self.pool, LEASE_NAME)
+            log.info(
+                "standing by",
+                extra={
+                    "holder": self.holder,
+                    "leader": None if current is None else current.holder,
+                },
+            )
+            self.stood_by = True
+        return None
 
     async def step(self) -> datetime:
-        """One round: lead, tick and maintain if leader; return when to wake."""
+        """One round: lead, and tick if leader; return when to wake."""
         now = self.clock.now()
         wake = now + self.settings.poll_interval
         if await self.lead() is None:
             return wake
         await self.tick()
-        if self.settings.maintain:
-            await reaper.reap(self.pool)
-            await reaper.promote_due(self.pool)
-            await self._mark_unclaimable()
         upcoming = await schedules.next_due(self.pool)
         if upcoming is not None:
             wake = min(wake, max(upcoming, self.clock.now()))
         return wake
-
-    async def _mark_unclaimable(self) -> None:
-        """Every few seconds, say why pending runs no live runner serves are waiting. Here too,
-        not only in runners: when no runner is alive, nobody else would say so."""
-        if time.monotonic() < self._next_unclaimable_check:
-            return
-        self._next_unclaimable_check = time.monotonic() + UNCLAIMABLE_CHECK_SECONDS
-        for run in await runners.mark_unclaimable(self.pool):
-            if run.reason is not None:
-                log.warning(
-                    "run unclaimable",
-                    extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
-                )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Step until ``stop`` is set; a failed step (database away) is retried with backoff."""

@@ -39,7 +39,11 @@ API, stable from here on::
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
     leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None
     leases.release(pool, lease) -> bool
-    maintenance.ensure_partitions / archive_finished / drop_partitions_before
+    leases.holder(pool, name) -> LeaderLease | None                # who leads, without renewing
+    maintenance.ensure_partitions(pool, *, months_ahead=2, now=None)
+    maintenance.archive_finished(pool, *, older_than_seconds, batch_size) -> int
+    maintenance.drop_partitions_before(pool, cutoff, *, limit=24) -> DroppedPartitions
+                                                  # all run by scheduler.maintainer
     monitoring.schedule_lag / pending_depth / terminal_runs_by_job /
                attempts_per_completed_run / lease_expiries
     reconnect.Backoff(message, logger=) / reconnect.ERRORS   # every loop's wait for the database

@@ -14,7 +14,7 @@ from datetime import datetime
 from sundial.store import queries
 from sundial.store.pool import Pool
 
-__all__ = ["LeaderLease", "acquire", "release"]
+__all__ = ["LeaderLease", "acquire", "holder", "release"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +44,11 @@ async def release(pool: Pool, lease: LeaderLease) -> bool:
             {"name": lease.name, "holder": lease.holder, "epoch": lease.epoch},
         )
         return cursor.rowcount == 1
+
+
+async def holder(pool: Pool, name: str) -> LeaderLease | None:
+    """Who holds ``name`` now by the database clock, without renewing it; ``None``: nobody."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("lease_holder"), {"name": name})
+        row = await cursor.fetchone()
+    return None if row is None else LeaderLease(name, row[0], row[1], row[2])

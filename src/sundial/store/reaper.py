@@ -9,7 +9,12 @@ recorded in the attempt history, which is what the "lease expiries" metric count
 ``promote_due`` moves ``scheduled`` and ``retry_wait`` runs whose ``run_at`` has come into
 ``pending``, i.e. into the dispatch index; keeping future-dated runs out of that index keeps
 the claim scan short (docs/adr/0001-run-store-schema.md). Both are safe to run from several
-processes at once (SKIP LOCKED); normally the operator's leader runs them every second or so.
+processes at once (SKIP LOCKED); the maintainer of the process holding the leader lease runs
+them every second or so (``sundial.scheduler.maintainer``), a ``sundial runner --maintenance``
+where there is no scheduler.
+
+Runs made ``pending`` by an UPDATE wake no runner by themselves (migration 0020 notifies on
+INSERT only), so both announce on ``WAKEUP_CHANNEL`` when they made any run claimable.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from dataclasses import dataclass, field
 
 from sundial.scheduling import run_state
 from sundial.store import attempts, dependencies, queries
-from sundial.store.pool import Pool
+from sundial.store.pool import Connection, Pool
 
-__all__ = ["ReapResult", "promote_due", "reap"]
+__all__ = ["WAKEUP_CHANNEL", "ReapResult", "promote_due", "reap"]
+
+#: The channel runners LISTEN on (migration 0020); an empty payload wakes every queue.
+WAKEUP_CHANNEL = "sundial_runs"
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ async def reap(pool: Pool, *, limit: int = 1000) -> ReapResult:
                     doomed[run_id] = state
         await dependencies.fail_dependents(conn, doomed)
         await attempts.record(conn, history)
+        if requeued:
+            await _announce(conn)
     return ReapResult(requeued=frozenset(requeued), ended=ended)
 
 
@@ -63,4 +73,11 @@ async def promote_due(pool: Pool, *, limit: int = 10_000) -> int:
     """Move due ``scheduled``/``retry_wait`` runs to ``pending``; return how many moved."""
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("promote_due"), {"limit": limit})
-        return cursor.rowcount
+        promoted = cursor.rowcount
+        if promoted > 0:
+            await _announce(conn)
+        return promoted
+
+
+async def _announce(conn: Connection) -> None:
+    await conn.execute("SELECT pg_notify(%s, '')", (WAKEUP_CHANNEL,))

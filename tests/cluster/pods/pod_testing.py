@@ -169,7 +169,7 @@ async def running_launcher(
 
 @contextlib.asynccontextmanager
 async def maintenance(pool: store_pool.Pool) -> AsyncIterator[None]:
-    """What the trigger loop's maintenance does: promote due retries, reap expired leases."""
+    """What the maintainer does for these tests: promote due retries, reap expired leases."""
 
     async def loop() -> None:
         while True:

@@ -114,6 +114,7 @@ class RunnerProcess:
         log_dir: pathlib.Path,
         *args: str,
         worker_id: str,
+        maintenance: bool = True,
         env: dict[str, str] | None = None,
     ) -> None:
         self.worker_id = worker_id
@@ -127,6 +128,8 @@ class RunnerProcess:
             "--metrics-port", "0",
             "--metrics-host", "127.0.0.1",
             "--concurrency", "process=1",
+            # No scheduler runs in these tests: the runners reap and promote themselves.
+            *(["--maintenance"] if maintenance else []),
             *args,
         ]  # fmt: skip
         self._log = self.log_path.open("wb")
@@ -203,9 +206,12 @@ class Runners:
         *args: str,
         worker_id: str | None = None,
         env: dict[str, str] | None = None,
+        maintenance: bool = True,
     ) -> RunnerProcess:
         name = worker_id or f"runner-{len(self.started) + 1}"
-        runner = RunnerProcess(dsn, self.log_dir, *args, worker_id=name, env=env)
+        runner = RunnerProcess(
+            dsn, self.log_dir, *args, worker_id=name, env=env, maintenance=maintenance
+        )
         self.started.append(runner)
         return runner
 

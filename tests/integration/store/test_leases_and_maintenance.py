@@ -55,7 +55,8 @@ async def test_finished_runs_move_to_month_partitions_and_retention_drops_them(
     dropped = await maintenance.drop_partitions_before(
         pool, datetime.now(UTC).replace(day=1) - timedelta(days=1)
     )
-    assert any(name.startswith("finished_runs_") for name in dropped)
+    assert any(name.startswith("finished_runs_") for name in dropped.dropped)
+    assert dropped.busy == ()
     assert await runs.get(pool, done.run_id) is None  # its month is gone
     assert await runs.get(pool, live.run_id) is not None  # this month is kept
     again = await runs.submit(pool, job, idempotency_key="kept")

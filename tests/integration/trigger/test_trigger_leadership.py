@@ -42,9 +42,7 @@ async def test_step_wakes_at_the_next_fire_or_the_poll_interval(
     pool: pool.Pool, manual_clock: clock.ManualClock
 ) -> None:
     await add_schedule(pool, START, "*/5 * * * *")
-    settings = trigger.TriggerSettings(
-        fires_per_second=None, maintain=False, poll_interval=timedelta(minutes=10)
-    )
+    settings = trigger.TriggerSettings(fires_per_second=None, poll_interval=timedelta(minutes=10))
     loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=settings)
     assert await loop.step() == START + timedelta(minutes=5)
 

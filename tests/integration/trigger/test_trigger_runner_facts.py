@@ -1,5 +1,6 @@
-"""What the trigger leader does for runners: says why pending runs wait when no runner is
-alive to say it, and copies the job's lost-lease budget onto every run it fires."""
+"""What the trigger leader's process does for runners: its maintainer says why pending runs
+wait when no runner is alive to say it, and the trigger copies the job's lost-lease budget onto
+every run it fires."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from sundial.api import common
-from sundial.scheduler import trigger
+from sundial.scheduler import maintainer, trigger
 from sundial.store import pool as store_pool
 from sundial.store import runs, schedules
 
@@ -25,7 +26,9 @@ async def test_the_leader_marks_runs_no_live_runner_serves(
         await runs.submit(pool, "d/once", run_at=datetime.now(UTC) - timedelta(minutes=1))
     ).run_id
 
-    await trigger.TriggerLoop(pool).step()
+    loop = trigger.TriggerLoop(pool)
+    await loop.step()  # takes the lease; the maintainer acts under it
+    assert (await maintainer.Maintainer(pool, holder=loop.holder).step()).leading
 
     with psycopg.connect(store_dsn) as conn:
         row = conn.execute(

@@ -36,7 +36,7 @@ async def test_ten_thousand_hourly_fires_spread_so_no_second_holds_over_two_perc
     assert max(by_spread_alone.values()) > LIMIT  # the case the budget exists for
     simulated = clock.ManualClock(fire)
     # The budget bounds any second to burst + rate = 200 runs, whatever the hash does.
-    settings = trigger.TriggerSettings(fires_per_second=180, fire_burst=20, maintain=False)
+    settings = trigger.TriggerSettings(fires_per_second=180, fire_burst=20)
 
     report = await trigger.TriggerLoop(pool, clock=simulated, settings=settings).tick()
 
@@ -60,7 +60,7 @@ async def test_spread_alone_keeps_run_at_at_the_hashed_offset(
 ) -> None:
     ids = bulk_schedules(store_dsn, 500, "0 * * * *", now=START, spread_seconds=60)
     fire = START + timedelta(hours=1)
-    settings = trigger.TriggerSettings(fires_per_second=None, maintain=False)
+    settings = trigger.TriggerSettings(fires_per_second=None)
     await trigger.TriggerLoop(pool, clock=clock.ManualClock(fire), settings=settings).tick()
     with psycopg.connect(store_dsn) as conn:
         stored = dict(conn.execute("SELECT schedule_id, run_at FROM job_runs").fetchall())

@@ -21,7 +21,7 @@ from sundial.store import pool as store_pool
 async def main(dsn: str, holder: str) -> None:
     opened = await store_pool.open_pool(dsn, min_size=1, max_size=2)
     simulated = clock.ManualClock(START)
-    settings = trigger.TriggerSettings(batch_size=100, fires_per_second=None, maintain=False)
+    settings = trigger.TriggerSettings(batch_size=100, fires_per_second=None)
     loop = trigger.TriggerLoop(opened, clock=simulated, holder=holder, settings=settings)
     print("ready", flush=True)
     try:

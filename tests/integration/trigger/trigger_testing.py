@@ -19,7 +19,7 @@ from sundial.store import schedules
 START = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 
 #: No budget: tests of policies want the spread run_at untouched.
-UNPACED = trigger.TriggerSettings(fires_per_second=None, maintain=False)
+UNPACED = trigger.TriggerSettings(fires_per_second=None)
 
 
 def spec(schedule: str = "* * * * *", **fields: Any) -> scheduled_job.ScheduledJobSpec:

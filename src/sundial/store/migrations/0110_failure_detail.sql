@@ -9,7 +9,7 @@
 -- columns rewrites nothing.
 
 -- This migration rewrites sundial_finish and sundial_archive_finished_runs from their
--- definitions in 0070 and 0060. Refuse to run over a different one (a change numbered before
+-- definitions in 0070 and 0100. Refuse to run over a different one (a change numbered before
 -- this file but merged after it was written would otherwise be reverted in silence): fold that
 -- change into the definitions below and put the md5(prosrc) of the definitions it replaces
 -- here (SELECT md5(prosrc) FROM pg_proc WHERE proname = '...' on a database migrated to 0109).
@@ -18,9 +18,9 @@ BEGIN
     IF (SELECT md5(prosrc) FROM pg_proc WHERE proname = 'sundial_finish')
            IS DISTINCT FROM '243175cd8a791b21910c2599e5448d00'
        OR (SELECT md5(prosrc) FROM pg_proc WHERE proname = 'sundial_archive_finished_runs')
-           IS DISTINCT FROM '74266b698c1a0f127b5437e6eba36a00' THEN
+           IS DISTINCT FROM 'ac4f223675f15243b895dd9b68bd5262' THEN
         RAISE EXCEPTION 'sundial_finish or sundial_archive_finished_runs is not as 0070 and '
-            '0060 left it: merge the other migration''s change into 0110_failure_detail.sql';
+            '0100 left it: merge the other migration''s change into 0110_failure_detail.sql';
     END IF;
 END
 $$;
@@ -144,28 +144,34 @@ BEGIN
 END
 $$;
 
--- As in 0060, keeping the detail of archived runs.
+-- As in 0100 (bounded batches), keeping the detail of archived runs.
 CREATE OR REPLACE FUNCTION sundial_archive_finished_runs(older_than interval, batch_size integer)
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
+    picked_ids bigint[];
     month_start timestamptz;
     moved integer;
 BEGIN
-    FOR month_start IN
-        SELECT DISTINCT date_trunc('month', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-        FROM job_runs WHERE finished_at IS NOT NULL AND finished_at < now() - older_than
-    LOOP
-        PERFORM sundial_ensure_month_partition(month_start);
-    END LOOP;
-    WITH picked AS (
+    SELECT coalesce(array_agg(p.id), '{}') INTO picked_ids
+    FROM (
         SELECT id FROM job_runs
         WHERE finished_at IS NOT NULL AND finished_at < now() - older_than
         ORDER BY finished_at
         LIMIT batch_size
         FOR UPDATE SKIP LOCKED
-    ), gone AS (
-        DELETE FROM job_runs r USING picked WHERE r.id = picked.id
+    ) p;
+    IF cardinality(picked_ids) = 0 THEN
+        RETURN 0;
+    END IF;
+    FOR month_start IN
+        SELECT DISTINCT date_trunc('month', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+        FROM job_runs WHERE id = ANY (picked_ids)
+    LOOP
+        PERFORM sundial_ensure_month_partition(month_start);
+    END LOOP;
+    WITH gone AS (
+        DELETE FROM job_runs r WHERE r.id = ANY (picked_ids)
         RETURNING r.*
     ), edges AS (
         DELETE FROM job_run_deps d USING gone WHERE d.run_id = gone.id

@@ -1,28 +1,35 @@
 -- Current definition; last changed by migrations/0110_failure_detail.sql.
 -- Move up to `batch_size` terminal runs finished before now() - `older_than` out of the hot
 -- table into their month partitions, with their dependency edges; archived runs keep their
--- Pod columns, OOM budget and failure detail. Returns how many moved.
+-- Pod columns, OOM budget and failure detail. Returns how many moved. Bounded (0100): it locks
+-- its batch first and creates only that batch's months, so a backlog never makes it long.
 CREATE OR REPLACE FUNCTION sundial_archive_finished_runs(older_than interval, batch_size integer)
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
+    picked_ids bigint[];
     month_start timestamptz;
     moved integer;
 BEGIN
-    FOR month_start IN
-        SELECT DISTINCT date_trunc('month', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-        FROM job_runs WHERE finished_at IS NOT NULL AND finished_at < now() - older_than
-    LOOP
-        PERFORM sundial_ensure_month_partition(month_start);
-    END LOOP;
-    WITH picked AS (
+    SELECT coalesce(array_agg(p.id), '{}') INTO picked_ids
+    FROM (
         SELECT id FROM job_runs
         WHERE finished_at IS NOT NULL AND finished_at < now() - older_than
         ORDER BY finished_at
         LIMIT batch_size
         FOR UPDATE SKIP LOCKED
-    ), gone AS (
-        DELETE FROM job_runs r USING picked WHERE r.id = picked.id
+    ) p;
+    IF cardinality(picked_ids) = 0 THEN
+        RETURN 0;
+    END IF;
+    FOR month_start IN
+        SELECT DISTINCT date_trunc('month', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+        FROM job_runs WHERE id = ANY (picked_ids)
+    LOOP
+        PERFORM sundial_ensure_month_partition(month_start);
+    END LOOP;
+    WITH gone AS (
+        DELETE FROM job_runs r WHERE r.id = ANY (picked_ids)
         RETURNING r.*
     ), edges AS (
         DELETE FROM job_run_deps d USING gone WHERE d.run_id = gone.id

@@ -1,0 +1,335 @@
+"""The maintainer: the run store's housekeeping, once per installation, under the leader lease.
+
+As River runs its queue maintainer on its elected leader, Sundial runs one ``Maintainer`` in
+``sundial scheduler`` and in the operator, beside the trigger loop, and it acts only while its
+process holds the trigger's lease (``trigger.LEASE_NAME``). It never takes or renews that lease
+itself: the trigger loop does, and the maintainer asks the database, without renewing, who holds
+it now (``store.leases.holder``). So at most one process maintains at a time, by the database
+clock, and a standby takes over within one poll of the trigger taking the lease.
+
+Its tasks, each with its own interval (``MaintainerSettings``):
+
+* ``reap``: expired leases back to ``pending``, or ended when retries are spent
+  (``store.reaper.reap``);
+* ``promote``: ``scheduled`` and ``retry_wait`` runs whose ``run_at`` has come move to
+  ``pending``, into the dispatch index (``store.reaper.promote_due``). This is a state change,
+  not a comparison: the claim reads only the ``pending`` partial index (ADR 0001);
+* ``archive``: finished runs older than the hot window move to the month partitions
+  (``store.maintenance.archive_finished``);
+* ``retention``: the partitions of this month and the next ones exist ahead of time, and month
+  partitions whose whole month is older than the archive retention are dropped
+  (``store.maintenance.ensure_partitions`` / ``drop_partitions_before``);
+* ``monitor``: the backlog gauge of the seed's monitoring table (``store.monitoring``);
+* ``unclaimable``: why pending runs that no live runner serves are waiting
+  (``store.runners.mark_unclaimable``); here too, not only in runners, because with no runner
+  alive nobody else would say so.
+
+Guarantees:
+
+* **Bounded work.** Every transaction handles at most one batch (``*_batch``); a pass of a task
+  runs at most ``max_batches_per_pass`` batches and, if it stopped there with work left, the
+  task is due again at once, after the other due tasks had their turn. A backlog of millions
+  of finished runs is worked off in short transactions, never one long one.
+* **Correct with two.** Every task is safe from two processes at once (``SKIP LOCKED``,
+  idempotent DDL), so a leader that lost its lease mid-pass does no harm; the lease only
+  saves the work.
+* **Time is injected.** Intervals and the retention cutoff come from a
+  ``scheduling.clock.Clock``; the hot window is measured by the database clock, which wrote
+  ``finished_at`` (docs/adr/0019-the-maintainer.md says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sundial.observability import maintainer_metrics as metrics
+from sundial.scheduler import trigger
+from sundial.scheduling import clock as clocks
+from sundial.store import leases, maintenance, monitoring, reaper, runners
+from sundial.store.pool import Pool
+
+__all__ = ["Maintainer", "MaintainerSettings", "PassReport"]
+
+log = logging.getLogger("sundial.scheduler.maintainer")
+
+#: Run ids named in one "reaped expired leases" line; the count is always exact.
+_LOGGED_IDS = 50
+
+
+@dataclass(frozen=True)
+class MaintainerSettings:
+    #: Finished runs stay in ``job_runs`` this long, then move to the month partitions.
+    hot_window: timedelta = timedelta(hours=1)
+    #: A month partition is dropped once its whole month ended this long ago; ``None`` keeps
+    #: every partition (history is then removed by hand, or never).
+    archive_retention: timedelta | None = timedelta(days=30)
+    #: Partitions are created this many months ahead, so no insert ever waits on DDL.
+    months_ahead: int = 2
+    reap_interval: timedelta = timedelta(seconds=1)
+    promote_interval: timedelta = timedelta(seconds=1)
+    archive_interval: timedelta = timedelta(seconds=10)
+    retention_interval: timedelta = timedelta(hours=1)
+    monitor_interval: timedelta = timedelta(seconds=15)
+    unclaimable_interval: timedelta = timedelta(seconds=5)
+    reap_batch: int = 1000
+    promote_batch: int = 5000
+    archive_batch: int = 5000
+    #: Batches one pass of a task may run; a pass that used them all is due again at once.
+    max_batches_per_pass: int = 10
+    #: The longest sleep between two steps; also how often a standby asks who leads.
+    poll_interval: timedelta = timedelta(seconds=1)
+    #: The lease whose holder maintains: the trigger loop's, so both run in one process.
+    lease_name: str = trigger.LEASE_NAME
+
+    def __post_init__(self) -> None:
+        if self.hot_window < timedelta(0):
+            raise ValueError(f"hot_window must not be negative, got {self.hot_window}")
+        if self.archive_retention is not None and self.archive_retention <= self.hot_window:
+            raise ValueError(
+                f"archive_retention ({self.archive_retention}) must be longer than hot_window"
+                f" ({self.hot_window}): runs would be archived into partitions already dropped"
+            )
+        for name in ("reap_batch", "promote_batch", "archive_batch", "max_batches_per_pass"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+@dataclass
+class PassReport:
+    """What one ``step`` did (all zero when it does not lead)."""
+
+    leading: bool = False
+    reaped: int = 0
+    requeued: int = 0
+    promoted: int = 0
+    archived: int = 0
+    partitions_dropped: tuple[str, ...] = ()
+    partitions_busy: tuple[str, ...] = ()
+    #: The tasks that ran, in order; a task whose pass failed is listed in ``failed`` too.
+    ran: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+class Maintainer:
+    """See the module docstring. ``step`` is public so tests and benchmarks can drive it."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        holder: str,
+        clock: clocks.Clock | None = None,
+        settings: MaintainerSettings | None = None,
+    ) -> None:
+        self.pool = pool
+        self.holder = holder
+        self.clock = clock or clocks.SystemClock()
+        self.settings = settings or MaintainerSettings()
+        self.leading = False
+        self._leader_seen: str | None = None
+        s = self.settings
+        self._tasks: dict[str, tuple[timedelta, Callable[[PassReport], Awaitable[bool]]]] = {
+            "reap": (s.reap_interval, self._reap),
+            "promote": (s.promote_interval, self._promote),
+            "archive": (s.archive_interval, self._archive),
+            "retention": (s.retention_interval, self._retention),
+            "monitor": (s.monitor_interval, self._monitor),
+            "unclaimable": (s.unclaimable_interval, self._unclaimable),
+        }
+        # Every label set of sundial_pending_runs this maintainer has set.
+        self._pending_labels: set[tuple[str, str, str]] = set()
+        # Task -> when it is due next; unset: due now (every task runs on taking the lead).
+        self._due: dict[str, datetime] = {}
+
+    async def step(self) -> PassReport:
+        """Ask who leads; as leader, run every task that is due now. Never raises for a failed
+        task (it is logged, counted and due again after its interval)."""
+        report = PassReport()
+        current = await leases.holder(self.pool, self.settings.lease_name)
+        self._follow(current)
+        if not self.leading:
+            return report
+        report.leading = True
+        now = self.clock.now()
+        ran: list[str] = []
+        failed: list[str] = []
+        for name, (interval, task) in self._tasks.items():
+            due = self._due.get(name)
+            if due is not None and due > now:
+                continue
+            ran.append(name)
+            started = time.perf_counter()
+            try:
+                more = await task(report)
+            except Exception:
+                metrics.ERRORS.labels(name).inc()
+                log.exception(
+                    "maintenance task failed; retried after its interval", extra={"task": name}
+                )
+                failed.append(name)
+                more = False
+            metrics.PASS_SECONDS.labels(name).observe(time.perf_counter() - started)
+            self._due[name] = now if more else now + interval
+        report.ran, report.failed = tuple(ran), tuple(failed)
+        self._log(report)
+        return report
+
+    def next_due(self) -> datetime:
+        """When the next task is due (now if any has not run yet)."""
+        now = self.clock.now()
+        if not self.leading or len(self._due) < len(self._tasks):
+            return now + self.settings.poll_interval
+        return min(min(self._due.values()), now + self.settings.poll_interval)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Step until ``stop``; a failed step (database away) is retried with backoff."""
+        failures = 0
+        try:
+            while not stop.is_set():
+                try:
+                    await self.step()
+                    failures = 0
+                    delay = (self.next_due() - self.clock.now()).total_seconds()
+                    delay = min(delay, self.settings.poll_interval.total_seconds())
+                except Exception:
+                    failures += 1
+                    delay = min(30.0, 0.5 * 2 ** min(failures, 6))
+                    log.exception("maintainer step failed; retrying", extra={"delay": delay})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=max(0.01, delay))
+        finally:
+            metrics.LEADING.set(0)
+
+    # -- leadership -----------------------------------------------------------------------
+
+    def _follow(self, current: leases.LeaderLease | None) -> None:
+        leader = None if current is None else current.holder
+        leads = leader == self.holder
+        if leads and not self.leading:
+            assert current is not None
+            log.info(
+                "maintainer leading",
+                extra={"holder": self.holder, "lease": current.name, "epoch": current.epoch},
+            )
+            self._due.clear()  # a new leader runs every task at once
+        elif self.leading and not leads:
+            log.warning(
+                "maintainer standing by: the lease moved",
+                extra={"holder": self.holder, "leader": leader},
+            )
+        elif not leads and leader is not None and leader != self._leader_seen:
+            log.info("maintainer standing by", extra={"holder": self.holder, "leader": leader})
+        self._leader_seen = leader
+        self.leading = leads
+        metrics.LEADING.set(1 if leads else 0)
+
+    # -- tasks: each returns True when it stopped with work left --------------------------
+
+    async def _reap(self, report: PassReport) -> bool:
+        s = self.settings
+        for _ in range(s.max_batches_per_pass):
+            result = await reaper.reap(self.pool, limit=s.reap_batch)
+            report.reaped += result.lease_expiries
+            report.requeued += len(result.requeued)
+            metrics.REAPED.labels("requeued").inc(len(result.requeued))
+            for state in result.ended.values():
+                metrics.REAPED.labels(state).inc()
+            if result.lease_expiries:
+                log.info(
+                    "reaped expired leases",
+                    extra={
+                        "requeued": sorted(result.requeued)[:_LOGGED_IDS],
+                        "ended": dict(sorted(result.ended.items())[:_LOGGED_IDS]),
+                        "count": result.lease_expiries,
+                        "holder": self.holder,
+                    },
+                )
+            if result.lease_expiries < s.reap_batch:
+                return False
+        return True
+
+    async def _promote(self, report: PassReport) -> bool:
+        s = self.settings
+        for _ in range(s.max_batches_per_pass):
+            promoted = await reaper.promote_due(self.pool, limit=s.promote_batch)
+            report.promoted += promoted
+            metrics.PROMOTED.inc(promoted)
+            if promoted < s.promote_batch:
+                return False
+        return True
+
+    async def _archive(self, report: PassReport) -> bool:
+        s = self.settings
+        window = s.hot_window.total_seconds()
+        for _ in range(s.max_batches_per_pass):
+            moved = await maintenance.archive_finished(
+                self.pool, older_than_seconds=window, batch_size=s.archive_batch
+            )
+            report.archived += moved
+            metrics.ARCHIVED.inc(moved)
+            if moved < s.archive_batch:
+                return False
+        return True
+
+    async def _retention(self, report: PassReport) -> bool:
+        s = self.settings
+        now = self.clock.now()
+        await maintenance.ensure_partitions(self.pool, months_ahead=s.months_ahead, now=now)
+        if s.archive_retention is None:
+            return False
+        dropped = await maintenance.drop_partitions_before(
+            self.pool, now - s.archive_retention, limit=s.max_batches_per_pass
+        )
+        report.partitions_dropped += dropped.dropped
+        report.partitions_busy += dropped.busy
+        metrics.PARTITIONS_DROPPED.inc(len(dropped.dropped))
+        metrics.PARTITIONS_BUSY.inc(len(dropped.busy))
+        if dropped.busy:
+            log.warning(
+                "history partitions not dropped yet: their table was busy",
+                extra={"partitions": list(dropped.busy)},
+            )
+        # A full batch may have left more; a busy table is tried again after the interval.
+        return not dropped.busy and len(dropped.dropped) >= s.max_batches_per_pass
+
+    async def _monitor(self, report: PassReport) -> bool:
+        depth = await monitoring.pending_depth(self.pool)
+        seen = set()
+        for row in depth:
+            labels = (row.queue, str(row.priority), row.state)
+            metrics.PENDING_RUNS.labels(*labels).set(row.runs)
+            seen.add(labels)
+        # A backlog that emptied reads 0 (never a gap a scrape could see); queues, priorities
+        # and states are bounded sets, so the series are too.
+        for labels in self._pending_labels - seen:
+            metrics.PENDING_RUNS.labels(*labels).set(0)
+        self._pending_labels |= seen
+        return False
+
+    async def _unclaimable(self, report: PassReport) -> bool:
+        for run in await runners.mark_unclaimable(self.pool):
+            if run.reason is not None:
+                log.warning(
+                    "run unclaimable",
+                    extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
+                )
+        return False
+
+    def _log(self, report: PassReport) -> None:
+        if report.archived or report.partitions_dropped:
+            log.info(
+                "maintainer pass",
+                extra={
+                    "archived": report.archived,
+                    "partitions_dropped": list(report.partitions_dropped),
+                    "reaped": report.reaped,
+                    "promoted": report.promoted,
+                    "tasks": list(report.ran),
+                },
+            )

@@ -1,0 +1,96 @@
+"""The maintainer's knobs on ``sundial scheduler`` and ``sundial operator``
+(``--hot-window``, ``--archive-retention-days``) and the runner's opt-in ``--maintenance``:
+good values reach the settings, bad ones are usage errors that say what to write."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+
+from sundial import cli
+from sundial.scheduler import maintainer
+
+COMMANDS = {
+    "scheduler": ["scheduler", "--dsn", "postgresql://unused/x"],
+    "operator": ["operator", "--dsn", "postgresql://unused/x", "--liveness-port", "0"],
+}
+
+
+class _Built(Exception):
+    """Raised by the recording MaintainerSettings: the command got as far as its settings."""
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[maintainer.MaintainerSettings]:
+    seen: list[maintainer.MaintainerSettings] = []
+    real = maintainer.MaintainerSettings
+
+    def record(**kwargs: object) -> maintainer.MaintainerSettings:
+        seen.append(real(**kwargs))  # type: ignore[arg-type]
+        raise _Built
+
+    monkeypatch.setattr(maintainer, "MaintainerSettings", record)
+    return seen
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("flags", "window", "retention"),
+    [
+        ([], timedelta(hours=1), timedelta(days=30)),
+        (["--hot-window", "90s"], timedelta(seconds=90), timedelta(days=30)),
+        (["--hot-window", "30m", "--archive-retention-days", "7"], timedelta(minutes=30),
+         timedelta(days=7)),
+        (["--hot-window", "2d", "--archive-retention-days", "0"], timedelta(days=2), None),
+        (["--hot-window", "45"], timedelta(seconds=45), timedelta(days=30)),
+    ],
+)  # fmt: skip
+def test_the_flags_reach_the_maintainer(
+    built: list[maintainer.MaintainerSettings],
+    command: str,
+    flags: list[str],
+    window: timedelta,
+    retention: timedelta | None,
+) -> None:
+    result = CliRunner().invoke(cli.main, [*COMMANDS[command], *flags])
+    assert isinstance(result.exception, _Built), result.output
+    [settings] = built
+    assert (settings.hot_window, settings.archive_retention) == (window, retention)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--hot-window", "soon"], "write a number of seconds, or a number with s, m, h or d"),
+        (["--hot-window", "-5m"], "is not a duration"),
+        (["--hot-window", "1w"], "is not a duration"),
+        (["--archive-retention-days", "-1"], "-1 is not in the range x>=0"),
+        (["--hot-window", "31d"], "must be shorter than --archive-retention-days (30 days)"),
+    ],
+)
+def test_bad_values_are_usage_errors_that_say_what_to_write(
+    command: str, flags: list[str], says: str
+) -> None:
+    result = CliRunner().invoke(cli.main, [*COMMANDS[command], *flags])
+    assert result.exit_code == 2, result.output
+    assert says in " ".join(result.output.split())
+
+
+def test_the_runner_refuses_a_maintenance_interval_without_maintenance() -> None:
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "runner",
+            "--dsn",
+            "postgresql://unused/x",
+            "--handlers",
+            "x",
+            "--maintenance-seconds",
+            "2",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "add --maintenance" in " ".join(result.output.split())
