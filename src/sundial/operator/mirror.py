@@ -91,7 +91,14 @@ class Mirror:
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
         # Every generation not stored yet (new, edited, or its store failed) is stored here.
-        await asyncio.gather(*(self._store(body) for body in live))
+        stored = self.ctx.reconciled
+        unstored = [
+            body
+            for body in live
+            if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
+        ]
+        for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
+            await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
 
         parsed: dict[
             uuid.UUID, tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None]
