@@ -227,6 +227,13 @@ def _parse_concurrency(
     help="How often --maintenance reaps and promotes.",
 )
 @click.option(
+    "--max-unfinished",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Claimed runs whose finish is not committed yet, at most; claiming waits past it "
+    "(default: twice the slots of --concurrency; never fewer than the slots).",
+)
+@click.option(
     "--metrics-port",
     type=int,
     default=8080,
@@ -249,6 +256,7 @@ def runner(
     retry_budget_window_seconds: float,
     maintenance: bool,
     maintenance_seconds: float,
+    max_unfinished: int | None,
     metrics_port: int,
     metrics_host: str,
     worker_id: str | None,
@@ -297,6 +305,7 @@ def runner(
         retry_budget=retry_budget,
         retry_budget_window_seconds=retry_budget_window_seconds,
         maintenance_seconds=maintenance_seconds if maintenance else 0.0,
+        max_unfinished=max_unfinished,
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
     )

@@ -1,10 +1,11 @@
 """What every part of a running operator shares: the pool, the API, the recorder, the clock.
 
 One ``Context`` per process, handed to kopf handlers through kopf's ``memo`` and to the loops
-directly. It holds no per-object state but three small maps: missed fires the trigger
-reported (for the ScheduleMissed condition), the ScheduledJobs the mirror saw last (so the
-trigger's Events find their object), and the user JobRuns by their run's idempotency key (so
-the pod launcher's hooks find the JobRun of a run: its Pods' owner and its Events' object).
+directly. Its per-object state: missed fires the trigger reported (for the ScheduleMissed
+condition), the ScheduledJobs the mirror saw last (so the trigger's Events find their object),
+the user JobRuns by their run's idempotency key (so the pod launcher's hooks find the JobRun
+of a run: its Pods' owner and its Events' object), the watch-fed caches of both kinds (slim
+bodies, ``cache``) and the generation each object was last handled at.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sundial.operator import events, kube
+from sundial.operator import cache, events, kube
 from sundial.scheduling import clock as clocks
 from sundial.store.pool import Pool
 
@@ -67,3 +68,13 @@ class Context:
     #: idempotency key of its run -> a user JobRun body (``job_runs.run_key``): registered by
     #: ``job_runs.reconcile`` before it submits, refreshed and pruned by every mirror pass.
     job_runs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The watched ScheduledJobs and JobRuns, fed by kopf's events (``handlers``), read by the
+    #: mirror instead of a LIST per pass.
+    scheduled_job_cache: cache.ObjectCache = field(default_factory=cache.ObjectCache)
+    job_run_cache: cache.ObjectCache = field(default_factory=cache.ObjectCache)
+    #: uid -> the generation last stored (ScheduledJobs) or handed to ``job_runs.reconcile``
+    #: (user JobRuns): an event of a generation already handled changes nothing.
+    reconciled: dict[str, int] = field(default_factory=dict)
+    #: Event handlers storing objects at once, at most: a burst of events must leave pool
+    #: connections to the mirror and the trigger.
+    stores: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))

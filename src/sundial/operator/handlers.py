@@ -6,14 +6,22 @@ idempotent (``scheduled_jobs``, ``job_runs``) and wakes the status mirror, which
 level-triggered path that writes every status: a handler that never ran (the operator was
 down) or ran twice (a restart) leaves the same end state.
 
-* ScheduledJob create / update / resume -> ``scheduled_jobs.reconcile``; delete (behind our
-  finalizer ``sundial.dev/finalizer``) -> ``scheduled_jobs.delete``.
-* JobRun create / update / resume, for JobRuns a user created (mirrored ones carry
-  ``sundial.dev/mirror=true`` and are skipped) -> ``job_runs.reconcile``; delete (behind the
-  same finalizer, which only user JobRuns get) -> ``job_runs.delete``, which cancels a run
-  that has not finished. The finalizer makes a deletion while the operator is down wait for
-  it, and keeps the JobRun, so the garbage collector keeps its Pods, until the cancel is
-  committed (docs/adr/0013-job-run-owns-its-pods.md, amendment).
+* Every ScheduledJob event feeds ``Context.scheduled_job_cache`` (which the mirror reads
+  instead of LISTing) and wakes the mirror, whose pass stores each generation not stored yet
+  (``scheduled_jobs.reconcile_once``; after a start every generation is one: that is the
+  resume); delete (behind our finalizer ``sundial.dev/finalizer``) ->
+  ``scheduled_jobs.delete``.
+* Every JobRun event feeds ``Context.job_run_cache``; for JobRuns a user created (mirrored
+  ones carry ``sundial.dev/mirror=true``), each generation once -> ``job_runs.reconcile``;
+  delete (behind the same finalizer, which only user JobRuns get) -> ``job_runs.delete``,
+  which cancels a run that has not finished.
+* Low-level ``on.event`` handlers, not ``on.create``/``on.update``: kopf keeps no diff base
+  and writes no per-object annotation for them (docs/adr/0027-operator-memory.md). A JobRun
+  handler that fails is not retried by kopf; the mirror follows user JobRuns every pass.
+
+The finalizer makes a deletion while the operator is down wait for it, and keeps the JobRun,
+so the garbage collector keeps its Pods, until the cancel is committed
+(docs/adr/0013-job-run-owns-its-pods.md, amendment).
 
 The process-wide ``context.Context`` arrives in kopf's ``memo`` as ``memo.context``, and the
 process's stop event as ``memo.stop``.
@@ -41,6 +49,20 @@ _JOB_RUNS = (common.GROUP, common.VERSION, kube.JOB_RUNS)
 _USER_RUNS = {context.LABEL_MIRROR: kopf.ABSENT}
 
 
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """Remembers nothing: every event looks new to kopf, and only ``on.event`` and
+    ``on.delete`` handlers are registered, which need no diff."""
+
+    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: Any) -> Any:
+        return None
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        return None
+
+
 def settings() -> Any:
     """kopf settings that keep our own prefixes and leave ``status`` to us."""
     configured = kopf.OperatorSettings()
@@ -48,9 +70,9 @@ def settings() -> Any:
     configured.persistence.progress_storage = kopf.AnnotationsProgressStorage(
         prefix=ANNOTATION_PREFIX
     )
-    configured.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
-    )
+    # No create/update handlers, so no diff base: kopf would otherwise patch a copy of every
+    # object into its annotations, and hold and compare one per event (ADR 0027).
+    configured.persistence.diffbase_storage = _NoDiffBase()
     # Handler successes would be one Event per object per change; our own Events say more.
     configured.posting.level = logging.WARNING
     configured.execution.max_workers = 8
@@ -75,11 +97,24 @@ async def stopping(memo: Any, **_: Any) -> None:
     memo.stop.set()
 
 
-@kopf.on.create(*_SCHEDULED_JOBS, registry=registry)
-@kopf.on.update(*_SCHEDULED_JOBS, registry=registry)
-@kopf.on.resume(*_SCHEDULED_JOBS, registry=registry)
-async def scheduled_job_changed(body: Any, memo: Any, **_: Any) -> None:
-    await scheduled_jobs.reconcile(_context(memo), kube.plain(body))
+@kopf.on.event(*_SCHEDULED_JOBS, registry=registry)
+async def scheduled_job_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
+    """Keep the cache and wake the mirror, which stores each generation once."""
+    ctx = _context(memo)
+    plain = kube.plain(body)
+    kind = event.get("type")  # None: kopf's initial listing
+    ctx.scheduled_job_cache.observe(kind, plain)
+    metadata = plain["metadata"]
+    if kind == "DELETED":
+        ctx.reconciled.pop(metadata["uid"], None)
+        return
+    if metadata.get("deletionTimestamp"):
+        return  # the delete handler's
+    if ctx.reconciled.get(metadata["uid"]) != metadata.get("generation"):
+        # Stored by the mirror's next pass (woken now), not here: a handler waiting for the
+        # pool keeps its event's bodies alive, and 10,000 of them waiting at once were most
+        # of the operator's peak (ADR 0027).
+        ctx.wake.set()
 
 
 @kopf.on.delete(*_SCHEDULED_JOBS, registry=registry)
@@ -87,13 +122,27 @@ async def scheduled_job_deleted(body: Any, memo: Any, **_: Any) -> None:
     await scheduled_jobs.delete(_context(memo), kube.plain(body))
 
 
-@kopf.on.create(*_JOB_RUNS, labels=_USER_RUNS, registry=registry)
-@kopf.on.update(*_JOB_RUNS, labels=_USER_RUNS, registry=registry)
-@kopf.on.resume(*_JOB_RUNS, labels=_USER_RUNS, registry=registry)
-async def job_run_changed(body: Any, memo: Any, **_: Any) -> None:
+@kopf.on.event(*_JOB_RUNS, registry=registry)
+async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
+    """Keep the cache; hand each generation of a user JobRun to ``job_runs.reconcile`` once
+    (the mirror follows user JobRuns on every pass as well)."""
     ctx = _context(memo)
-    await job_runs.reconcile(ctx, kube.plain(body))
-    ctx.wake.set()
+    plain = kube.plain(body)
+    kind = event.get("type")
+    ctx.job_run_cache.observe(kind, plain)
+    metadata = plain["metadata"]
+    if kind == "DELETED":
+        ctx.reconciled.pop(metadata["uid"], None)
+        return
+    if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) is not None:
+        return
+    if metadata.get("deletionTimestamp"):
+        return
+    if ctx.reconciled.get(metadata["uid"]) != metadata.get("generation"):
+        async with ctx.stores:
+            await job_runs.reconcile(ctx, plain)
+        ctx.reconciled[metadata["uid"]] = metadata.get("generation")
+        ctx.wake.set()
 
 
 @kopf.on.delete(*_JOB_RUNS, labels=_USER_RUNS, registry=registry, backoff=5)

@@ -9,6 +9,7 @@ written only through the ``/status`` subresource, with JSON merge patches.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import datetime
 import json
 import uuid
@@ -68,24 +69,39 @@ class KubeApi:
         self.api_client = api_client
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
+        #: API requests sent so far (the mirror logs how many each pass sent).
+        self.requests = 0
+
+    async def _call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        self.requests += 1
+        return await _call(function, *args, **kwargs)
 
     def close(self) -> None:
         self.api_client.close()  # type: ignore[no-untyped-call]
 
     async def list(self, plural: str, namespaces: Sequence[str] | None, **kwargs: Any) -> list[Any]:
         """Objects of ``plural`` in ``namespaces`` (``None``: every namespace), as dicts."""
+        items, _ = await self.list_versioned(plural, namespaces, **kwargs)
+        return items
+
+    async def list_versioned(
+        self, plural: str, namespaces: Sequence[str] | None, **kwargs: Any
+    ) -> tuple[builtins.list[Any], str | None]:
+        """``list``, with the resourceVersion the apiserver answered at (the smallest one when
+        several namespaces are listed)."""
         if namespaces is None:
-            listing = await _call(
+            listing = await self._call(
                 self.custom.list_cluster_custom_object,
                 common.GROUP,
                 common.VERSION,
                 plural,
                 **kwargs,
             )
-            return list(listing["items"])
+            return list(listing["items"]), listing["metadata"].get("resourceVersion")
         items: list[Any] = []
+        versions: list[str] = []
         for namespace in namespaces:
-            listing = await _call(
+            listing = await self._call(
                 self.custom.list_namespaced_custom_object,
                 common.GROUP,
                 common.VERSION,
@@ -94,11 +110,12 @@ class KubeApi:
                 **kwargs,
             )
             items.extend(listing["items"])
-        return items
+            versions.append(listing["metadata"].get("resourceVersion") or "")
+        return items, min(versions, key=lambda version: (len(version), version), default=None)
 
     async def get(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            found = await _call(
+            found = await self._call(
                 self.custom.get_namespaced_custom_object,
                 common.GROUP,
                 common.VERSION,
@@ -113,7 +130,7 @@ class KubeApi:
         return dict(found)
 
     async def create(self, plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        created = await _call(
+        created = await self._call(
             self.custom.create_namespaced_custom_object,
             common.GROUP,
             common.VERSION,
@@ -128,7 +145,7 @@ class KubeApi:
     ) -> dict[str, Any] | None:
         """Merge-patch the object (not its status); ``None`` if it is gone."""
         try:
-            patched = await _call(
+            patched = await self._call(
                 self.custom.patch_namespaced_custom_object,
                 common.GROUP,
                 common.VERSION,
@@ -145,10 +162,11 @@ class KubeApi:
 
     async def patch_status(
         self, plural: str, namespace: str, name: str, status: Mapping[str, Any]
-    ) -> bool:
-        """Merge-patch ``status`` through the subresource; False if the object is gone."""
+    ) -> dict[str, Any] | None:
+        """Merge-patch ``status`` through the subresource: the object as patched, or ``None``
+        if it is gone."""
         try:
-            await _call(
+            patched = await self._call(
                 self.custom.patch_namespaced_custom_object_status,
                 common.GROUP,
                 common.VERSION,
@@ -159,13 +177,13 @@ class KubeApi:
             )
         except exceptions.ApiException as error:
             if error.status == 404:
-                return False
+                return None
             raise
-        return True
+        return dict(patched)
 
     async def delete(self, plural: str, namespace: str, name: str) -> bool:
         try:
-            await _call(
+            await self._call(
                 self.custom.delete_namespaced_custom_object,
                 common.GROUP,
                 common.VERSION,
@@ -201,14 +219,14 @@ class KubeApi:
             return items
 
         targets: Sequence[str | None] = [None] if namespaces is None else list(namespaces)
-        listings = await asyncio.gather(*(_call(list_in, namespace) for namespace in targets))
+        listings = await asyncio.gather(*(self._call(list_in, namespace) for namespace in targets))
         return [item for listing in listings for item in listing]
 
     async def delete_pod(self, namespace: str, name: str, uid: str) -> bool:
         """Delete the Pod if it is still the one with ``uid``; False if it is gone or replaced."""
         options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
         try:
-            await _call(self.core.delete_namespaced_pod, name, namespace, body=options)
+            await self._call(self.core.delete_namespaced_pod, name, namespace, body=options)
         except exceptions.ApiException as error:
             if error.status in (404, 409):
                 return False
@@ -250,4 +268,4 @@ class KubeApi:
             reporting_component="sundial.dev/operator",
             reporting_instance="sundial-operator",
         )
-        await _call(self.core.create_namespaced_event, namespace, event)
+        await self._call(self.core.create_namespaced_event, namespace, event)

@@ -15,8 +15,10 @@ PostgreSQL, ``sundial runs`` shows them), so the API write rate grows with the n
 and their windows, never with the run rate. User-created JobRuns are followed here too
 (``job_runs.reconcile``), until they are deleted or their ``ttlSecondsAfterFinished`` passes.
 
-A pass reads three things in bulk - the ScheduledJobs, the JobRuns, the window rows (one SQL
-statement for all schedules) - and writes with bounded concurrency. At most every
+A pass reads three things in bulk - the ScheduledJobs and JobRuns from the caches kopf's
+watch events keep (``cache``; LISTed only on the first pass and every resync), the window rows
+(one SQL statement for all schedules) - and writes with bounded concurrency, so the API
+requests of a pass grow with what changed, not with how many objects there are. At most every
 ``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
 run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
 window like its JobRuns.
@@ -37,7 +39,16 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from sundial.api import common, conditions, job_run, scheduled_job
-from sundial.operator import context, events, job_runs, kube, replays, scheduled_jobs, status
+from sundial.operator import (
+    cache,
+    context,
+    events,
+    job_runs,
+    kube,
+    replays,
+    scheduled_jobs,
+    status,
+)
 from sundial.pods import pod_gc
 from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
@@ -46,6 +57,9 @@ from sundial.store import history
 __all__ = ["Mirror"]
 
 log = logging.getLogger("sundial.operator.mirror")
+
+#: ScheduledJobs synced at once in a pass (their writes are bounded by write_concurrency).
+_SLICE = 256
 
 
 class Mirror:
@@ -79,19 +93,30 @@ class Mirror:
     async def sync(self) -> None:
         """One pass over every ScheduledJob and JobRun in the watched namespaces."""
         started = time.perf_counter()
-        namespaces = self.ctx.settings.namespaces
-        scheduled = await self.ctx.api.list(kube.SCHEDULED_JOBS, namespaces)
+        requests_before = self.ctx.api.requests
+        scheduled = await self._objects(self.ctx.scheduled_job_cache, kube.SCHEDULED_JOBS)
         registered_before = set(self.ctx.job_runs)
-        runs_listed = await self.ctx.api.list(kube.JOB_RUNS, namespaces)
+        runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
+        # Every generation not stored yet (new, edited, or its store failed) is stored here.
+        stored = self.ctx.reconciled
+        unstored = [
+            body
+            for body in live
+            if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
+        ]
+        for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
+            await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
 
         parsed: dict[
             uuid.UUID, tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None]
         ] = {}
-        for body in live:
+        for index, body in enumerate(live, 1):
             spec, problem = scheduled_jobs.parse(body)
             parsed[status.schedule_id(body)] = (body, spec, problem)
+            if index % _SLICE == 0:
+                await asyncio.sleep(0)  # 10,000 parses at once kept the lease keeper waiting
         # Limits come from the raw spec (the schema bounds them), so a ScheduledJob stalled by
         # an invalid edit keeps its window visible and up to date.
         requests = [
@@ -135,7 +160,10 @@ class Mirror:
                 )
             )
         work.append(self._sync_user_runs(users))
-        await asyncio.gather(*work)
+        # In slices: each ScheduledJob's coroutine holds its desired status while it waits for
+        # its write, and all of them at once were the pass's peak memory (ADR 0027).
+        for first in range(0, len(work), _SLICE):
+            await asyncio.gather(*work[first : first + _SLICE])
         if ended_pods is not None:
             kept = {
                 schedule_id: {run.id for run in _window_runs(body, windows[schedule_id])}
@@ -149,9 +177,30 @@ class Mirror:
             extra={
                 "scheduled_jobs": len(live),
                 "job_runs": len(runs_listed),
+                "api_requests": self.ctx.api.requests - requests_before,
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+    async def _objects(self, objects: cache.ObjectCache, plural: str) -> list[Mapping[str, Any]]:
+        """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
+        when the cache is new or due for its resync."""
+        if objects.needs_list():
+            items, version = await self.ctx.api.list_versioned(plural, self.ctx.settings.namespaces)
+            objects.replace(items, version)
+        return objects.bodies()
+
+    async def _store(self, body: Mapping[str, Any]) -> None:
+        if self.ctx.reconciled.get(body["metadata"]["uid"]) == body["metadata"].get("generation"):
+            return
+        async with self._writes:
+            try:
+                await scheduled_jobs.reconcile_once(self.ctx, body)
+            except Exception:
+                log.exception(
+                    "could not store a ScheduledJob; retried on the next pass",
+                    extra={"object": f"{body['metadata']['namespace']}/{body['metadata']['name']}"},
+                )
 
     def _index_user_runs(self, users: list[Mapping[str, Any]], registered_before: set[str]) -> None:
         """``ctx.job_runs`` becomes the listed user JobRuns, plus those a handler registered
@@ -234,9 +283,11 @@ class Mirror:
             patch = status.changes(body.get("status"), desired_status)
             if patch:
                 async with self._writes:
-                    await self.ctx.api.patch_status(
+                    patched = await self.ctx.api.patch_status(
                         kube.SCHEDULED_JOBS, metadata["namespace"], metadata["name"], patch
                     )
+                if patched is not None:
+                    self.ctx.scheduled_job_cache.observe("MODIFIED", patched)
         except Exception:
             log.exception(
                 "mirror failed for a ScheduledJob",
@@ -272,6 +323,7 @@ class Mirror:
                 body = _mirrored_body(owner, name)
                 try:
                     current = await self.ctx.api.create(kube.JOB_RUNS, namespace, body)
+                    self.ctx.job_run_cache.observe("ADDED", current)
                 except Exception as error:
                     if not kube.is_conflict(error):
                         raise
@@ -291,7 +343,9 @@ class Mirror:
             )
             patch = status.changes(before, desired)
             if patch:
-                await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
+                patched = await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
+                if patched is not None:
+                    self.ctx.job_run_cache.observe("MODIFIED", patched)
                 events.record_unclaimable(self.ctx.recorder, owner, desired, before)
                 warning = events.TERMINAL_WARNINGS.get(desired["phase"])
                 if warning and before.get("phase") not in (None, desired["phase"]):

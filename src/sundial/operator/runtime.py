@@ -89,7 +89,12 @@ async def serve(config: OperatorConfig) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     pool = await store_pool.open_pool(config.dsn, min_size=1, max_size=8, name="sundial-operator")
-    lead = leadership.Leadership(pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
+    # The lease has a connection of its own: behind thousands of ScheduledJobs being stored
+    # at once (10,000 applied), a renewal waiting for the shared pool outlived the lease.
+    lease_pool = await store_pool.open_pool(
+        config.dsn, min_size=1, max_size=1, name="sundial-operator-lease"
+    )
+    lead = leadership.Leadership(lease_pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
     role = "standby"
     probe = liveness.LivenessServer(
         config.liveness_port, lambda: role, routes=history_endpoint.routes(pool)
@@ -105,6 +110,7 @@ async def serve(config: OperatorConfig) -> int:
         await lead.release()
         await probe.stop()
         await pool.close()
+        await lease_pool.close()
 
 
 async def _lead(

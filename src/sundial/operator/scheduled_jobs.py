@@ -26,7 +26,7 @@ from sundial.operator import context, events
 from sundial.store import errors as store_errors
 from sundial.store import runs, schedules
 
-__all__ = ["delete", "parse", "reconcile", "run_now"]
+__all__ = ["delete", "parse", "reconcile", "reconcile_once", "run_now"]
 
 log = logging.getLogger("sundial.operator.scheduledjob")
 
@@ -108,6 +108,17 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
             },
         )
     ctx.wake.set()
+
+
+async def reconcile_once(ctx: context.Context, body: Mapping[str, Any]) -> None:
+    """``reconcile`` unless this generation of the object already went through; remembered
+    in ``Context.reconciled`` once it did."""
+    metadata = body["metadata"]
+    generation = metadata.get("generation")
+    if ctx.reconciled.get(metadata["uid"]) == generation:
+        return
+    await reconcile(ctx, body)
+    ctx.reconciled[metadata["uid"]] = generation
 
 
 async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:

@@ -7,8 +7,9 @@ and async handlers; thread, process and subprocess handlers run in their executo
 Guarantees:
 
 * **Claims fit free slots.** Each claim asks for at most ``size - busy`` runs of one execution
-  model, only for the queues served and the handlers registered (and not quarantined) here;
-  a run for a handler this runner lacks is never claimed by it.
+  model, and never takes the runs claimed and not yet committed past ``max_unfinished``
+  (``in_flight.unfinished_bound``), only for the queues served and the handlers registered
+  (and not quarantined) here; a run for a handler this runner lacks is never claimed by it.
 * **No result without a lease.** An attempt's outcome is written with ``(id, attempt)`` as the
   fence; a result the store rejects, or one whose lease a heartbeat found lost, is discarded
   and logged as ``lease lost`` — never counted as success.
@@ -104,6 +105,9 @@ class Settings:
     max_claim_batch: int = 500
     finish_linger_seconds: float = 0.002
     finish_max_batch: int = 1000
+    #: Claimed runs whose finish is not committed, at most (``in_flight.unfinished_bound``;
+    #: None: twice the slots).
+    max_unfinished: int | None = None
     metrics_host: str = "0.0.0.0"
     metrics_port: int | None = 8080
     pool_size: int = 6
@@ -137,6 +141,10 @@ class Worker:
         self._db_error: str | None = "not connected yet"
         self._draining = False
         self._slot_limited = False
+        self.max_unfinished = in_flight.unfinished_bound(
+            sum(executor.size for executor in self.executors.values()),
+            settings.max_unfinished,
+        )
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -208,6 +216,7 @@ class Worker:
                 "queues": list(self.settings.queues),
                 "handlers": sorted(h.name for h in self.handlers),
                 "metrics_port": self.port,
+                "max_unfinished": self.max_unfinished,
                 "pid": os.getpid(),
             },
         )
@@ -275,7 +284,9 @@ class Worker:
 
     def _free_slots(self, model: Model) -> int:
         executor = self.executors[model]
-        return executor.size - max(self._busy[model], executor.busy)
+        free = executor.size - max(self._busy[model], executor.busy)
+        # A finished handler frees its slot, not its place: that waits for the commit.
+        return min(free, self.max_unfinished - len(self.attempts))
 
     def _claimable_handlers(self, model: Model) -> list[str]:
         return sorted(
@@ -542,6 +553,8 @@ class Worker:
 
     def _settled(self, attempt: in_flight.Attempt) -> None:
         self.attempts.pop(attempt.run.id, None)
+        if self._slot_limited:
+            self._wake.set()
 
     def _lost(self, attempt: in_flight.Attempt) -> None:
         attempt.lost = True

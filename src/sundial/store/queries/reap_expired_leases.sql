@@ -46,3 +46,6 @@ SET state = CASE
 FROM expired
 WHERE r.id = expired.id
 RETURNING r.id, r.attempt, r.state, r.has_dependents, r.started_at, r.lease_owner, r.last_error
+-- Plan: the CTE reads job_runs_running_by_lease_idx from its oldest lease up to now() (an
+-- index range: only the expired runs, however many are running) and the UPDATE probes the
+-- primary key per picked id. Checked by tests/integration/store/test_stable_plans.py.

@@ -1,4 +1,4 @@
--- Current definition; last changed by migrations/0110_failure_detail.sql.
+-- Current definition; last changed by migrations/0140_stable_plans.sql.
 -- Record a batch of outcomes, each fenced on (id, attempt, lease owner), with everything that
 -- follows from them, in one statement. Returns the batch's runs that were updated
 -- (is_dependent = false; a run missing here lost its lease: nothing changed) and the
@@ -6,6 +6,14 @@
 -- sundial_next_state on the row as locked, so a concurrent change is taken into account. Each
 -- outcome carries its failure class (failure_reason), its error (last_error; a cancelled end
 -- takes its cancel request's reason) and its detail (failure_detail, NULL when none).
+--
+-- Plan (docs/adr/0028-backpressure-and-stable-plans.md): one primary-key probe per outcome,
+-- whatever the table holds. `r.id = ANY(p_ids)` gives the scan of job_runs an index
+-- condition on the key; the fence on the state is written `r.state = (SELECT 'running')`, an
+-- init-plan parameter, so that the planner cannot prove the running index's predicate and
+-- read that partial index whole instead. With statistics taken while few runs were running it
+-- did (a nested loop of job_runs_running_idx against the unnest, up to 10 s per call with
+-- 84,000 running rows). tests/integration/store/test_stable_plans.py checks the plan.
 CREATE OR REPLACE FUNCTION sundial_finish(
     p_worker text, p_ids bigint[], p_attempts integer[], p_failure_classes text[],
     p_errors text[], p_delays double precision[], p_retryable boolean[], p_counts boolean[],
@@ -67,10 +75,11 @@ BEGIN
                     p_counts, p_terminal_states, p_details)
              AS f(id, attempt, failure_class, error, delay, retryable, counts, terminal_state,
                   detail)
-        WHERE r.id = f.id
+        WHERE r.id = ANY(p_ids)
+          AND r.id = f.id
           AND r.attempt = f.attempt
           AND r.lease_owner = p_worker
-          AND r.state = 'running'
+          AND r.state = (SELECT 'running'::text)
         RETURNING r.id, r.attempt, r.state, r.has_dependents, r.started_at, r.lease_owner,
                   f.failure_class, f.error
     )

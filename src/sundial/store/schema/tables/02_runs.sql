@@ -124,7 +124,7 @@ CREATE INDEX job_runs_finished_by_schedule_idx ON job_runs USING btree (schedule
 
 CREATE INDEX job_runs_finished_idx ON job_runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
 
-CREATE INDEX job_runs_running_idx ON job_runs USING btree (id) WHERE (state = 'running'::text);
+CREATE INDEX job_runs_running_by_lease_idx ON job_runs USING btree (lease_until) WHERE (state = 'running'::text);
 
 CREATE INDEX job_runs_unfinished_by_schedule_idx ON job_runs USING btree (schedule_id) WHERE ((schedule_id IS NOT NULL) AND (finished_at IS NULL));
 
