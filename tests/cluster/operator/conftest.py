@@ -3,14 +3,13 @@ and the operator as a subprocess (``operator_testing.OperatorProcess``)."""
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testing import REPOSITORY, OperatorProcess
+from operator_testing import REPOSITORY, OperatorProcess, running
 
 from sundial.store import migrate
 
@@ -70,15 +69,3 @@ def pod_operator(
         OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, extra_args=arguments)
     ) as process:
         yield process
-
-
-@contextlib.contextmanager
-def running(process: OperatorProcess) -> Iterator[OperatorProcess]:
-    """``process`` started, then stopped (SIGTERM); its log is printed if it failed."""
-    process.start()
-    try:
-        yield process
-    finally:
-        code = process.stop()
-        if code not in (0, None, -9):
-            print(process.logs()[-5000:])

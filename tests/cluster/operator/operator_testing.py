@@ -12,6 +12,7 @@ takes a few seconds. Nothing here mocks PostgreSQL or the apiserver.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -425,3 +426,15 @@ def warnings_once(
     )
     assert (len(events), matched) == (len(subjects), sorted(subjects)), events
     return events
+
+
+@contextlib.contextmanager
+def running(process: OperatorProcess) -> Iterator[OperatorProcess]:
+    """``process`` started, then stopped (SIGTERM); its log is printed if it failed."""
+    process.start()
+    try:
+        yield process
+    finally:
+        code = process.stop()
+        if code not in (0, None, -9):
+            print(process.logs()[-5000:])

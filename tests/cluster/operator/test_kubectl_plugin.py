@@ -29,11 +29,10 @@ from operator_testing import (
     apply,
     get_json,
     pod_job,
+    running,
     scheduled_job_manifest,
     wait_until,
 )
-
-from conftest import running
 
 pytestmark = pytest.mark.timeout(240)
 
