@@ -204,6 +204,13 @@ async def _submit(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.JOB_NOT_FOUND, str(error))
         )
         return None
+    except store_errors.IdempotencyConflictError as error:
+        # The key is the field to change: say so, as every Stalled message names its field.
+        message = f"spec.idempotencyKey: {error}"
+        await _report(
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, message)
+        )
+        return None
     except store_errors.InvalidSubmissionError as error:
         await _report(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, str(error))
