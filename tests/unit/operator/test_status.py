@@ -242,11 +242,18 @@ def _job_run_conditions(state: str) -> dict[str, tuple[str, str]]:
 
 
 def test_job_run_conditions_follow_the_run_like_a_jobs():
-    for state in ("scheduled", "pending", "blocked", "running", "retry_wait"):
+    waits = {
+        "scheduled": "RunAtInFuture",
+        "pending": "WaitingForRunner",
+        "blocked": "WaitingForUpstream",
+        "running": "RunNotFinished",
+        "retry_wait": "RetryBackoff",
+    }
+    for state, reconciling in waits.items():
         assert _job_run_conditions(state) == {
             "Complete": ("False", "RunNotFinished"),
             "Failed": ("False", "RunNotFinished"),
-            "Reconciling": ("True", "RunNotFinished"),
+            "Reconciling": ("True", reconciling),
             "Stalled": ("False", "AsExpected"),
         }, state
     assert _job_run_conditions("completed") == {
