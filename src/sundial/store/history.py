@@ -26,8 +26,8 @@ __all__ = [
     "WindowRequest",
     "recent",
     "runs",
-    "upstream_of",
     "schedules",
+    "upstream_of",
     "window",
 ]
 
