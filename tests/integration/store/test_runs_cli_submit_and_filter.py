@@ -125,9 +125,7 @@ async def test_state_since_and_job_filter_the_list(pool, store_dsn):
             "UPDATE job_runs SET created_at = now() - interval '2 days' WHERE id = %s", (other,)
         )
 
-    by_state = await invoke(
-        "runs", "--state", "pending", "-o", "json", "--dsn", store_dsn
-    )
+    by_state = await invoke("runs", "--state", "pending", "-o", "json", "--dsn", store_dsn)
     comma = await invoke(
         "runs", "--state", "scheduled,pending", "--job", "a", "-o", "json", "--dsn", store_dsn
     )
@@ -162,7 +160,8 @@ async def test_every_waiting_run_says_why_in_json_and_wide(pool, store_dsn):
     assert waiting[str(later)]["reason"] == "RunAtInFuture"
     assert waiting[str(queued)]["reason"] == "WaitingForRunner"
     assert "WAITING" in wide.stdout.splitlines()[0]
-    assert f"WaitingForUpstream: waits for 1 upstream run to complete: run {upstream}" in wide.stdout
+    expected = f"WaitingForUpstream: waits for 1 upstream run to complete: run {upstream}"
+    assert expected in wide.stdout
 
 
 async def test_an_unreachable_database_is_one_line_and_exit_4():
