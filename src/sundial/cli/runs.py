@@ -160,6 +160,39 @@ class StatesType(click.ParamType[frozenset[str], object]):
         return frozenset(chosen)
 
 
+def _timestamp(text: str) -> datetime.datetime | None:
+    """An RFC 3339 time with its offset (``Z`` or ``+01:00``) in UTC; None if it is not one."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None or "T" not in text.upper():
+        return None
+    return moment.astimezone(datetime.UTC)
+
+
+class TimestampType(click.ParamType[datetime.datetime, object]):
+    """``--run-at``: an RFC 3339 time with its offset."""
+
+    name = "timestamp"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime.datetime:
+        if isinstance(value, datetime.datetime):
+            return value
+        text = str(value).strip()
+        moment = _timestamp(text)
+        if moment is None:
+            self.fail(
+                f"{text[:40]!a} is not an RFC 3339 time: write it with its offset, like"
+                " 2026-12-01T09:00:00Z (for a duration from now, use --delay)",
+                param,
+                ctx,
+            )
+        return moment
+
+
 class SinceType(click.ParamType[datetime.datetime, object]):
     """``--since``: a duration back from now (``10m``, ``2h``, ``3d``) or an RFC 3339 time."""
 
@@ -174,18 +207,15 @@ class SinceType(click.ParamType[datetime.datetime, object]):
         if text[:1].isdigit() and text[-1:].lower() in ("s", "m", "h", "d") and "-" not in text:
             seconds = options.Duration().convert(text, param, ctx)
             return datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
-        try:
-            moment = datetime.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
-        except ValueError:
-            moment = None
-        if moment is None or moment.tzinfo is None or "T" not in text.upper():
+        moment = _timestamp(text)
+        if moment is None:
             self.fail(
                 f"{text[:40]!a} is neither a duration nor an RFC 3339 time: write 10m, 2h,"
                 " 3d, or a time with its offset like 2026-12-01T09:00:00Z",
                 param,
                 ctx,
             )
-        return moment.astimezone(datetime.UTC)
+        return moment
 
 
 def _job_option_value(job: str | None) -> tuple[str | None, str | None]:
@@ -456,7 +486,7 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
 )
 @click.option(
     "--run-at",
-    type=SinceType(),
+    type=TimestampType(),
     default=None,
     help="Run at this RFC 3339 time (2026-12-01T09:00:00Z); not with --delay.",
 )
@@ -601,7 +631,12 @@ def _batch_items(source: TextIO, default: Any) -> list[Any]:
             raise click.BadParameter("delaySeconds must be a number >= 0", param_hint=where)
         run_at = default.run_at if "delaySeconds" not in raw else None
         if "runAt" in raw:
-            run_at = SinceType().convert(str(raw["runAt"]), None, None)
+            run_at = _timestamp(str(raw["runAt"]))
+            if run_at is None:
+                raise click.BadParameter(
+                    "runAt must be an RFC 3339 time with its offset, like 2026-12-01T09:00:00Z",
+                    param_hint=where,
+                )
         priority = raw.get("priority", default.priority)
         if priority is not None and (
             isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 9

@@ -108,10 +108,12 @@ async def test_submit_of_an_unknown_job_exits_3_and_usage_errors_exit_2(pool, st
         "--dsn", store_dsn,
     )  # fmt: skip
     not_object = await invoke("runs", "submit", "nope", "--args", "[1]", "--dsn", store_dsn)
+    duration = await invoke("runs", "submit", "nope", "--run-at", "10m", "--dsn", store_dsn)
 
     assert unknown.exit_code == 3 and "no active job definition 'nope'" in unknown.stderr
     assert both.exit_code == 2 and "not both" in both.output
     assert not_object.exit_code == 2 and "JSON object" in not_object.output
+    assert duration.exit_code == 2 and "use --delay" in duration.output
 
 
 async def test_state_since_and_job_filter_the_list(pool, store_dsn):
