@@ -82,7 +82,13 @@ async def test_submit_from_a_file_submits_all_or_none(pool, store_dsn, tmp_path)
     await job(pool, "batch")
     good = tmp_path / "good.json"
     good.write_text(
-        json.dumps([{"args": {"n": 1}}, {"args": {"n": 2}, "priority": 9}, {"delaySeconds": 60}])
+        json.dumps(
+            [
+                {"args": {"n": 1}},
+                {"args": {"n": 2}, "priority": 9},
+                {"delaySeconds": 60, "queue": "gpu"},
+            ]
+        )
     )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"args": {"n": 3}}\n{"args": {"n": 4}, "colour": "red"}\n')
@@ -95,6 +101,13 @@ async def test_submit_from_a_file_submits_all_or_none(pool, store_dsn, tmp_path)
     assert len(ids) == 3
     states = [(await runs.get(pool, run_id)).state for run_id in ids]  # type: ignore[union-attr]
     assert states == ["pending", "pending", "scheduled"]
+    async with pool.connection() as conn:
+        cursor = await conn.execute("SELECT id, queue FROM job_runs ORDER BY id")
+        assert await cursor.fetchall() == [
+            (ids[0], "default"),
+            (ids[1], "default"),
+            (ids[2], "gpu"),
+        ]
     assert refused.exit_code == 2 and "item 2" in refused.output and "'colour'" in refused.output
     async with pool.connection() as conn:
         cursor = await conn.execute("SELECT count(*) FROM job_runs")
@@ -109,9 +122,11 @@ async def test_submit_of_an_unknown_job_exits_3_and_usage_errors_exit_2(pool, st
     )  # fmt: skip
     not_object = await invoke("runs", "submit", "nope", "--args", "[1]", "--dsn", store_dsn)
     duration = await invoke("runs", "submit", "nope", "--run-at", "10m", "--dsn", store_dsn)
+    bad_queue = await invoke("runs", "submit", "nope", "--queue", "GPU!", "--dsn", store_dsn)
 
     assert unknown.exit_code == 3 and "no active job definition 'nope'" in unknown.stderr
     assert both.exit_code == 2 and "not both" in both.output
+    assert bad_queue.exit_code == 2 and "is not a queue name" in bad_queue.output
     assert not_object.exit_code == 2 and "JSON object" in not_object.output
     assert duration.exit_code == 2 and "use --delay" in duration.output
 
