@@ -23,6 +23,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
+    │   ├── InvalidDsnError (ValueError)             the DSN is not a libpq string or URL
     │   ├── StatementError                           PostgreSQL refused a statement: a bug
     │   ├── NoSuchRunError (LookupError)             no run, live or archived, has that id
     │   ├── RunNotReplayableError                    the run's state does not allow a replay

@@ -73,13 +73,16 @@ class ConditionReason(enum.StrEnum):
     TOO_MANY_MISSED = "TooManyMissedTimes"
     """ScheduleMissed=True: more fires were missed than the missed-fire policy replays."""
     CIRCUIT_OPEN = "CircuitOpen"
-    """Degraded=True: the circuit breaker of ``spec.dependency`` is open; runs wait."""
+    """Degraded=True: the circuit breaker of ``spec.dependency`` is open; runs wait. Also
+    Reconciling=True on a JobRun handed back because that circuit was open (it is due again
+    later without spending a retry)."""
     STORE_UNAVAILABLE = "StoreUnavailable"
     """Degraded=True (or Ready=Unknown): PostgreSQL could not be reached."""
     AS_EXPECTED = "AsExpected"
     """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
     WAITING_FOR_UPSTREAM = "WaitingForUpstream"
-    """Reconciling=True on a JobRun whose ``dependsOn`` names a JobRun not submitted yet."""
+    """Reconciling=True on a JobRun whose ``dependsOn`` names a JobRun not submitted yet, or
+    whose run is blocked on upstream runs that have not completed (the message names them)."""
     DEPENDENCY_CYCLE = "DependencyCycle"
     """Stalled=True on a JobRun whose ``dependsOn`` forms a cycle, or waits on a JobRun that is
     on one: it can never start until a person removes an edge (``dependsOn`` is editable until
@@ -105,6 +108,18 @@ class ConditionReason(enum.StrEnum):
     """A JobRun's ``status.reason`` while its pending run can be claimed by no live runner
     (no runner registers its handler, or its ``executionModel`` differs from the handler's
     registration); ``status.lastError`` says which and what to change."""
+    # Why a run waits (``scheduling.waiting.WaitReason``, one member each; a test checks):
+    # the reason of a waiting JobRun's Reconciling=True, whose message is ``status.waiting``.
+    # Unclaimable, WaitingForUpstream and CircuitOpen (above) are three of them.
+    RETRY_BUDGET_SPENT = "RetryBudgetSpent"
+    """Reconciling=True on a JobRun whose retry was deferred past its backoff because its
+    dependency's retry budget was spent."""
+    RETRY_BACKOFF = "RetryBackoff"
+    """Reconciling=True on a JobRun waiting out its backoff before the next attempt."""
+    RUN_AT_IN_FUTURE = "RunAtInFuture"
+    """Reconciling=True on a JobRun whose run time (a delay, ``runAt``, a spread) is ahead."""
+    WAITING_FOR_RUNNER = "WaitingForRunner"
+    """Reconciling=True on a JobRun that is due and claimable, waiting for a runner's slot."""
 
 
 class EventReason(enum.StrEnum):

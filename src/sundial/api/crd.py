@@ -93,6 +93,7 @@ JOB_RUN = Resource(
         AGE,
         _column("Fire Time", "date", ".status.fireTime", priority=1),
         _column("Pod", "string", ".status.podName", priority=1),
+        _column("Waiting", "string", ".status.waiting", priority=1),
     ),
 )
 

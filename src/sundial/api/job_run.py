@@ -34,6 +34,8 @@ TERMINAL_PHASES: frozenset[str] = frozenset(
 """Phases a run never leaves."""
 
 MAX_DEPENDENCIES = 32
+#: ``status.waiting`` is a sentence or two (an unclaimable reason is at most 2 KiB).
+MAX_WAITING_CHARS = 2048
 
 REPLAY_ANNOTATION: Final = "sundial.dev/replay"
 """On a JobRun whose run is DeadLettered, Failed or TimedOut: put the run back in the queue with
@@ -176,6 +178,12 @@ class JobRunStatus(common.ApiModel):
     pod_name: str | None = pydantic.Field(default=None, max_length=253)
     last_error: str | None = pydantic.Field(default=None, max_length=error_text.MAX_ERROR_CHARS)
     """The last attempt's error, cut to fit (``error_text.truncate``)."""
+    waiting: str | None = pydantic.Field(default=None, max_length=MAX_WAITING_CHARS)
+    """Why a run that has not finished and is not running waits: no runner serves its queue or
+    execution model, an upstream run is unfinished (named), a retry is deferred or backs off
+    (until when), its run time is in the future. The Reconciling condition's reason names the
+    case (``Unclaimable``, ``WaitingForUpstream``, ``RetryBudgetSpent``, ``CircuitOpen``,
+    ``RetryBackoff``, ``RunAtInFuture``, ``WaitingForRunner``). Absent otherwise."""
 
 
 class JobRun(common.ApiModel):

@@ -3,28 +3,62 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
+import json
 import unicodedata
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
+from sundial.cli import options
 from sundial.cli.app import main
 
 if TYPE_CHECKING:
+    from sundial.store import history
     from sundial.store.pool import Pool
 
+_T = TypeVar("_T")
 
+
+#: Exit codes of ``sundial runs`` and its commands (each command's --help lists its own).
 EXIT_RUN_REFUSED = 1
 #: ``sundial runs cancel`` / ``replay``: there is no run with that id.
 EXIT_NO_SUCH_RUN = 3
+#: ``sundial runs submit``: there is no active job of that name or uid.
+EXIT_NO_SUCH_JOB = 3
+#: PostgreSQL cannot be reached (or refused the login): the message says what to check.
+EXIT_STORE_UNAVAILABLE = 4
 
 _RUN_EXIT_CODES = """\b
 Exit codes:
   0  done
   1  the run's state does not allow it (the message says why and what to do)
   2  usage error (a missing --dsn, a bad RUN_ID)
-  3  there is no run with that id"""
+  3  there is no run with that id
+  4  PostgreSQL cannot be reached (check --dsn / SUNDIAL_DSN and the server)"""
+
+_LIST_EXIT_CODES = """\b
+Exit codes:
+  0  listed (also when no run matches)
+  2  usage error (a missing --dsn, a bad --state, --since or --job)
+  4  PostgreSQL cannot be reached (check --dsn / SUNDIAL_DSN and the server)
+
+\b
+-o json prints one JSON object per line, one line per run, newest first, with the keys:
+  runId (string), namespace, job, state, attempt, queue, createdAt, runAt, fireTime,
+  startedAt, finishedAt (RFC 3339 UTC or null), failureReason, failureDetail, podName,
+  podExitCode, podReason, lastError, and waiting: null, or {"reason": R, "message": M} for
+  a run that has not finished and is not running (R: Unclaimable, WaitingForUpstream,
+  RetryBudgetSpent, CircuitOpen, RetryBackoff, RunAtInFuture, WaitingForRunner)."""
+
+_SUBMIT_EXIT_CODES = """\b
+Exit codes:
+  0  submitted; or the idempotency key was used before with the same args: that run's id
+  1  refused: the key was used before with other args, or the args are too large
+  2  usage error (a missing --dsn, bad --args JSON, --delay with --run-at, a bad file)
+  3  there is no active job of that name or uid
+  4  PostgreSQL cannot be reached (check --dsn / SUNDIAL_DSN and the server)"""
 
 
 #: A run id is a PostgreSQL bigint, and ids start at 1.
@@ -85,51 +119,205 @@ def _require_dsn(ctx: click.Context, dsn: str | None) -> str:
     return str(chosen)
 
 
-@main.group("runs", invoke_without_command=True)
+class StatesType(click.ParamType[frozenset[str], object]):
+    """``--state``: run states, repeated or comma-separated (``pending,blocked``).
+
+    Each is a ``RunState`` as ``job_runs.state`` spells it, or one of the sets every part of
+    Sundial means by these words (``active``, ``finished``, ``failed``; ``run_state``)."""
+
+    name = "state"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> frozenset[str]:
+        from sundial.scheduling import run_state
+
+        if isinstance(value, frozenset):
+            return value
+        sets = {
+            "active": run_state.ACTIVE,
+            "finished": run_state.FINISHED,
+            "failed": run_state.FAILED,
+        }
+        chosen: set[str] = set()
+        for word in str(value).split(","):
+            word = word.strip().lower()
+            if word in sets:
+                chosen |= sets[word]
+                continue
+            try:
+                chosen.add(run_state.RunState(word))
+            except ValueError:
+                shown = ascii(word[:40])
+                self.fail(
+                    f"{shown} is not a run state: use "
+                    + ", ".join(state.value for state in run_state.RunState)
+                    + ", or a set: active, finished, failed (repeat --state or separate with"
+                    " commas)",
+                    param,
+                    ctx,
+                )
+        return frozenset(chosen)
+
+
+def _timestamp(text: str) -> datetime.datetime | None:
+    """An RFC 3339 time with its offset (``Z`` or ``+01:00``) in UTC; None if it is not one."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None or "T" not in text.upper():
+        return None
+    return moment.astimezone(datetime.UTC)
+
+
+class TimestampType(click.ParamType[datetime.datetime, object]):
+    """``--run-at``: an RFC 3339 time with its offset."""
+
+    name = "timestamp"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime.datetime:
+        if isinstance(value, datetime.datetime):
+            return value
+        text = str(value).strip()
+        moment = _timestamp(text)
+        if moment is None:
+            self.fail(
+                f"{text[:40]!a} is not an RFC 3339 time: write it with its offset, like"
+                " 2026-12-01T09:00:00Z (for a duration from now, use --delay)",
+                param,
+                ctx,
+            )
+        return moment
+
+
+class SinceType(click.ParamType[datetime.datetime, object]):
+    """``--since``: a duration back from now (``10m``, ``2h``, ``3d``) or an RFC 3339 time."""
+
+    name = "duration|timestamp"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime.datetime:
+        if isinstance(value, datetime.datetime):
+            return value
+        text = str(value).strip()
+        if text[:1].isdigit() and text[-1:].lower() in ("s", "m", "h", "d") and "-" not in text:
+            seconds = options.Duration().convert(text, param, ctx)
+            return datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+        moment = _timestamp(text)
+        if moment is None:
+            self.fail(
+                f"{text[:40]!a} is neither a duration nor an RFC 3339 time: write 10m, 2h,"
+                " 3d, or a time with its offset like 2026-12-01T09:00:00Z",
+                param,
+                ctx,
+            )
+        return moment
+
+
+def _job_option_value(job: str | None) -> tuple[str | None, str | None]:
+    """``--job``'s namespace and name; a usage error for one no job can have."""
+    if job is None:
+        return None, None
+    if not job or any(unicodedata.category(c) in ("Cc", "Cs") for c in job):
+        raise click.BadParameter(
+            "give namespace/name (or a name in default) without control characters",
+            param_hint="--job",
+        )
+    namespace, slash, name = job.partition("/")
+    if not slash:
+        namespace, name = "default", job
+    return namespace, name
+
+
+@main.group("runs", invoke_without_command=True, epilog=_LIST_EXIT_CODES)
 @_optional_dsn_option
 @click.option("--job", default=None, help="Only this job: namespace/name (or name in default).")
+@click.option(
+    "--state",
+    "states",
+    type=StatesType(),
+    multiple=True,
+    help="Only runs in this state (repeatable, or a comma list): scheduled, blocked, pending,"
+    " running, retry_wait, completed, failed, timed_out, cancelled, dead_lettered; or active,"
+    " finished, failed.",
+)
+@click.option(
+    "--since",
+    type=SinceType(),
+    default=None,
+    help="Only runs created since: a duration back from now (10m, 2h, 3d) or an RFC 3339"
+    " time (2026-12-01T09:00:00Z).",
+)
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    "output_format",
+    type=click.Choice(["table", "wide", "json"]),
+    default="table",
+    show_default=True,
+    help="table; wide (adds QUEUE, RUN AT and WAITING: why a run waits); json (one object per"
+    " line, keys below).",
+)
 @click.pass_context
-def runs_(ctx: click.Context, dsn: str | None, job: str | None, limit: int) -> None:
+def runs_(
+    ctx: click.Context,
+    dsn: str | None,
+    job: str | None,
+    states: tuple[frozenset[str], ...],
+    since: datetime.datetime | None,
+    limit: int,
+    output_format: str,
+) -> None:
     """List the newest runs from PostgreSQL: the full history, not only the JobRun window.
 
-    With a command, act on one run without the operator: `sundial runs cancel RUN_ID`,
-    `sundial runs replay RUN_ID`.
+    Every run that has not finished and is not running says why it waits (no runner serves
+    its queue or execution model, an upstream run is unfinished, a retry is deferred or backs
+    off, its run time is ahead): in WAITING with -o wide, in "waiting" with -o json; the
+    table names unclaimable runs under it.
+
+    With a command, act on runs without the operator: `sundial runs submit JOB`,
+    `sundial runs cancel RUN_ID`, `sundial runs replay RUN_ID`.
     """
     if ctx.invoked_subcommand is not None:
         return
-    _list_runs(_require_dsn(ctx, dsn), job, limit)
-
-
-def _list_runs(dsn: str, job: str | None, limit: int) -> None:
-    import asyncio
-
-    from sundial.store import history
-    from sundial.store import pool as store_pool
-
-    namespace = name = None
-    if job is not None:
-        if any(unicodedata.category(c) in ("Cc", "Cs") for c in job):
-            raise click.BadParameter(
-                "give namespace/name (or a name in default) without control characters",
-                param_hint="--job",
-            )
-        namespace, slash, name = job.partition("/")
-        if not slash:
-            namespace, name = "default", job
+    namespace, name = _job_option_value(job)
+    chosen = frozenset().union(*states) if states else None
+    database = _require_dsn(ctx, dsn)
 
     async def read() -> list[history.HistoryRow]:
-        opened = await store_pool.open_pool(dsn, min_size=1, max_size=1, name="sundial-runs")
-        try:
-            return await history.recent(opened, namespace=namespace, job=name, limit=limit)
-        finally:
-            await opened.close()
+        async with _store_pool(database) as pool:
+            return await history.recent(
+                pool, namespace=namespace, job=name, limit=limit, states=chosen, since=since
+            )
 
-    def when(moment: object) -> str:
-        return "-" if moment is None else f"{moment:%Y-%m-%dT%H:%M:%SZ}"
+    from sundial.store import history
 
-    rows = asyncio.run(read())
-    header = (
+    rows = _run(read())
+    if output_format == "json":
+        for row in rows:
+            click.echo(json.dumps(_row_json(row), ensure_ascii=False, sort_keys=True))
+        return
+    _print_table(rows, wide=output_format == "wide")
+
+
+def _row_json(row: history.HistoryRow) -> dict[str, Any]:
+    """One run for ``-o json``: the history endpoint's keys and a few more (see --help)."""
+    from sundial.operator import history_endpoint
+
+    return history_endpoint.row_json(row)
+
+
+def _when(moment: datetime.datetime | None) -> str:
+    return "-" if moment is None else f"{moment.astimezone(datetime.UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _print_table(rows: Sequence[history.HistoryRow], *, wide: bool) -> None:
+    header: tuple[str, ...] = (
         "ID",
         "JOB",
         "STATE",
@@ -143,32 +331,46 @@ def _list_runs(dsn: str, job: str | None, limit: int) -> None:
         "EXIT",
         "POD REASON",
     )
-    table = [header] + [
-        (
+    if wide:
+        header += ("QUEUE", "RUN AT", "WAITING")
+    table: list[tuple[str, ...]] = [header]
+    waits = {row.id: row.why_it_waits() for row in rows}
+    for row in rows:
+        line: tuple[str, ...] = (
             str(row.id),
             f"{row.namespace}/{row.job}",
             row.state,
             str(row.attempt),
-            when(row.fire_time),
-            when(row.started_at),
-            when(row.finished_at),
+            _when(row.fire_time),
+            _when(row.started_at),
+            _when(row.finished_at),
             "Unclaimable" if row.unclaimable_reason else (row.failure_reason or "-"),
             row.failure_detail or "-",
             row.pod_name or "-",
             "-" if row.pod_exit_code is None else str(row.pod_exit_code),
             row.pod_reason or "-",
         )
-        for row in rows
-    ]
+        if wide:
+            found = waits[row.id]
+            line += (
+                row.queue or "-",
+                _when(row.run_at),
+                f"{found.reason}: {found.message}" if found else "-",
+            )
+        table.append(line)
     widths = [max(len(line[column]) for line in table) for column in range(len(header))]
     for line in table:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
-    # Why a run waits is a sentence, too long for a column: under the table, one per run.
+    if wide:
+        return
+    # The table stays as it was: a sentence too long for a column, for unclaimable runs only
+    # (-o wide and -o json say why every waiting run waits).
     for row in rows:
-        if row.unclaimable_reason:
-            click.echo(f"run {row.id} is unclaimable: {row.unclaimable_reason}")
+        found = waits[row.id]
+        if found is not None and found.reason == "Unclaimable":
+            click.echo(f"run {row.id} is unclaimable: {found.message}")
 
 
 @runs_.command("cancel", epilog=_RUN_EXIT_CODES)
@@ -190,8 +392,6 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
     heartbeat, within a third of its lease; if its worker is gone, the reaper ends it cancelled
     once its lease expires. A finished run is left as it is (exit 1).
     """
-    import asyncio
-
     from sundial.scheduling import run_state
     from sundial.store import errors, runs
 
@@ -214,7 +414,7 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
             return result, info
 
     try:
-        result, info = asyncio.run(cancel())
+        result, info = _run(cancel())
     except errors.NoSuchRunError as error:
         _refuse(str(error), EXIT_NO_SUCH_RUN)
     if result is runs.CancelResult.CANCELLED:
@@ -249,8 +449,6 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
     it and were already failed stay failed: submit them again. A run archived out of the live
     table cannot be replayed (exit 1): submit its job again.
     """
-    import asyncio
-
     from sundial.store import errors, runs
 
     database = _require_dsn(ctx, dsn)
@@ -260,7 +458,7 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
             return await runs.replay(pool, run_id)
 
     try:
-        attempt = asyncio.run(replay())
+        attempt = _run(replay())
     except errors.NoSuchRunError as error:
         _refuse(str(error), EXIT_NO_SUCH_RUN)
     except errors.RunNotReplayableError as error:
@@ -271,10 +469,222 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
     )
 
 
+@runs_.command("submit", epilog=_SUBMIT_EXIT_CODES)
+@click.argument("job")
+@click.option("--args", "args_text", default=None, help="The run's arguments: a JSON object.")
+@click.option(
+    "--queue", default=None, help="Send the run to this runner queue (default: the job's)."
+)
+@click.option(
+    "--priority",
+    type=click.IntRange(0, 9),
+    default=None,
+    help="0 (lowest) to 9 (most urgent); default: the job's.",
+)
+@click.option(
+    "--delay", type=options.Duration(), default=None, help="Run after this long: 90s, 30m, 1h, 2d."
+)
+@click.option(
+    "--run-at",
+    type=TimestampType(),
+    default=None,
+    help="Run at this RFC 3339 time (2026-12-01T09:00:00Z); not with --delay.",
+)
+@click.option(
+    "--idempotency-key",
+    default=None,
+    help="Submit once: the same key with the same args returns the first run (exit 0).",
+)
+@click.option(
+    "--from-file",
+    "from_file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    help="Many runs of JOB in one transaction: a JSON array (or JSON lines) of objects with"
+    " any of args, queue, priority, delaySeconds, runAt, idempotencyKey ('-': stdin).",
+)
+@_optional_dsn_option
+@click.pass_context
+def runs_submit(
+    ctx: click.Context,
+    job: str,
+    args_text: str | None,
+    queue: str | None,
+    priority: int | None,
+    delay: float | None,
+    run_at: datetime.datetime | None,
+    idempotency_key: str | None,
+    from_file: TextIO | None,
+    dsn: str | None,
+) -> None:
+    """Submit a run of JOB (namespace/name, a name in default, or the job's uid) and print
+    its id; with --from-file, many runs, all or none, one id per line in the file's order.
+
+    The run is the job's as its ScheduledJob defines it (handler, retries, timeout); the
+    options change only this run. With --from-file, the other options are defaults for each
+    item that does not set its own.
+    """
+    from sundial.store import errors, runs
+
+    database = _require_dsn(ctx, dsn)
+    if delay is not None and run_at is not None:
+        raise click.UsageError("give --delay or --run-at, not both")
+    args = _json_args(args_text, "--args")
+    default = runs.BatchItem(
+        args=args,
+        priority=priority,
+        run_at=run_at,
+        delay_seconds=delay or 0.0,
+        idempotency_key=idempotency_key,
+        queue=queue,
+    )
+    items = [default] if from_file is None else _batch_items(from_file, default)
+
+    async def submit() -> list[runs.Submitted]:
+        async with _store_pool(database) as pool:
+            if from_file is None:
+                one = await runs.submit(
+                    pool,
+                    job,
+                    args=default.args,
+                    priority=default.priority,
+                    run_at=default.run_at,
+                    delay_seconds=default.delay_seconds,
+                    idempotency_key=default.idempotency_key,
+                    queue=default.queue,
+                )
+                return [one]
+            return await runs.submit_many(pool, job, items)
+
+    try:
+        submitted = _run(submit())
+    except errors.UnknownJobError as error:
+        _refuse(str(error), EXIT_NO_SUCH_JOB)
+    except (errors.IdempotencyConflictError, errors.ArgsTooLargeError) as error:
+        _refuse(str(error), EXIT_RUN_REFUSED)
+    except errors.InvalidSubmissionError as error:
+        raise click.UsageError(str(error)) from None
+    for result in submitted:
+        click.echo(str(result.run_id))
+    if from_file is None and not submitted[0].created:
+        click.echo(
+            f"run {submitted[0].run_id} was submitted before with this idempotency key"
+            f" (now {submitted[0].state}); nothing new was created",
+            err=True,
+        )
+
+
+def _json_args(text: str | None, where: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise click.BadParameter(f"not JSON ({error})", param_hint=where) from None
+    if not isinstance(value, dict):
+        raise click.BadParameter(
+            'give a JSON object, like \'{"day": "2026-12-01"}\'', param_hint=where
+        )
+    return value
+
+
+#: The keys an item of --from-file may have, with the JobRun spec's spelling.
+_ITEM_KEYS = frozenset({"args", "queue", "priority", "delaySeconds", "runAt", "idempotencyKey"})
+
+
+def _batch_items(source: TextIO, default: Any) -> list[Any]:
+    """--from-file's runs: a JSON array, or one object per line; each a usage error if bad."""
+    from sundial.store import runs
+
+    text = source.read()
+    name = getattr(source, "name", "--from-file")
+    try:
+        parsed = json.loads(text) if text.lstrip().startswith("[") else None
+        if parsed is None:
+            parsed = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError as error:
+        raise click.BadParameter(
+            f"{name} is not a JSON array nor JSON lines ({error})", param_hint="--from-file"
+        ) from None
+    if not isinstance(parsed, list) or not parsed:
+        raise click.BadParameter(f"{name} holds no runs", param_hint="--from-file")
+    items = []
+    for number, raw in enumerate(parsed, start=1):
+        where = f"--from-file item {number}"
+        if not isinstance(raw, dict):
+            raise click.BadParameter("give a JSON object per run", param_hint=where)
+        unknown = sorted(set(raw) - _ITEM_KEYS)
+        if unknown:
+            raise click.BadParameter(
+                f"unknown key {unknown[0]!r}: use " + ", ".join(sorted(_ITEM_KEYS)),
+                param_hint=where,
+            )
+        if "delaySeconds" in raw and "runAt" in raw:
+            raise click.BadParameter("give delaySeconds or runAt, not both", param_hint=where)
+        args = raw.get("args", default.args)
+        if not isinstance(args, dict | None):
+            raise click.BadParameter("args must be a JSON object", param_hint=where)
+        delay = raw.get("delaySeconds", None if "runAt" in raw else default.delay_seconds)
+        if delay is not None and (
+            isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0
+        ):
+            raise click.BadParameter("delaySeconds must be a number >= 0", param_hint=where)
+        run_at = default.run_at if "delaySeconds" not in raw else None
+        if "runAt" in raw:
+            run_at = _timestamp(str(raw["runAt"]))
+            if run_at is None:
+                raise click.BadParameter(
+                    "runAt must be an RFC 3339 time with its offset, like 2026-12-01T09:00:00Z",
+                    param_hint=where,
+                )
+        priority = raw.get("priority", default.priority)
+        if priority is not None and (
+            isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 9
+        ):
+            raise click.BadParameter(
+                "priority must be a whole number from 0 to 9", param_hint=where
+            )
+        for key in ("queue", "idempotencyKey"):
+            if key in raw and not isinstance(raw[key], str):
+                raise click.BadParameter(f"{key} must be a string", param_hint=where)
+        items.append(
+            runs.BatchItem(
+                args=args,
+                priority=priority,
+                run_at=run_at,
+                delay_seconds=float(delay or 0.0),
+                idempotency_key=raw.get("idempotencyKey", default.idempotency_key),
+                queue=raw.get("queue", default.queue),
+            )
+        )
+    return items
+
+
+def _run(work: Coroutine[Any, Any, _T]) -> _T:
+    """Run one command's database work; an unreachable PostgreSQL is one line and exit 4."""
+    import asyncio
+
+    from sundial.store import errors
+
+    try:
+        return asyncio.run(work)
+    except errors.InvalidDsnError as error:
+        raise click.BadParameter(str(error), param_hint="--dsn / SUNDIAL_DSN") from None
+    except errors.StoreUnavailableError as error:
+        _refuse(
+            f"{error}: check --dsn / SUNDIAL_DSN (host, port, database, user, password) and"
+            " that PostgreSQL runs and accepts connections from here",
+            EXIT_STORE_UNAVAILABLE,
+        )
+
+
 @contextlib.asynccontextmanager
 async def _store_pool(dsn: str) -> AsyncIterator[Pool]:
     from sundial.store import pool as store_pool
 
+    # One connection, tried once first, so an unreachable database says why in seconds
+    # instead of a pool timing out after 30.
+    await store_pool.check_reachable(dsn)
     opened = await store_pool.open_pool(dsn, min_size=1, max_size=1, name="sundial-runs")
     try:
         yield opened

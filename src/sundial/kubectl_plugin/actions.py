@@ -13,6 +13,7 @@ import datetime
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -188,13 +189,36 @@ def _set_suspend(connection: options.Connection, name: str, value: bool) -> None
         before = cluster.get(client.SCHEDULED_JOB, name)
         word = "suspended" if value else "resumed"
         reference = f"{client.SCHEDULED_JOB.type_name}/{name}"
+        quarantined = _quarantine_message(before)
         if bool((before.get("spec") or {}).get("suspend")) == value:
+            if not value and quarantined is not None:
+                # Only a spec change lifts a quarantine (docs/failure-modes.md), and there is
+                # none to make here: say how, rather than "already resumed".
+                raise outcome.PluginError(
+                    f"{reference} is quarantined ({quarantined}); a spec change lifts it: fix"
+                    f" the job and apply it, or to try again as it is: kubectl sundial suspend"
+                    f" {name} && kubectl sundial resume {name}",
+                    outcome.FAILED,
+                )
             click.echo(f"{reference} already {word}")
             return
         cluster.patch(client.SCHEDULED_JOB, name, {"spec": {"suspend": value}})
-        click.echo(f"{reference} {word}")
+        lifted = " (the new generation lifts its quarantine)" if quarantined and not value else ""
+        click.echo(f"{reference} {word}{lifted}")
     finally:
         cluster.close()
+
+
+def _quarantine_message(body: Mapping[str, Any]) -> str | None:
+    """The message of a ScheduledJob's Quarantined=True condition, or None."""
+    for condition in (body.get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") == "Quarantined"
+            and condition.get("status") == "True"
+        ):
+            return str(condition.get("message") or "after repeated failures")
+    return None
 
 
 @click.command("suspend")

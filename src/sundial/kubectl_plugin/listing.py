@@ -34,8 +34,8 @@ def get(
 ) -> None:
     """List ScheduledJobs (sj) or JobRuns (jr), or show the ones NAMEd.
 
-    Columns are the CRDs' printer columns; ``-o wide`` adds QUEUE and HANDLER (sj) or FIRE TIME
-    and POD (jr).
+    Columns are the CRDs' printer columns; ``-o wide`` adds QUEUE and HANDLER (sj) or FIRE TIME,
+    POD and WAITING (jr: why a run that is not running waits).
     """
     resource = client.resource_named(resource_type)
     if names and all_namespaces:

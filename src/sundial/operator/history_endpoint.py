@@ -33,11 +33,13 @@ MAX_LIMIT: Final = 1000
 
 
 def row_json(row: history.HistoryRow) -> dict[str, Any]:
-    """One run, with the JSON names of JobRun status."""
+    """One run, with the JSON names of JobRun status; ``sundial runs -o json`` prints the same
+    object, so these keys are kept stable (new ones may be added)."""
 
     def stamp(value: datetime | None) -> str | None:
         return None if value is None else value.isoformat().replace("+00:00", "Z")
 
+    waits = row.why_it_waits()
     return {
         "runId": str(row.id),
         "namespace": row.namespace,
@@ -52,6 +54,14 @@ def row_json(row: history.HistoryRow) -> dict[str, Any]:
         "podName": row.pod_name,
         "podExitCode": row.pod_exit_code,
         "podReason": row.pod_reason,
+        "queue": row.queue,
+        "createdAt": stamp(row.created_at),
+        "runAt": stamp(row.run_at),
+        "lastError": row.last_error,
+        # Why a run that has not finished and is not running waits (scheduling.waiting).
+        "waiting": None
+        if waits is None
+        else {"reason": str(waits.reason), "message": waits.message},
     }
 
 

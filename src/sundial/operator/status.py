@@ -79,8 +79,9 @@ def mirror_name(scheduled_job_name: str, run_id: int) -> str:
 
 
 def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str, Any]:
-    """A JobRun's status for ``run``: phase, attempt, reason, times, the last error, and for a
-    pod run its Pod (``podName``, ``exitCode``).
+    """A JobRun's status for ``run``: phase, attempt, reason, times, the last error, why an
+    unfinished run that is not running waits (``waiting``), and for a pod run its Pod
+    (``podName``, ``exitCode``).
 
     The Pod fields are written only while the run row knows its Pod: an archived run has no
     Pod columns, and a merge patch of this dict then leaves what an earlier pass wrote. A new
@@ -99,6 +100,7 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
     if run.state == RunState.PENDING and run.unclaimable_reason:
         # A run no live runner can claim says so, with what to change (store.runners).
         reason, last_error = conditions.ConditionReason.UNCLAIMABLE, run.unclaimable_reason
+    waits = run.why_it_waits()
     desired: dict[str, Any] = {
         "phase": PHASES.get(run.state),
         "runId": str(run.id),
@@ -109,6 +111,7 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
         "finishedAt": rfc3339(run.finished_at),
         "duration": duration,
         "lastError": error_text.truncate(last_error) if last_error else None,
+        "waiting": waits.message[: job_run.MAX_WAITING_CHARS] if waits else None,
         "observedGeneration": generation,
     }
     if run.pod_name is not None:
@@ -153,10 +156,17 @@ def job_run_conditions(run: history.RunView) -> list[Wanted]:
         ]
     message = f"run {run.id} is {phase} (attempt {run.attempt})"
     reason = ConditionReason.RUN_NOT_FINISHED
+    # Reconciling says why a run that is not running waits (scheduling.waiting); the words
+    # hold absolute times only, so the condition changes only when the reason does.
+    waits = run.why_it_waits()
+    progress: Wanted = (ConditionType.RECONCILING, "True", reason, message)
+    if waits is not None:
+        text = error_text.truncate(f"run {run.id} is {phase}: {waits.message}")
+        progress = (ConditionType.RECONCILING, "True", waits.reason, text)
     return [
         (ConditionType.COMPLETE, "False", reason, message),
         (ConditionType.FAILED, "False", reason, message),
-        (ConditionType.RECONCILING, "True", reason, message),
+        progress,
         _ok(ConditionType.STALLED),
     ]
 

@@ -68,7 +68,7 @@ from sundial.runner.executors import (
     subprocess_executor,
     thread_executor,
 )
-from sundial.scheduling import failures
+from sundial.scheduling import failures, waiting
 from sundial.store import claims, reaper, reconnect, releases, runners
 from sundial.store import pool as store_pool
 
@@ -388,7 +388,7 @@ class Worker:
                 self._release(
                     attempt,
                     admission.retry_after_seconds,
-                    f"circuit breaker for dependency {name!r} is open",
+                    waiting.circuit_open_note(name),
                     "circuit_open",
                 )
                 return
@@ -506,10 +506,7 @@ class Worker:
             budget.retry_after_seconds() + random.uniform(0.0, window),
         )
         self.metrics.retries_deferred.labels(dependency=name).inc()
-        note = (
-            f"\nretry deferred by {delay:.0f}s: the retry budget of dependency {name!r} "
-            f"({budget.max_retries} retries per {window:g}s in this runner) is spent"
-        )
+        note = "\n" + waiting.retry_budget_note(delay, name, budget.max_retries, window)
         log.info(
             "retry deferred: retry budget spent",
             extra={

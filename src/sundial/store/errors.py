@@ -35,6 +35,7 @@ __all__ = [
     "CyclicDependencyError",
     "DependencyError",
     "IdempotencyConflictError",
+    "InvalidDsnError",
     "InvalidPriorityError",
     "InvalidSubmissionError",
     "MigrationError",
@@ -62,6 +63,10 @@ class StoreUnavailableError(StoreError):
 
     Transient by nature: wait and try again (``reconnect.Backoff``). Leases are time-based, so
     a caller that reconnects within its lease loses nothing."""
+
+
+class InvalidDsnError(StoreError, ValueError):
+    """The DSN given is not a libpq connection string or URL; nothing was tried."""
 
 
 class StatementError(StoreError):

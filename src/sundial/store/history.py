@@ -13,7 +13,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from sundial.scheduling import waiting
 from sundial.store import queries
 from sundial.store.pool import Pool
 
@@ -25,6 +27,7 @@ __all__ = [
     "recent",
     "runs",
     "schedules",
+    "upstream_of",
     "window",
 ]
 
@@ -56,6 +59,40 @@ class RunView:
     failure_detail: str | None = None
     #: Why no live runner can claim this pending run (``runners.mark_unclaimable``), or None.
     unclaimable_reason: str | None = None
+    queue: str | None = None
+    run_at: datetime | None = None
+    #: How many upstream runs have not completed yet (a blocked run), and the first few.
+    pending_dependencies: int = 0
+    upstream: Any = None
+
+    def why_it_waits(self) -> waiting.Waiting | None:
+        """Why this run waits (``scheduling.waiting``); None unless it is unfinished and not
+        running."""
+        return waiting.why(
+            waiting.WaitFacts(
+                run_id=self.id,
+                state=self.state,
+                attempt=self.attempt,
+                queue=self.queue,
+                run_at=self.run_at,
+                unclaimable_reason=self.unclaimable_reason,
+                last_error=self.last_error,
+                failure_reason=self.failure_reason,
+                pending_dependencies=self.pending_dependencies,
+                upstream=upstream_of(self.upstream),
+            )
+        )
+
+
+def upstream_of(column: Any) -> tuple[waiting.Upstream, ...]:
+    """The queries' ``upstream`` column (a JSON array of [id, job, state]) as Upstream runs."""
+    if not isinstance(column, list):
+        return ()
+    return tuple(
+        waiting.Upstream(run_id=int(item[0]), job=str(item[1]), state=str(item[2]))
+        for item in column
+        if isinstance(item, list) and len(item) == 3
+    )
 
 
 @dataclass(frozen=True)
@@ -168,6 +205,29 @@ class HistoryRow:
     failure_detail: str | None = None
     #: Why no live runner can claim this pending run, or None.
     unclaimable_reason: str | None = None
+    created_at: datetime | None = None
+    queue: str | None = None
+    run_at: datetime | None = None
+    last_error: str | None = None
+    pending_dependencies: int = 0
+    upstream: Any = None
+
+    def why_it_waits(self) -> waiting.Waiting | None:
+        """Why this run waits (``scheduling.waiting``), as a JobRun of it says."""
+        return waiting.why(
+            waiting.WaitFacts(
+                run_id=self.id,
+                state=self.state,
+                attempt=self.attempt,
+                queue=self.queue,
+                run_at=self.run_at,
+                unclaimable_reason=self.unclaimable_reason,
+                last_error=self.last_error,
+                failure_reason=self.failure_reason,
+                pending_dependencies=self.pending_dependencies,
+                upstream=upstream_of(self.upstream),
+            )
+        )
 
 
 async def recent(
@@ -177,13 +237,23 @@ async def recent(
     job: str | None = None,
     limit: int = 50,
     before: int | None = None,
+    states: Iterable[str] | None = None,
+    since: datetime | None = None,
 ) -> list[HistoryRow]:
     """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job, newest
-    first; ``before``: only runs with a smaller id, to page back from the last one seen."""
+    first; ``before``: only runs with a smaller id, to page back from the last one seen;
+    ``states``: only runs in one of these; ``since``: only runs created at or after it."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
             queries.get("history_recent"),
-            {"namespace": namespace, "name": job, "limit": limit, "before": before},
+            {
+                "namespace": namespace,
+                "name": job,
+                "limit": limit,
+                "before": before,
+                "states": None if states is None else sorted(set(states)),
+                "since": since,
+            },
         )
         rows = await cursor.fetchall()
     return [HistoryRow(*row) for row in rows]

@@ -36,7 +36,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from sundial.store import errors
 
-__all__ = ["UNAVAILABLE", "Connection", "Pool", "open_pool", "store_error"]
+__all__ = ["UNAVAILABLE", "Connection", "Pool", "check_reachable", "open_pool", "store_error"]
 
 Connection: TypeAlias = AsyncConnection[TupleRow]
 
@@ -101,3 +101,23 @@ async def open_pool(
         await pool.close()
         raise store_error(error) from error
     return pool
+
+
+async def check_reachable(dsn: str, *, timeout_seconds: int = 10) -> None:
+    """Connect once, now, and close; raise the store error that says why not.
+
+    A pool that cannot connect only times out ("pool initialization incomplete after 30.0
+    sec") and keeps libpq's reason to its log. A command a person runs calls this first, so
+    the error names the cause instead: connection refused, no such host, a password refused,
+    a database that does not exist."""
+    try:
+        conn = await AsyncConnection.connect(dsn, connect_timeout=max(1, timeout_seconds))
+    except psycopg.ProgrammingError as error:
+        text = str(error).strip().splitlines()
+        raise errors.InvalidDsnError(
+            f"not a libpq connection string or URL ({text[0] if text else error!r}): write it"
+            " like postgresql://USER:PASSWORD@HOST:5432/DATABASE"
+        ) from error
+    except psycopg.Error as error:
+        raise store_error(error) from error
+    await conn.close()

@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ __all__ = [
 MAX_ARGS_BYTES = 64 * 1024
 MIN_PRIORITY = 0
 MAX_PRIORITY = 9
+
+#: A queue is a DNS-1123 label, as a job's ``queue`` is (``api.common.DnsLabel``).
+_QUEUE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 #: An upstream run in one of these states will never complete, so its dependents never start.
 _UPSTREAM_DOOMED = run_state.FINISHED - {run_state.RunState.COMPLETED}
@@ -148,6 +152,7 @@ class _Request:
     depends_on: list[int]
     schedule_id: uuid.UUID | None
     fire_time: datetime | None
+    queue: str | None = None
 
 
 def _validate(
@@ -161,6 +166,7 @@ def _validate(
     depends_on: Sequence[int],
     schedule_id: uuid.UUID | None = None,
     fire_time: datetime | None = None,
+    queue: str | None = None,
 ) -> _Request:
     if run_at is not None and run_at.tzinfo is None:
         raise errors.InvalidSubmissionError(
@@ -176,6 +182,11 @@ def _validate(
         raise errors.InvalidSubmissionError("idempotency_key must be 1 to 256 characters long")
     if priority is not None:
         _check_priority(priority)
+    if queue is not None and (len(queue) > 63 or not _QUEUE.fullmatch(queue)):
+        raise errors.InvalidSubmissionError(
+            f"queue {queue[:80]!r} is not a queue name: 1 to 63 lowercase letters, digits and"
+            " '-', starting and ending with a letter or digit (as a job's spec.queue)"
+        )
     args_value, digest = _encode_args(args)
     return _Request(
         job=job,
@@ -188,6 +199,7 @@ def _validate(
         depends_on=sorted(set(depends_on)),
         schedule_id=schedule_id,
         fire_time=fire_time,
+        queue=queue,
     )
 
 
@@ -203,10 +215,12 @@ async def submit(
     depends_on: Sequence[int] = (),
     schedule_id: uuid.UUID | None = None,
     fire_time: datetime | None = None,
+    queue: str | None = None,
 ) -> Submitted:
     """Create a run of ``job`` (its uid, or ``"namespace/name"``); see the module docstring.
 
     ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock.
+    ``queue`` sends this run to another runner queue than the job's (``spec.queue``).
     ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated forever;
     ``fire_time`` alone is the logical time handed to a one-off run (a backfill).
     """
@@ -220,6 +234,7 @@ async def submit(
         depends_on=depends_on,
         schedule_id=schedule_id,
         fire_time=fire_time,
+        queue=queue,
     )
     try:
         async with pool.connection() as conn, conn.transaction():
@@ -239,6 +254,8 @@ class BatchItem:
     run_at: datetime | None = None
     delay_seconds: float = 0.0
     idempotency_key: str | None = None
+    #: Another runner queue than the job's for this run; None: the job's ``spec.queue``.
+    queue: str | None = None
 
 
 async def submit_many(
@@ -262,6 +279,7 @@ async def submit_many(
             delay_seconds=item.delay_seconds,
             idempotency_key=item.idempotency_key,
             depends_on=(),
+            queue=item.queue,
         )
         for item in items
     ]
@@ -286,6 +304,7 @@ async def submit_many(
         "priorities": [requests[i].priority for i in sent],
         "run_ats": [requests[i].run_at for i in sent],
         "delays": [requests[i].delay_seconds for i in sent],
+        "queues": [requests[i].queue for i in sent],
     }
     results: dict[int, Submitted] = {}
     async with pool.connection() as conn, conn.transaction():
@@ -415,7 +434,7 @@ async def _submit_in(conn: Connection, request: _Request) -> Submitted:
             "schedule_id": request.schedule_id,
             "fire_time": request.fire_time,
             "idempotency_key": request.idempotency_key,
-            "queue": queue,
+            "queue": request.queue or queue,
             "handler": handler,
             "execution_model": model,
             "timeout_seconds": timeout,

@@ -8,8 +8,10 @@ change. PostgreSQL refusing a value (a NUL the models would have refused) leaves
 edge as ``errors.RefusedValueError``, after a rollback. An invalid cron expression or time zone is
 stored as *stalled* (the schedule stops
 firing, with the error naming the field) rather than raised, so an edit to a bad value never
-leaves the old schedule firing. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are
-the other changes a user makes; the trigger's transaction is in ``fires``.
+leaves the old schedule firing. A newer generation of a quarantined ScheduledJob lifts the
+quarantine (``clear_quarantine``, in the same transaction): a spec change is how a person says
+the job is fixed. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are the other
+changes a user makes; the trigger's transaction is in ``fires``.
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ async def upsert(
         "last_error": None if stalled is None else str(stalled),
     }
     async with pool.connection() as conn, conn.transaction():
+        cursor = await conn.execute(queries.get("schedule_stored_generation"), {"id": schedule_id})
+        before = await cursor.fetchone()
         cursor = await conn.execute(queries.get("schedule_upsert_job"), job_row)
         if await cursor.fetchone() is None:
             stored = await _get(conn, schedule_id)
@@ -133,6 +137,10 @@ async def upsert(
         cursor = await conn.execute(queries.get("schedule_upsert"), schedule_row)
         row = await cursor.fetchone()
         assert row is not None
+        if before is not None and before[1] and generation > before[0]:
+            # A spec change lifts a quarantine, as the Stalled condition promises: the person
+            # fixed the job (or decided to try again), so the old failure streak is forgotten.
+            await conn.execute(queries.get("schedule_clear_quarantine"), {"id": schedule_id})
     return UpsertResult(schedule_id, bool(row[1]), None if stalled is not None else row[0], stalled)
 
 

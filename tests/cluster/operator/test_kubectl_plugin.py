@@ -473,3 +473,48 @@ def test_history_comes_from_postgresql_through_the_service_proxy_under_rbac(
     assert all(run_id in allowed.stdout for run_id in run_ids)
     # The same user still cannot read the JobRuns themselves: only the history was granted.
     assert plugin("get", "jr", config=reader).returncode == 6
+
+
+def test_a_waiting_job_run_says_why_in_its_status_and_in_get_wide(
+    sundial_operator: OperatorProcess, kubectl: Any, namespace: str, plugin: Any
+) -> None:
+    """No runner: the parent waits for one, its child waits for the parent (named), a delayed
+    one waits for its run time; each says so in ``status.waiting``, its Reconciling
+    condition and the WAITING column of ``kubectl sundial get jr -o wide``."""
+    inline = {"handler": {"name": "tests.ok"}}
+
+    def job_run(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "sundial.dev/v1alpha1",
+            "kind": "JobRun",
+            "metadata": {"name": name},
+            "spec": {"job": inline, **spec},
+        }
+
+    items = [job_run("parent"), job_run("child", dependsOn=["parent"])]
+    items.append(job_run("later", delaySeconds=3600))
+    apply(kubectl, namespace, json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    def waiting(name: str) -> tuple[str, str] | None:
+        sundial_operator.assert_alive()
+        status = get_json(kubectl, "-n", namespace, "jr", name).get("status") or {}
+        reconciling = [c for c in status.get("conditions") or () if c["type"] == "Reconciling"]
+        if not status.get("waiting") or not reconciling:
+            return None
+        return reconciling[0]["reason"], status["waiting"]
+
+    parent_status = wait_until(lambda: waiting("parent"), timeout=60, what="the parent waiting")
+    assert parent_status[0] in ("WaitingForRunner", "Unclaimable"), parent_status
+    parent_run = get_json(kubectl, "-n", namespace, "jr", "parent")["status"]["runId"]
+    child = wait_until(lambda: waiting("child"), timeout=60, what="the child waiting")
+    assert child[0] == "WaitingForUpstream", child
+    assert f"run {parent_run} (" in child[1] and "pending" in child[1], child
+    later = wait_until(lambda: waiting("later"), timeout=60, what="the delayed run waiting")
+    assert later[0] == "RunAtInFuture", later
+
+    wide = plugin("get", "jr", "-n", namespace, "-o", "wide")
+    assert wide.returncode == 0, wide
+    header, *rows = wide.stdout.splitlines()
+    assert header.split()[-1] == "WAITING", header
+    [child_row] = [row for row in rows if row.startswith("child ")]
+    assert f"waits for 1 upstream run to complete: run {parent_run}" in child_row

@@ -6,6 +6,7 @@ import uuid
 from datetime import timedelta
 
 import prometheus_client
+import trigger_testing
 from trigger_testing import START, UNPACED, add_schedule, fire_times
 
 from sundial.scheduler import trigger
@@ -177,6 +178,50 @@ async def test_quarantine_after_n_failed_runs_until_cleared(
     assert report.created == 1 and report.quarantined == 0
     info = await schedules.get(pool, uid)
     assert info is not None and not info.quarantined and info.consecutive_failures == 0
+
+
+async def test_a_new_generation_lifts_a_quarantine_and_the_same_one_does_not(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", quarantine_after=2, retry={"maxRetries": 0})
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    for minute in (1, 2):
+        manual_clock.set(START + timedelta(minutes=minute))
+        await loop.tick()
+        assert await _fail_everything(pool) == 1
+    manual_clock.set(START + timedelta(minutes=3))
+    assert (await loop.tick()).quarantined == 1
+
+    async def apply(generation: int) -> None:
+        await schedules.upsert(
+            pool,
+            uid=uid,
+            namespace="default",
+            name=(await _job_name(pool, uid)),
+            generation=generation,
+            spec=trigger_testing.spec("* * * * *", quarantine_after=2, retry={"maxRetries": 1}),
+            now=START + timedelta(minutes=3),
+        )
+
+    await apply(1)  # the operator's resync of the same generation: still quarantined
+    info = await schedules.get(pool, uid)
+    assert info is not None and info.quarantined
+
+    await apply(2)  # a spec change: the person fixed the job
+    info = await schedules.get(pool, uid)
+    assert info is not None and not info.quarantined and info.consecutive_failures == 0
+    assert info.quarantine_message is None
+    manual_clock.set(START + timedelta(minutes=4))
+    report = await loop.tick()
+    assert report.created == 1 and report.quarantined == 0
+
+
+async def _job_name(pool: pool.Pool, uid: uuid.UUID) -> str:
+    async with pool.connection() as conn:
+        cursor = await conn.execute("SELECT name FROM job_definitions WHERE id = %s", (uid,))
+        row = await cursor.fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 async def test_a_success_breaks_the_failure_streak(

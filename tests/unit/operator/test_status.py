@@ -242,11 +242,18 @@ def _job_run_conditions(state: str) -> dict[str, tuple[str, str]]:
 
 
 def test_job_run_conditions_follow_the_run_like_a_jobs():
-    for state in ("scheduled", "pending", "blocked", "running", "retry_wait"):
+    waits = {
+        "scheduled": "RunAtInFuture",
+        "pending": "WaitingForRunner",
+        "blocked": "WaitingForUpstream",
+        "running": "RunNotFinished",
+        "retry_wait": "RetryBackoff",
+    }
+    for state, reconciling in waits.items():
         assert _job_run_conditions(state) == {
             "Complete": ("False", "RunNotFinished"),
             "Failed": ("False", "RunNotFinished"),
-            "Reconciling": ("True", "RunNotFinished"),
+            "Reconciling": ("True", reconciling),
             "Stalled": ("False", "AsExpected"),
         }, state
     assert _job_run_conditions("completed") == {
@@ -326,3 +333,23 @@ def test_a_reason_on_a_run_that_is_no_longer_pending_is_not_shown():
     )
     desired = status.job_run_status(running, generation=1)
     assert desired["reason"] is None and desired["lastError"] is None
+
+
+def test_a_waiting_job_run_says_why_and_is_written_only_when_the_reason_changes():
+    started = datetime.datetime(2026, 11, 29, 11, 0, tzinfo=datetime.UTC)
+    blocked = history.RunView(
+        12, "blocked", 0, None, None, None, None, None,
+        queue="default", pending_dependencies=1, upstream=[[11, "default/extract", "running"]],
+    )  # fmt: skip
+    desired = status.job_run_status(blocked, generation=1)
+    assert desired["waiting"] == (
+        "waits for 1 upstream run to complete: run 11 (default/extract, running)"
+    )
+    [reconciling] = [c for c in status.job_run_conditions(blocked) if c[0] == "Reconciling"]
+    assert reconciling[1:3] == ("True", "WaitingForUpstream")
+    assert "run 11 (default/extract, running)" in reconciling[3]
+    # The same facts later: nothing to write.
+    assert status.changes(desired, status.job_run_status(blocked, generation=1)) == {}
+
+    running = history.RunView(12, "running", 1, None, None, None, started, None)
+    assert status.changes(desired, status.job_run_status(running, generation=1))["waiting"] is None

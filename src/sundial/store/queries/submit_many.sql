@@ -14,8 +14,8 @@ item AS (
     SELECT *
     FROM unnest(%(ordinals)s::int[], %(keys)s::text[], %(args_hashes)s::text[],
                 %(args)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
-                %(delays)s::double precision[])
-         AS i(ordinal, key, args_hash, args, priority, run_at, delay_seconds)
+                %(delays)s::double precision[], %(queues)s::text[])
+         AS i(ordinal, key, args_hash, args, priority, run_at, delay_seconds, queue)
 ),
 reserved AS (
     INSERT INTO idempotency_keys (key, args_hash, run_id)
@@ -27,7 +27,7 @@ reserved AS (
     RETURNING key, run_id
 ),
 numbered AS MATERIALIZED (
-    SELECT i.ordinal, i.key, i.args::jsonb AS args, i.priority,
+    SELECT i.ordinal, i.key, i.args::jsonb AS args, i.priority, i.queue,
            coalesce(r.run_id, nextval(pg_get_serial_sequence('job_runs', 'id'))) AS run_id,
            coalesce(i.run_at, now() + make_interval(secs => i.delay_seconds)) AS run_at
     FROM item i
@@ -39,7 +39,7 @@ inserted AS (
         id, job_id, idempotency_key, queue, handler, execution_model,
         timeout_seconds, max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
         max_lost_leases, state, priority, run_at, dispatch_key, args, pending_dependencies)
-    SELECT n.run_id, job.id, n.key, job.queue, job.handler, job.execution_model,
+    SELECT n.run_id, job.id, n.key, coalesce(n.queue, job.queue), job.handler, job.execution_model,
            job.timeout_seconds, job.max_retries, job.backoff_base_seconds,
            job.backoff_cap_seconds, job.oom_max_retries, job.max_lost_leases,
            CASE WHEN n.run_at > now() THEN 'scheduled' ELSE 'pending' END,
