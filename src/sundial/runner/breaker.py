@@ -67,9 +67,16 @@ class BreakerPolicy:
 
 
 class CircuitBreaker:
-    def __init__(self, policy: BreakerPolicy | None = None, *, clock: Clock = time.monotonic):
+    def __init__(
+        self,
+        policy: BreakerPolicy | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        on_transition: Callable[[State], None] | None = None,
+    ):
         self.policy = policy or BreakerPolicy()
         self._clock = clock
+        self._on_transition = on_transition
         self._state = State.CLOSED
         self._calls: collections.deque[tuple[float, bool]] = collections.deque()
         self._opened_at = 0.0
@@ -146,17 +153,24 @@ class CircuitBreaker:
         ):
             self._state = State.HALF_OPEN
             self._probes_in_flight = 0
+            self._transitioned()
 
     def _open(self, now: float) -> None:
         self._state = State.OPEN
         self._opened_at = now
         self._calls.clear()
         self._probes_in_flight = 0
+        self._transitioned()
 
     def _close(self) -> None:
         self._state = State.CLOSED
         self._calls.clear()
         self._probes_in_flight = 0
+        self._transitioned()
+
+    def _transitioned(self) -> None:
+        if self._on_transition is not None:
+            self._on_transition(self._state)
 
     def _prune(self) -> None:
         horizon = self._clock() - self.policy.window_seconds
@@ -238,18 +252,38 @@ class RetryBudget:
 
 
 class Breakers:
-    """One breaker per dependency name, created on first use with a shared policy."""
+    """One breaker per dependency name, created on first use with a shared policy.
 
-    def __init__(self, policy: BreakerPolicy | None = None, *, clock: Clock = time.monotonic):
+    ``on_transition(dependency, state)`` is called with CLOSED when a breaker is created and
+    then on each of its transitions (see the module docstring)."""
+
+    def __init__(
+        self,
+        policy: BreakerPolicy | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        on_transition: Callable[[str, State], None] | None = None,
+    ):
         self._policy = policy or BreakerPolicy()
         self._clock = clock
+        self._on_transition = on_transition
         self._breakers: dict[str, CircuitBreaker] = {}
 
     def __getitem__(self, dependency: str) -> CircuitBreaker:
         breaker = self._breakers.get(dependency)
         if breaker is None:
-            breaker = self._breakers[dependency] = CircuitBreaker(self._policy, clock=self._clock)
+            breaker = self._breakers[dependency] = self._create(dependency)
         return breaker
+
+    def _create(self, dependency: str) -> CircuitBreaker:
+        report = self._on_transition
+        if report is None:
+            return CircuitBreaker(self._policy, clock=self._clock)
+        created = CircuitBreaker(
+            self._policy, clock=self._clock, on_transition=lambda state: report(dependency, state)
+        )
+        report(dependency, State.CLOSED)
+        return created
 
     def states(self) -> dict[str, State]:
         return {name: breaker.state for name, breaker in self._breakers.items()}

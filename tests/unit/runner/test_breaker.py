@@ -155,3 +155,30 @@ def test_an_uninformative_probe_frees_its_slot() -> None:
     assert circuit.admit().verdict is breaker.Verdict.PROBE
     circuit.record(outcomes.Succeeded())
     assert circuit.state is breaker.State.CLOSED
+
+
+def test_transitions_are_reported_once_each_and_calls_are_not() -> None:
+    clock = FakeClock()
+    seen: list[tuple[str, breaker.State]] = []
+    breakers = breaker.Breakers(POLICY, clock=clock, on_transition=lambda *t: seen.append(t))
+    circuit = breakers["payments"]
+    assert seen == [("payments", breaker.State.CLOSED)]  # created: a runner now calls it
+    circuit.record_success()
+    for _ in range(4):
+        circuit.admit()
+        circuit.record_failure()
+    assert seen[1:] == [("payments", breaker.State.OPEN)]
+    circuit.admit()  # waits: no transition
+    clock.advance(30)
+    assert circuit.admit().verdict is breaker.Verdict.PROBE
+    circuit.record_failure()  # the probe failed
+    clock.advance(30)
+    circuit.admit()
+    circuit.record_success()
+    assert [state for _, state in seen[2:]] == [
+        breaker.State.HALF_OPEN,
+        breaker.State.OPEN,
+        breaker.State.HALF_OPEN,
+        breaker.State.CLOSED,
+    ]
+    assert breakers["payments"] is circuit and len(seen) == 6  # no new breaker, no report
