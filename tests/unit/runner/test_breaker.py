@@ -182,3 +182,18 @@ def test_transitions_are_reported_once_each_and_calls_are_not() -> None:
         breaker.State.CLOSED,
     ]
     assert breakers["payments"] is circuit and len(seen) == 6  # no new breaker, no report
+
+
+def test_the_failure_rate_follows_calls_out_of_the_window() -> None:
+    clock = FakeClock()
+    circuit = breaker.CircuitBreaker(POLICY, clock=clock)
+    circuit.record_failure()
+    circuit.record_failure()
+    clock.advance(40)
+    circuit.record_success()
+    assert circuit.failure_rate() == pytest.approx(2 / 3)
+    clock.advance(30)  # the two failures leave the 60 s window, the success stays
+    assert circuit.failure_rate() == 0.0
+    circuit.record_failure()
+    assert circuit.failure_rate() == pytest.approx(1 / 2)
+    assert circuit.state is breaker.State.CLOSED  # 2 calls: below min_calls
