@@ -47,5 +47,5 @@ async def downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     """Calls the downstream ``test-downstream``, which is down while the file named by
     ``args["down"]`` exists: each call fails as a refused connection would."""
     _record(ctx)
-    if os.path.exists(str(args["down"])):
+    if await asyncio.to_thread(os.path.exists, str(args["down"])):
         raise ConnectionError("test-downstream refused the connection")
