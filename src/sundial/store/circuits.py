@@ -6,7 +6,7 @@ some runner's breaker is open: the operator says so on the ScheduledJobs that na
 dependency (``Degraded=True``, reason ``CircuitOpen``), and ``sundial runs`` says why a run
 waits. So each runner writes its breakers' states here (``publish``: on a transition and on a
 slow refresh, never per job; ``runner.circuits``), and readers ask for the open ones
-(``open_for``, ``open_for_jobs``).
+(``open_for``, ``open_for_jobs``, ``open_for_runs``).
 
 Guarantees: a row is written only while its runner's announcement exists (``store.runners``)
 and goes when that row goes (a clean stop, or an hour after a dead runner's announcement
@@ -30,7 +30,15 @@ from typing import Any
 from sundial.store import queries
 from sundial.store.pool import Pool
 
-__all__ = ["STATES", "CircuitState", "OpenCircuit", "open_for", "open_for_jobs", "publish"]
+__all__ = [
+    "STATES",
+    "CircuitState",
+    "OpenCircuit",
+    "open_for",
+    "open_for_jobs",
+    "open_for_runs",
+    "publish",
+]
 
 #: The states a breaker publishes, as ``runner.breaker.State`` spells them (the table's CHECK).
 STATES = ("closed", "open", "half_open")
@@ -115,6 +123,19 @@ async def open_for_jobs(pool: Pool, job_ids: Sequence[uuid.UUID]) -> dict[uuid.U
     async with pool.connection() as conn:
         cursor = await conn.execute(
             queries.get("circuits_open_for_jobs"), {"job_ids": list(job_ids)}
+        )
+        rows = await cursor.fetchall()
+    return {row[0]: _open_circuit(row[1:]) for row in rows}
+
+
+async def open_for_runs(pool: Pool, run_ids: Sequence[int]) -> dict[int, OpenCircuit]:
+    """The open circuit each unfinished run waits on, through its job's dependency (as
+    ``open_for_jobs``); finished runs and runs of jobs without one are left out."""
+    if not run_ids:
+        return {}
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("circuits_open_for_runs"), {"run_ids": list(run_ids)}
         )
         rows = await cursor.fetchall()
     return {row[0]: _open_circuit(row[1:]) for row in rows}

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from sundial.store import circuits, runners
+from sundial.store import circuits, runners, runs
 from sundial.store import pool as store_pool
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
@@ -105,6 +105,25 @@ async def test_jobs_find_the_open_circuit_of_their_dependency(
     assert list(found) == [calls]
     assert found[calls].dependency == "payments" and found[calls].workers == ("r1",)
     assert await circuits.open_for_jobs(pool, []) == {}
+
+
+async def test_unfinished_runs_find_the_open_circuit_they_wait_on(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    calls = make_job("calls", dependency="payments")
+    plain = make_job("plain")
+    waiting = (await runs.submit(pool, calls)).run_id
+    finished = (await runs.submit(pool, calls)).run_id
+    other = (await runs.submit(pool, plain)).run_id
+    await runs.cancel(pool, finished, reason="test")
+    await announce(pool, "r1")
+    await circuits.publish(pool, "r1", [state("payments", "open")])
+
+    found = await circuits.open_for_runs(pool, [waiting, finished, other])
+
+    assert list(found) == [waiting]
+    assert found[waiting].summary() == "open on 1 of 1 live runner"
+    assert await circuits.open_for_runs(pool, []) == {}
 
 
 async def test_a_state_outside_the_breakers_is_refused_with_the_states_named(
