@@ -84,6 +84,12 @@ async def noop(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     return None
 
 
+@sundial.job("bench.noop_dependency", dependency="bench-api")
+async def noop_dependency(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """``bench.noop`` with a declared dependency: each job also passes its circuit breaker."""
+    return None
+
+
 @sundial.job("bench.sleep")
 async def sleep(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     """The seed's job: a 2 s wait (``seconds`` overrides it)."""

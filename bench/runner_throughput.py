@@ -111,26 +111,26 @@ class CpuMeter:
 # -- sundial ----------------------------------------------------------------------------------
 
 
-def sundial_leg(admin_dsn: str, jobs: int, concurrency: int) -> float:
+def sundial_leg(admin_dsn: str, jobs: int, concurrency: int, handler: str = "bench.noop") -> float:
     dsn = create_database(admin_dsn, "bench_sundial")
     migrate.migrate(dsn)
     job = uuid.uuid4()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO job_definitions (id, namespace, name, handler) "
-            "VALUES (%s, 'bench', 'noop', 'bench.noop')",
-            (job,),
+            "VALUES (%s, 'bench', 'noop', %s)",
+            (job, handler),
         )
         conn.execute(
             """
             INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
                                   max_retries, backoff_base_seconds, backoff_cap_seconds,
                                   state, priority, run_at, dispatch_key, args)
-            SELECT %s, 'default', 'bench.noop', 'async', 60, 3, 1, 60, 'pending', 1, now(),
+            SELECT %s, 'default', %s, 'async', 60, 3, 1, 60, 'pending', 1, now(),
                    sundial_dispatch_key(now(), 1::smallint), '{}'
             FROM generate_series(1, %s)
             """,
-            (job, jobs),
+            (job, handler, jobs),
         )
         conn.execute("VACUUM ANALYZE job_runs")
     env = dict(os.environ, PYTHONPATH=str(BENCH_DIR))
@@ -331,11 +331,20 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=1000, help="sundial async slots")
     parser.add_argument("--raw-batch", type=int, default=500)
     parser.add_argument("--dsn", help="a superuser URL (default: a throwaway server)")
+    parser.add_argument(
+        "--handler",
+        default="bench.noop",
+        choices=["bench.noop", "bench.noop_dependency"],
+        help="sundial's no-op handler; bench.noop_dependency declares a dependency, so every "
+        "job also passes its circuit breaker",
+    )
     options = parser.parse_args()
 
     def run(admin_dsn: str) -> dict[str, Any]:
         results: dict[str, Any] = {}
-        results["sundial"] = sundial_leg(admin_dsn, options.jobs, options.concurrency)
+        results["sundial"] = sundial_leg(
+            admin_dsn, options.jobs, options.concurrency, options.handler
+        )
         print(f"  sundial: {results['sundial']:,.0f} jobs/s", flush=True)
         results["pgqueuer"] = pgqueuer_leg(admin_dsn, options.jobs)
         results["procrastinate"] = procrastinate_leg(admin_dsn, options.jobs)
@@ -411,7 +420,8 @@ def main() -> int:
     print(
         f"reproduce: .venv/bin/pip install pgqueuer procrastinate asyncpg && "
         f".venv/bin/python bench/runner_throughput.py --jobs {options.jobs} "
-        f"--concurrency {options.concurrency} --raw-batch {options.raw_batch}"
+        f"--concurrency {options.concurrency} --raw-batch {options.raw_batch} "
+        f"--handler {options.handler}"
     )
     return 0
 

@@ -40,3 +40,12 @@ async def until_cancelled(args: dict[str, Any], ctx: sundial.JobContext) -> None
     assert isinstance(ctx.cancel_event, asyncio.Event)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(ctx.cancel_event.wait(), timeout=float(args.get("seconds", 120)))
+
+
+@sundial.job("tests.downstream", dependency="test-downstream")
+async def downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Calls the downstream ``test-downstream``, which is down while the file named by
+    ``args["down"]`` exists: each call fails as a refused connection would."""
+    _record(ctx)
+    if await asyncio.to_thread(os.path.exists, str(args["down"])):
+        raise ConnectionError("test-downstream refused the connection")

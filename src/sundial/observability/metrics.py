@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 
 import prometheus_client
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Histogram
 from prometheus_client.core import HistogramMetricFamily, Metric
 
 # From sub-millisecond (healthy loop, fast claim) to a minute (a hot queue at :00).
@@ -38,7 +38,8 @@ LATENCY_BUCKETS = (
     60.0,
 )
 
-CIRCUIT_STATE_VALUES = {"closed": 0, "half_open": 1, "open": 2}
+#: The states of ``sundial_circuit_state``, as ``runner.breaker.State`` spells them.
+CIRCUIT_STATES = ("closed", "half_open", "open")
 
 
 class RunnerMetrics:
@@ -113,10 +114,15 @@ class RunnerMetrics:
             ["dependency"],
             registry=r,
         )
-        self.circuit_state = Gauge(
+        # An Enum, not a number per state: one series per state, 1 for the current one, so
+        # `sundial_circuit_state{sundial_circuit_state="open"} == 1` needs no legend. It
+        # replaced a Gauge of the same name (0 closed, 1 half-open, 2 open; ADR 0035). Set on
+        # each transition of a breaker (runner.circuits), not per job.
+        self.circuit_state = Enum(
             "sundial_circuit_state",
-            "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
+            "Circuit breaker state per declared dependency in this runner.",
             ["dependency"],
+            states=list(CIRCUIT_STATES),
             registry=r,
         )
 
@@ -134,7 +140,10 @@ class RunnerMetrics:
         self.runs.labels(handler=handler, outcome=outcome).inc()
 
     def set_circuit_state(self, dependency: str, state: str) -> None:
-        self.circuit_state.labels(dependency=dependency).set(CIRCUIT_STATE_VALUES[state])
+        """``state``: closed, half_open or open (a ValueError names the states otherwise)."""
+        if state not in CIRCUIT_STATES:
+            raise ValueError(f"circuit state {state!r} is not one of {', '.join(CIRCUIT_STATES)}")
+        self.circuit_state.labels(dependency=dependency).state(state)
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)

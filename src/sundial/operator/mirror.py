@@ -51,8 +51,8 @@ from sundial.operator import (
 )
 from sundial.pods import pod_gc
 from sundial.scheduling import run_state
+from sundial.store import circuits, history
 from sundial.store import errors as store_errors
-from sundial.store import history
 
 __all__ = ["Mirror"]
 
@@ -131,6 +131,8 @@ class Mirror:
         try:
             windows = await history.window(self.ctx.pool, requests)
             views = await history.schedules(self.ctx.pool, parsed)
+            # One statement, a handful of rows: the dependencies open on some live runner.
+            open_circuits = await circuits.open_for(self.ctx.pool)
         except store_errors.StoreUnavailableError as error:
             await self._store_unavailable(live, error)
             raise
@@ -157,6 +159,7 @@ class Mirror:
                     views.get(schedule_id),
                     windows.get(schedule_id),
                     mirrored.get(schedule_id, {}),
+                    _open_circuit(body, open_circuits),
                 )
             )
         work.append(self._sync_user_runs(users))
@@ -260,6 +263,7 @@ class Mirror:
         view: history.ScheduleView | None,
         window: history.Window | None,
         existing: dict[str, Mapping[str, Any]],
+        circuit: circuits.OpenCircuit | None,
     ) -> None:
         metadata = body["metadata"]
         try:
@@ -279,6 +283,7 @@ class Mirror:
                 window=window,
                 missed=self.ctx.missed.get(schedule_id),
                 now=self.ctx.clock.now(),
+                circuit=circuit,
             )
             patch = status.changes(body.get("status"), desired_status)
             if patch:
@@ -460,6 +465,15 @@ def _window_runs(body: Mapping[str, Any], window: history.Window) -> list[histor
     """The runs a ScheduledJob mirrors: active ones, then the newest of each history limit."""
     successful, failed = _limits(body)
     return window.active + window.successful[:successful] + window.failed[:failed]
+
+
+def _open_circuit(
+    body: Mapping[str, Any], open_circuits: Mapping[str, circuits.OpenCircuit]
+) -> circuits.OpenCircuit | None:
+    """The open circuit of the dependency the raw spec names (read raw, so a ScheduledJob
+    stalled by an invalid edit still says that its runs wait)."""
+    dependency = (body.get("spec") or {}).get("dependency")
+    return open_circuits.get(dependency) if isinstance(dependency, str) else None
 
 
 def _owner_uid(body: Mapping[str, Any]) -> uuid.UUID | None:

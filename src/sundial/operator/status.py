@@ -25,12 +25,13 @@ import pydantic
 from sundial.api import common, conditions, error_text, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
 from sundial.scheduling.run_state import RunState
-from sundial.store import history
+from sundial.store import circuits, history
 
 __all__ = [
     "FAILED_PHASES",
     "PHASES",
     "changes",
+    "circuit_open_message",
     "job_run_conditions",
     "job_run_status",
     "mirror_name",
@@ -171,6 +172,17 @@ def job_run_conditions(run: history.RunView) -> list[Wanted]:
     ]
 
 
+def circuit_open_message(circuit: circuits.OpenCircuit) -> str:
+    """The message of Degraded=True CircuitOpen: the dependency, how many runners see it open,
+    and what happens to the runs. It names no time and no runner, so a pass writes it again
+    only when the count changes (``changes``)."""
+    return (
+        f"the circuit breaker of dependency {circuit.dependency!r} is {circuit.summary()}: "
+        "runs that call it wait in RetryWait without spending a retry, and run again once "
+        "a probe call succeeds"
+    )
+
+
 def quarantine_reason(message: str | None) -> ConditionReason:
     """QuarantineRule for a quarantine by a failurePolicy rule, else ConsecutiveFailures."""
     if message is not None and message.startswith(QUARANTINE_RULE_PREFIX):
@@ -241,8 +253,13 @@ def scheduled_job_status(
     window: history.Window | None,
     missed: tuple[str, str] | None,
     now: datetime.datetime,
+    circuit: circuits.OpenCircuit | None = None,
 ) -> dict[str, Any]:
-    """A ScheduledJob's whole status (see the module docstring)."""
+    """A ScheduledJob's whole status (see the module docstring).
+
+    ``circuit``: the open circuit of the dependency its ``spec.dependency`` names, if any:
+    Degraded=True, reason CircuitOpen, until the circuit closes on every live runner.
+    """
     metadata = body.get("metadata") or {}
     name = metadata.get("name", "")
     namespace = metadata.get("namespace", "")
@@ -315,7 +332,11 @@ def scheduled_job_status(
         wanted.append((ConditionType.SCHEDULE_MISSED, "True", missed[0], missed[1]))
     else:
         wanted.append(_ok(ConditionType.SCHEDULE_MISSED))
-    wanted.append(_ok(ConditionType.DEGRADED))
+    if circuit is not None:
+        reason = ConditionReason.CIRCUIT_OPEN
+        wanted.append((ConditionType.DEGRADED, "True", reason, circuit_open_message(circuit)))
+    else:
+        wanted.append(_ok(ConditionType.DEGRADED))
 
     active: list[dict[str, Any]] = []
     last_successful = None

@@ -5,7 +5,9 @@
 * ``executors``: one per execution model (async, thread, process, subprocess); each knows how to
   stop a job that runs past its timeout. They never import each other (``router`` picks one).
 * ``heartbeats``: keeps the leases of long jobs alive; ``breaker``: circuit breakers and the
-  retry budget per declared dependency; ``wakeup``: LISTEN/NOTIFY with polling behind it.
+  retry budget per declared dependency; ``circuits``: their transitions to ``/metrics`` and
+  PostgreSQL (``store.circuits``), for the operator and ``sundial runs``; ``wakeup``:
+  LISTEN/NOTIFY with polling behind it.
 * ``registry``: the allow-list of handlers; a run can only name a registered handler, never an
   arbitrary import path from a manifest.
 * ``exec_command``: ``sundial exec``, one handler in the foreground (a handler job's Pod).

@@ -49,6 +49,7 @@ from sundial.api import error_text
 from sundial.observability import metrics
 from sundial.runner import (
     breaker,
+    circuits,
     finisher,
     health,
     heartbeats,
@@ -128,7 +129,9 @@ class Worker:
         self.executors = {model: self._make_executor(model) for model in self.models}
         self.router = router.ExecutorRouter(handlers, self.executors)
         self.router.track(self.metrics)
-        self.breakers = breaker.Breakers()
+        # Each breaker transition goes to /metrics and PostgreSQL (runner.circuits).
+        self.circuits = circuits.Publisher(settings.worker_id, self.metrics)
+        self.breakers = breaker.Breakers(on_transition=self.circuits.transition)
         self.retry_budgets: dict[str, breaker.RetryBudget] = {}
         # Handler name -> its declared dependency, read once per job.
         self._dependencies = {h.name: h.dependency for h in handlers}
@@ -248,6 +251,12 @@ class Worker:
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
                 background.append(asyncio.create_task(self._announce(), name="announce"))
+                background.append(
+                    asyncio.create_task(
+                        self.circuits.run(self.pool, self.breakers, self.connection),
+                        name="circuits",
+                    )
+                )
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
                 await self._claim_loop(stop)
@@ -382,7 +391,6 @@ class Worker:
         if name is not None:
             dependency = self.breakers[name]
             admission = dependency.admit()
-            self.metrics.set_circuit_state(name, dependency.state.value)
             if not admission.allowed:
                 self._free_slot(attempt)
                 self._release(
@@ -428,9 +436,6 @@ class Worker:
         self._free_slot(attempt)
         if dependency is not None:
             dependency.record(outcome)
-            name = self._dependencies.get(attempt.run.handler)
-            if name is not None:
-                self.metrics.set_circuit_state(name, dependency.state.value)
         self._settle(attempt, outcome)
 
     def _free_slot(self, attempt: in_flight.Attempt) -> None:

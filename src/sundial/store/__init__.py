@@ -36,6 +36,10 @@ API, stable from here on::
     runners.announce(pool, worker, *, queues=, handlers={name: model}, ttl_seconds=)
     runners.withdraw(pool, worker)
     runners.mark_unclaimable(pool, *, grace_seconds=5.0) -> [Unclaimable]  # why runs wait
+    circuits.publish(pool, worker, [CircuitState(dependency, state, since)]) -> {dependency}
+    circuits.open_for(pool, dependencies=None) -> {dependency: OpenCircuit}  # on live runners
+    circuits.open_for_jobs(pool, job_ids) -> {job_id: OpenCircuit}  # by the job's dependency
+    circuits.open_for_runs(pool, run_ids) -> {run_id: OpenCircuit}  # unfinished runs only
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
     leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None
     leases.release(pool, lease) -> bool

@@ -1,14 +1,25 @@
-"""An open circuit breaker makes runs wait (RetryWait) without spending their retries."""
+"""An open circuit breaker makes runs wait (RetryWait) without spending their retries, and the
+runner tells /metrics and PostgreSQL (the circuits table) about it."""
 
 from __future__ import annotations
 
 import psycopg
 from runner_loop_testing import Runners, create_job, eventually, states, submit
 
+WRITE_COUNTER = """
+CREATE TABLE circuit_writes (n bigserial PRIMARY KEY, state text NOT NULL);
+CREATE FUNCTION count_circuit_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO circuit_writes (state) VALUES (NEW.state); RETURN NEW; END $$;
+CREATE TRIGGER count_circuit_writes AFTER INSERT OR UPDATE ON circuits
+    FOR EACH ROW EXECUTE FUNCTION count_circuit_write();
+"""
+
 
 def test_runs_wait_without_spending_retries_once_the_breaker_opens(
     dsn: str, runners: Runners
 ) -> None:
+    with psycopg.connect(dsn) as conn:  # counts every write the runner makes to `circuits`
+        conn.execute(WRITE_COUNTER)
     runner = runners.start(dsn, "--concurrency", "async=1")
     job = create_job(dsn, "loop.flaky_downstream", max_retries=0)
     submit(dsn, job, 15)
@@ -25,4 +36,22 @@ def test_runs_wait_without_spending_retries_once_the_breaker_opens(
     assert {(used, error, later) for used, error, later in waiting} == {
         (0, "circuit breaker for dependency 'flaky-api' is open", True)
     }
-    assert runner.metric("sundial_circuit_state", dependency="flaky-api") == 2
+    labels = {"dependency": "flaky-api"}
+    assert runner.metric("sundial_circuit_state", **labels, sundial_circuit_state="open") == 1
+    assert runner.metric("sundial_circuit_state", **labels, sundial_circuit_state="closed") == 0
+
+    # Shared: the transition is in PostgreSQL, once per state, not once per job.
+    def published() -> list[tuple[str, str, str]]:
+        with psycopg.connect(dsn) as conn:
+            rows = conn.execute("SELECT worker_id, dependency, state FROM circuits").fetchall()
+        return [tuple(row) for row in rows]
+
+    eventually(lambda: published() == [(runner.worker_id, "flaky-api", "open")], what="publish")
+    with psycopg.connect(dsn) as conn:
+        writes = [row[0] for row in conn.execute("SELECT state FROM circuit_writes ORDER BY n")]
+    # Created closed, then opened; a refresh (every 30 s) may have written it once more.
+    assert writes[:2] == ["closed", "open"] and writes[2:] in ([], ["open"])
+
+    # A clean stop takes the runner's rows away with its announcement.
+    assert runner.terminate_and_wait() == 0
+    assert published() == []

@@ -42,4 +42,5 @@ def test_retries_past_the_budget_wait_for_the_window_and_still_count(
         assert "retry budget of dependency 'budget-api' (3 retries per 120s" in row[4]
     assert runner.metric("sundial_retries_deferred_total", dependency="budget-api") == 5
     assert runner.metric("sundial_retry_budget_remaining", dependency="budget-api") == 0
-    assert runner.metric("sundial_circuit_state", dependency="budget-api") == 0
+    closed = {"dependency": "budget-api", "sundial_circuit_state": "closed"}
+    assert runner.metric("sundial_circuit_state", **closed) == 1

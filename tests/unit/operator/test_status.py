@@ -7,7 +7,7 @@ import uuid
 
 from sundial.operator import status
 from sundial.scheduling import run_state
-from sundial.store import history
+from sundial.store import circuits, history
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, 30, 123456, tzinfo=datetime.UTC)
 
@@ -353,3 +353,57 @@ def test_a_waiting_job_run_says_why_and_is_written_only_when_the_reason_changes(
 
     running = history.RunView(12, "running", 1, None, None, None, started, None)
     assert status.changes(desired, status.job_run_status(running, generation=1))["waiting"] is None
+
+
+def open_circuit(opened: int = 1, half_open: int = 0, runners: int = 2) -> circuits.OpenCircuit:
+    return circuits.OpenCircuit("payments-api", opened, half_open, runners, NOW, ("r1",))
+
+
+def test_an_open_circuit_degrades_the_job_and_a_closed_one_clears_it():
+    degraded = status.scheduled_job_status(
+        body(),
+        spec_error=None,
+        schedule=schedule(),
+        window=None,
+        missed=None,
+        now=NOW,
+        circuit=open_circuit(),
+    )
+    condition = by_type(degraded)["Degraded"]
+    assert (condition["status"], condition["reason"]) == ("True", "CircuitOpen")
+    assert condition["message"].startswith(
+        "the circuit breaker of dependency 'payments-api' is open on 1 of 2 live runners:"
+    )
+    assert by_type(degraded)["Ready"]["status"] == "True"  # it still fires; its runs wait
+
+    current = {key: value for key, value in degraded.items() if value is not None}
+    still = status.scheduled_job_status(
+        {**body(), "status": current},
+        spec_error=None,
+        schedule=schedule(),
+        window=None,
+        missed=None,
+        now=NOW + datetime.timedelta(minutes=1),
+        # a runner went half-open: still open on 1 of 2, so the same message, no write
+        circuit=open_circuit(opened=0, half_open=1),
+    )
+    assert status.changes(current, still) == {}
+
+    cleared = status.scheduled_job_status(
+        {**body(), "status": current},
+        spec_error=None,
+        schedule=schedule(),
+        window=None,
+        missed=None,
+        now=NOW + datetime.timedelta(minutes=2),
+        circuit=None,
+    )
+    condition = by_type(cleared)["Degraded"]
+    assert (condition["status"], condition["reason"]) == ("False", "AsExpected")
+    assert condition["lastTransitionTime"] == "2026-11-29T12:02:30Z"
+
+
+def test_the_message_says_how_many_runners_see_the_circuit_open():
+    message = status.circuit_open_message(open_circuit(opened=2, half_open=1, runners=4))
+    assert "'payments-api' is open on 3 of 4 live runners" in message
+    assert "open on 1 of 1 live runner:" in status.circuit_open_message(open_circuit(runners=1))

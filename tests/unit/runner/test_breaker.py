@@ -155,3 +155,45 @@ def test_an_uninformative_probe_frees_its_slot() -> None:
     assert circuit.admit().verdict is breaker.Verdict.PROBE
     circuit.record(outcomes.Succeeded())
     assert circuit.state is breaker.State.CLOSED
+
+
+def test_transitions_are_reported_once_each_and_calls_are_not() -> None:
+    clock = FakeClock()
+    seen: list[tuple[str, breaker.State]] = []
+    breakers = breaker.Breakers(POLICY, clock=clock, on_transition=lambda *t: seen.append(t))
+    circuit = breakers["payments"]
+    assert seen == [("payments", breaker.State.CLOSED)]  # created: a runner now calls it
+    circuit.record_success()
+    for _ in range(4):
+        circuit.admit()
+        circuit.record_failure()
+    assert seen[1:] == [("payments", breaker.State.OPEN)]
+    circuit.admit()  # waits: no transition
+    clock.advance(30)
+    assert circuit.admit().verdict is breaker.Verdict.PROBE
+    circuit.record_failure()  # the probe failed
+    clock.advance(30)
+    circuit.admit()
+    circuit.record_success()
+    assert [state for _, state in seen[2:]] == [
+        breaker.State.HALF_OPEN,
+        breaker.State.OPEN,
+        breaker.State.HALF_OPEN,
+        breaker.State.CLOSED,
+    ]
+    assert breakers["payments"] is circuit and len(seen) == 6  # no new breaker, no report
+
+
+def test_the_failure_rate_follows_calls_out_of_the_window() -> None:
+    clock = FakeClock()
+    circuit = breaker.CircuitBreaker(POLICY, clock=clock)
+    circuit.record_failure()
+    circuit.record_failure()
+    clock.advance(40)
+    circuit.record_success()
+    assert circuit.failure_rate() == pytest.approx(2 / 3)
+    clock.advance(30)  # the two failures leave the 60 s window, the success stays
+    assert circuit.failure_rate() == 0.0
+    circuit.record_failure()
+    assert circuit.failure_rate() == pytest.approx(1 / 2)
+    assert circuit.state is breaker.State.CLOSED  # 2 calls: below min_calls

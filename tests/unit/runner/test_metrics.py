@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from sundial.observability import metrics
 
 
@@ -16,9 +18,20 @@ def test_metrics_use_the_sundial_prefix_base_units_and_bounded_labels() -> None:
     assert "sundial_leaked_thread_slots 1.0" in text
     assert 'sundial_runs_total{handler="reports.build",outcome="timed_out"} 1.0' in text
     assert "sundial_loop_lag_seconds_count 1.0" in text
-    assert 'sundial_circuit_state{dependency="payments-api"} 1.0' in text
+    assert (
+        'sundial_circuit_state{dependency="payments-api",sundial_circuit_state="half_open"} 1.0'
+        in text
+    )
+    assert (
+        'sundial_circuit_state{dependency="payments-api",sundial_circuit_state="open"} 0.0' in text
+    )
     names = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
     assert names and all(name.startswith("sundial_") for name in names)
+
+
+def test_a_circuit_state_the_breakers_do_not_have_is_refused() -> None:
+    with pytest.raises(ValueError, match="'tripped' is not one of closed, half_open, open"):
+        metrics.RunnerMetrics().set_circuit_state("payments-api", "tripped")
 
 
 def test_two_runners_in_one_process_do_not_collide() -> None:
