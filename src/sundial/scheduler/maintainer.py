@@ -212,7 +212,7 @@ class Maintainer:
                     await asyncio.wait_for(stop.wait(), timeout=max(0.01, delay))
         finally:
             metrics.LEADING.set(0)
-            _clear_window_gauges()
+            self._clear_database_gauges()
 
     # -- leadership -----------------------------------------------------------------------
 
@@ -231,7 +231,7 @@ class Maintainer:
                 "maintainer standing by: the lease moved",
                 extra={"holder": self.holder, "leader": leader},
             )
-            _clear_window_gauges()  # the new leader speaks for the database now
+            self._clear_database_gauges()  # the new leader speaks for the database now
         elif not leads and leader is not None and leader != self._leader_seen:
             log.info("maintainer standing by", extra={"holder": self.holder, "leader": leader})
         self._leader_seen = leader
@@ -344,6 +344,21 @@ class Maintainer:
         metrics.LEASE_EXPIRIES.set({(): expiries})
         return False
 
+    def _clear_database_gauges(self) -> None:
+        """Drop the database-wide series: a process that no longer leads must not go on
+        exporting its last figures beside the new leader's (a sum would double them)."""
+        for labels in self._pending_labels:
+            with contextlib.suppress(KeyError):
+                metrics.PENDING_RUNS.remove(*labels)
+        self._pending_labels.clear()
+        for gauge in (
+            metrics.FINISHED_RUNS,
+            metrics.FAILED_ATTEMPTS,
+            metrics.RUNS_BY_ATTEMPTS,
+            metrics.LEASE_EXPIRIES,
+        ):
+            gauge.clear()
+
     async def _unclaimable(self, report: PassReport) -> bool:
         for run in await runners.mark_unclaimable(self.pool):
             if run.reason is not None:
@@ -365,13 +380,3 @@ class Maintainer:
                     "tasks": list(report.ran),
                 },
             )
-
-
-def _clear_window_gauges() -> None:
-    for gauge in (
-        metrics.FINISHED_RUNS,
-        metrics.FAILED_ATTEMPTS,
-        metrics.RUNS_BY_ATTEMPTS,
-        metrics.LEASE_EXPIRIES,
-    ):
-        gauge.clear()

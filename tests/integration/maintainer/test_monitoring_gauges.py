@@ -59,6 +59,7 @@ async def test_the_leader_exports_the_window_by_job_reason_and_attempts(
     _attempt(store_dsn, dead, 4, "lease_expired")
     failed = insert_run(store_dsn, job, "failed", finished_ago=minute)
     _attempt(store_dsn, failed, 1, "exception")
+    insert_run(store_dsn, job, "pending", queue="gauged")
     # Outside the window: counted nowhere.
     insert_run(store_dsn, job, "timed_out", finished_ago=timedelta(hours=2))
 
@@ -84,6 +85,8 @@ async def test_the_leader_exports_the_window_by_job_reason_and_attempts(
     }
     assert by_attempts == {"1": 2, "10+": 1}
     assert REGISTRY.get_sample_value("sundial_window_lease_expiries") == 1
+    pending = {"queue": "gauged", "priority": "1", "state": "pending"}
+    assert REGISTRY.get_sample_value("sundial_pending_runs", pending) == 1
 
     # Another process takes the lease: this one no longer speaks for the database.
     with psycopg.connect(store_dsn) as conn:
@@ -92,6 +95,7 @@ async def test_the_leader_exports_the_window_by_job_reason_and_attempts(
     assert not (await keeper.step()).leading
     assert _finished("default", "nightly", "completed") is None
     assert REGISTRY.get_sample_value("sundial_window_lease_expiries") is None
+    assert REGISTRY.get_sample_value("sundial_pending_runs", pending) is None
 
 
 async def test_jobs_past_the_cap_are_summed_under_other(
