@@ -23,6 +23,7 @@ demo: $(VENV)/.installed
 ## The whole suite, as CI runs it: lint, types, layers, then every test tier.
 test: $(VENV)/.installed
 	hack/ensure-postgres
+	hack/ensure-promtool
 	$(MAKE) lint
 	$(PY) -m pytest tests
 
@@ -40,6 +41,7 @@ integration: $(VENV)/.installed
 	$(PY) -m pytest tests/integration
 
 cluster: $(VENV)/.installed
+	hack/ensure-promtool
 	$(PY) -m pytest tests/cluster
 
 ## The real-node tier alone (root; packages and images are set up by the tests themselves).

@@ -41,6 +41,9 @@ LATENCY_BUCKETS = (
 #: The states of ``sundial_circuit_state``, as ``runner.breaker.State`` spells them.
 CIRCUIT_STATES = ("closed", "half_open", "open")
 
+SCHEDULE_LAG_NAME = "sundial_schedule_lag_seconds"
+SCHEDULE_LAG_HELP = "How late a run started, by queue: started_at - run_at."
+
 
 class RunnerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -52,12 +55,15 @@ class RunnerMetrics:
             registry=r,
             buckets=LATENCY_BUCKETS,
         )
-        # Observed once per claimed run: a lock-free histogram (see LoopHistogram).
+        # Observed once per claimed run, by queue: a lock-free histogram (see LoopHistogram).
+        # Each run is started by one process, so the sum over runners (and pod launchers,
+        # pod_metrics) is the installation's lag, counted once.
         self.schedule_lag = LoopHistogram(
-            "sundial_schedule_lag_seconds",
-            "How late a run started: started_at - run_at.",
+            SCHEDULE_LAG_NAME,
+            SCHEDULE_LAG_HELP,
             registry=r,
             buckets=LATENCY_BUCKETS,
+            label="queue",
         )
         self.loop_lag = Histogram(
             "sundial_loop_lag_seconds",
@@ -156,6 +162,9 @@ class LoopHistogram:
     buckets in Python: about 1.2 µs, observed once per claimed run, which was several per
     cent of a no-op job (ADR 0012). This one bisects the bounds and adds to plain integers;
     a scrape (the health server, on the same loop) reads them. Do not observe from threads.
+
+    With ``label``, each ``observe`` names that label's value (a queue: a bounded set, the
+    runner's own ``--queue`` list): one dict look-up more.
     """
 
     def __init__(
@@ -165,33 +174,41 @@ class LoopHistogram:
         *,
         buckets: Iterable[float],
         registry: CollectorRegistry,
+        label: str | None = None,
     ) -> None:
         self._name = name
         self._documentation = documentation
+        self._label = label
         bounds = sorted(float(b) for b in buckets)
         if not bounds or bounds[-1] != math.inf:
             bounds.append(math.inf)
         self._bounds = bounds
-        self._counts = [0] * len(bounds)
-        self._sum = 0.0
+        # label value ("" without a label) -> [counts per bound..., sum]
+        self._series: dict[str, list[float]] = {}
         registry.register(self)
 
-    def observe(self, value: float) -> None:
-        self._counts[bisect.bisect_left(self._bounds, value)] += 1
-        self._sum += value
+    def observe(self, value: float, label_value: str = "") -> None:
+        series = self._series.get(label_value)
+        if series is None:
+            series = self._series[label_value] = [0] * (len(self._bounds) + 1)
+        series[bisect.bisect_left(self._bounds, value)] += 1
+        series[-1] += value
 
     def collect(self) -> Iterator[Metric]:
-        cumulative = 0
-        buckets: list[tuple[str, float]] = []
-        for bound, count in zip(self._bounds, self._counts, strict=True):
-            cumulative += count
-            buckets.append(("+Inf" if bound == math.inf else repr(bound), cumulative))
-        yield HistogramMetricFamily(
-            self._name, self._documentation, buckets=buckets, sum_value=self._sum
-        )
+        labels = [self._label] if self._label is not None else None
+        family = HistogramMetricFamily(self._name, self._documentation, labels=labels)
+        for label_value, series in sorted(self._series.items()):
+            cumulative = 0.0
+            buckets: list[tuple[str, float]] = []
+            for bound, count in zip(self._bounds, series, strict=False):
+                cumulative += count
+                buckets.append(("+Inf" if bound == math.inf else repr(bound), cumulative))
+            family.add_metric([label_value] if labels else [], buckets, series[-1])
+        yield family
 
     def describe(self) -> Iterator[Metric]:
-        yield HistogramMetricFamily(self._name, self._documentation)
+        labels = [self._label] if self._label is not None else None
+        yield HistogramMetricFamily(self._name, self._documentation, labels=labels)
 
 
 CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST

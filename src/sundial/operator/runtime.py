@@ -16,7 +16,9 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
 * the lease keeper.
 
 The HTTP port (``--liveness-port``) serves ``/healthz`` and, for ``kubectl sundial history``,
-``/history`` (``history_endpoint``), from the leader and from a standby alike.
+``/history`` (``history_endpoint``), from the leader and from a standby alike, and
+``/metrics``: the trigger's and the maintainer's metrics, and on the leader the
+per-ScheduledJob gauges (``scheduled_job_metrics``).
 
 When any of them ends - SIGTERM (kopf handles it), a lost lease, a crash - the others are
 stopped and the process exits; non-zero unless it was asked to stop. Everything is
@@ -46,6 +48,7 @@ from sundial.operator import (
     liveness,
     mirror,
     pod_hooks,
+    scheduled_job_metrics,
 )
 from sundial.pods import launcher, manifests
 from sundial.scheduler import leadership, maintainer, trigger
@@ -134,6 +137,9 @@ async def _lead(
             pod_gc_interval=config.pod_gc_interval,
         ),
     )
+    # Per-ScheduledJob gauges, from the watched objects, on the leader's /metrics only.
+    gauges = scheduled_job_metrics.collector()
+    gauges.objects = ctx.scheduled_job_cache
     triggers = announcer.AnnouncingTriggerLoop(
         pool,
         ctx,
@@ -210,6 +216,7 @@ async def _lead(
         task.cancel()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(recorder.flush(), timeout=5)
+    gauges.objects = None
     api.close()
     if lead.lost.is_set():
         return 1

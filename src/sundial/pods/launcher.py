@@ -70,6 +70,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from sundial.api import common
+from sundial.observability import pod_metrics
 from sundial.pods import failure_policy, manifests, outcomes, pod_api
 from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
@@ -318,6 +319,10 @@ class PodLauncher:
             lease_seconds=self._settings.lease_seconds,
         )
         if claimed:
+            lease = self._settings.lease_seconds
+            for run in claimed:  # started_at = lease_until - lease (claims.claim)
+                lag = (run.lease_until - run.run_at).total_seconds() - lease
+                pod_metrics.SCHEDULE_LAG.labels(run.queue).observe(lag if lag > 0.0 else 0.0)
             await self._track(claimed)
 
     async def _track(

@@ -371,7 +371,7 @@ class Worker:
         self._busy[model] += 1
         # started_at = lease_until - lease, so the lag is (lease_until - run_at) - lease.
         lag = (run.lease_until - run.run_at).total_seconds() - self.settings.lease_seconds
-        self.metrics.schedule_lag.observe(lag if lag > 0.0 else 0.0)
+        self.metrics.schedule_lag.observe(lag if lag > 0.0 else 0.0, run.queue)
         self._execute(attempt)
 
     # -- executing ------------------------------------------------------------------------

@@ -19,7 +19,10 @@ Its tasks, each with its own interval (``MaintainerSettings``):
 * ``retention``: the partitions of this month and the next ones exist ahead of time, and month
   partitions whose whole month is older than the archive retention are dropped
   (``store.maintenance.ensure_partitions`` / ``drop_partitions_before``);
-* ``monitor``: the backlog gauge of the seed's monitoring table (``store.monitoring``);
+* ``monitor``: the seed's monitoring table as gauges (``store.monitoring``): the backlog, and
+  over the sliding ``monitor_window`` the runs that ended by job and state, failed attempts by
+  reason, attempts per completed run and lease expiries. From the leader alone, so two
+  schedulers never double a database-wide figure (``observability.maintainer_metrics``);
 * ``unclaimable``: why pending runs that no live runner serves are waiting
   (``store.runners.mark_unclaimable``); here too, not only in runners, because with no runner
   alive nobody else would say so.
@@ -76,6 +79,8 @@ class MaintainerSettings:
     archive_interval: timedelta = timedelta(seconds=10)
     retention_interval: timedelta = timedelta(hours=1)
     monitor_interval: timedelta = timedelta(seconds=15)
+    #: The sliding window of the monitoring gauges (``sundial_window_*``).
+    monitor_window: timedelta = timedelta(hours=1)
     unclaimable_interval: timedelta = timedelta(seconds=5)
     reap_batch: int = 1000
     promote_batch: int = 5000
@@ -95,6 +100,8 @@ class MaintainerSettings:
                 f"archive_retention ({self.archive_retention}) must be longer than hot_window"
                 f" ({self.hot_window}): runs would be archived into partitions already dropped"
             )
+        if self.monitor_window <= timedelta(0):
+            raise ValueError(f"monitor_window must be positive, got {self.monitor_window}")
         for name in ("reap_batch", "promote_batch", "archive_batch", "max_batches_per_pass"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -205,6 +212,7 @@ class Maintainer:
                     await asyncio.wait_for(stop.wait(), timeout=max(0.01, delay))
         finally:
             metrics.LEADING.set(0)
+            self._clear_database_gauges()
 
     # -- leadership -----------------------------------------------------------------------
 
@@ -223,6 +231,7 @@ class Maintainer:
                 "maintainer standing by: the lease moved",
                 extra={"holder": self.holder, "leader": leader},
             )
+            self._clear_database_gauges()  # the new leader speaks for the database now
         elif not leads and leader is not None and leader != self._leader_seen:
             log.info("maintainer standing by", extra={"holder": self.holder, "leader": leader})
         self._leader_seen = leader
@@ -310,7 +319,45 @@ class Maintainer:
         for labels in self._pending_labels - seen:
             metrics.PENDING_RUNS.labels(*labels).set(0)
         self._pending_labels |= seen
+        window = self.settings.monitor_window.total_seconds()
+        finished = await monitoring.terminal_runs_by_job_name(self.pool, window_seconds=window)
+        reasons = await monitoring.failed_attempts_by_reason(self.pool, window_seconds=window)
+        attempts = await monitoring.attempts_per_completed_run(self.pool, window_seconds=window)
+        expiries = await monitoring.lease_expiries(self.pool, window_seconds=window)
+        metrics.WINDOW.set(window)
+        metrics.FINISHED_RUNS.set(
+            metrics.capped(finished, key=1, limit=metrics.MAX_JOB_SERIES, other=("", metrics.OTHER))
+        )
+        metrics.FAILED_ATTEMPTS.set(
+            metrics.capped(
+                {(reason,): count for reason, count in reasons.items()},
+                key=0,
+                limit=metrics.MAX_REASON_SERIES,
+                other=(metrics.OTHER,),
+            )
+        )
+        by_attempts: dict[tuple[str, ...], float] = {}
+        for attempt, count in attempts.items():
+            label = (str(attempt) if attempt < 10 else "10+",)
+            by_attempts[label] = by_attempts.get(label, 0) + count
+        metrics.RUNS_BY_ATTEMPTS.set(by_attempts)
+        metrics.LEASE_EXPIRIES.set({(): expiries})
         return False
+
+    def _clear_database_gauges(self) -> None:
+        """Drop the database-wide series: a process that no longer leads must not go on
+        exporting its last figures beside the new leader's (a sum would double them)."""
+        for labels in self._pending_labels:
+            with contextlib.suppress(KeyError):
+                metrics.PENDING_RUNS.remove(*labels)
+        self._pending_labels.clear()
+        for gauge in (
+            metrics.FINISHED_RUNS,
+            metrics.FAILED_ATTEMPTS,
+            metrics.RUNS_BY_ATTEMPTS,
+            metrics.LEASE_EXPIRIES,
+        ):
+            gauge.clear()
 
     async def _unclaimable(self, report: PassReport) -> bool:
         for run in await runners.mark_unclaimable(self.pool):

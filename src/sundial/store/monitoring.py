@@ -17,10 +17,12 @@ __all__ = [
     "PendingDepth",
     "ScheduleLag",
     "attempts_per_completed_run",
+    "failed_attempts_by_reason",
     "lease_expiries",
     "pending_depth",
     "schedule_lag",
     "terminal_runs_by_job",
+    "terminal_runs_by_job_name",
 ]
 
 
@@ -66,6 +68,29 @@ async def terminal_runs_by_job(
             queries.get("terminal_runs_by_job"), {"window_seconds": float(window_seconds)}
         )
         return {(row[0], row[1]): int(row[2]) for row in await cursor.fetchall()}
+
+
+async def terminal_runs_by_job_name(
+    pool: Pool, *, window_seconds: float = 3600.0
+) -> dict[tuple[str, str, str], int]:
+    """(namespace, job name, terminal state) -> runs that ended in the window: the names a
+    metric label can carry (a job id means nothing on a dashboard)."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("terminal_runs_by_job_name"), {"window_seconds": float(window_seconds)}
+        )
+        return {(row[0], row[1], row[2]): int(row[3]) for row in await cursor.fetchall()}
+
+
+async def failed_attempts_by_reason(
+    pool: Pool, *, window_seconds: float = 3600.0
+) -> dict[str, int]:
+    """failure reason -> attempts that failed with it in the window."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("failed_attempts_by_reason"), {"window_seconds": float(window_seconds)}
+        )
+        return {str(row[0]): int(row[1]) for row in await cursor.fetchall()}
 
 
 async def attempts_per_completed_run(

@@ -81,9 +81,12 @@ def test_helm_install_runs_migrations_then_the_components_and_uninstall_keeps_th
     assert status["info"]["status"] == "deployed"
     [hook] = [h for h in status["hooks"] if h["kind"] == "Job"]
     assert hook["last_run"]["phase"] == "Succeeded"
-    # hook-succeeded: the migrate Job is gone once it succeeded.
+    # hook-succeeded: the migrate Job is gone once it succeeded, and its ServiceAccount too
+    # (Helm never deletes a hook on uninstall).
     jobs = _get(kubectl, "-n", namespace, "jobs")["items"]
     assert jobs == []
+    accounts = _get(kubectl, "-n", namespace, "serviceaccounts")["items"]
+    assert f"{release}-migrate" not in {a["metadata"]["name"] for a in accounts}
 
     pods = _get(kubectl, "-n", namespace, "pods", "-l", f"app.kubernetes.io/instance={release}")
     by_component: dict[str, list[Any]] = {}
@@ -107,6 +110,9 @@ def test_helm_install_runs_migrations_then_the_components_and_uninstall_keeps_th
     helm("uninstall", release, "--kubeconfig", str(kubeconfig), "-n", namespace, "--wait")
     deployments = _get(kubectl, "-n", namespace, "deployments")["items"]
     assert deployments == []
+    for kind in ("serviceaccounts", "services"):
+        left = _get(kubectl, "-n", namespace, kind, "-l", f"app.kubernetes.io/instance={release}")
+        assert left["items"] == [], kind
     roles = _get(kubectl, "clusterroles", "-l", f"app.kubernetes.io/instance={release}")
     assert roles["items"] == []
     for crd in CRDS:

@@ -54,6 +54,7 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
         "Deployment": 2,
         "Job": 1,
         "NetworkPolicy": 1,
+        "Service": 1,  # the operator's, for kubectl sundial history
     }
     operator = _one(objects, "Deployment", "operator")
     assert operator["spec"]["strategy"] == {"type": "Recreate"}
@@ -90,6 +91,49 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
     assert int(account["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(
         annotations["helm.sh/hook-weight"]
     )
+    # Helm never deletes a hook on uninstall: both go once the hooks succeeded.
+    for hook in (job, account):
+        policy = hook["metadata"]["annotations"]["helm.sh/hook-delete-policy"].split(",")
+        assert "hook-succeeded" in policy and "before-hook-creation" in policy
+        argo = hook["metadata"]["annotations"]["argocd.argoproj.io/hook-delete-policy"]
+        assert "HookSucceeded" in argo.split(",")
+
+
+def test_the_operator_service_and_the_view_role_open_the_history_and_nothing_else(
+    render: Callable[..., Any],
+) -> None:
+    objects = render()
+    service = _one(objects, "Service")
+    assert service["metadata"]["name"] == "sundial-operator"
+    # One unnamed port: the proxy path and the RBAC resourceName are the bare Service name.
+    assert service["spec"]["ports"] == [{"port": 80, "targetPort": "health", "protocol": "TCP"}]
+    operator = _one(objects, "Deployment", "operator")
+    assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
+    view = _one(objects, "ClusterRole", "view")
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    proxy = [rule for rule in view["rules"] if rule["apiGroups"] == [""]]
+    assert proxy == [
+        {
+            "apiGroups": [""],
+            "resources": ["services/proxy"],
+            "resourceNames": ["sundial-operator"],
+            "verbs": ["get"],
+        }
+    ]
+    renamed = render({"operator": {"service": {"name": "history", "port": 8080}}})
+    assert _one(renamed, "Service")["metadata"]["name"] == "history"
+    view = _one(renamed, "ClusterRole", "view")
+    assert [r["resourceNames"] for r in view["rules"] if "resourceNames" in r] == [["history"]]
+
+
+def test_the_operator_is_scraped_with_its_labels_honoured(render: Callable[..., Any]) -> None:
+    monitors = {o["metadata"]["name"]: o for o in render(EVERYTHING) if o["kind"] == "PodMonitor"}
+    assert sorted(monitors) == ["release-sundial", "release-sundial-operator"]
+    [endpoint] = monitors["release-sundial-operator"]["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] == "health" and endpoint["path"] == "/metrics"
+    assert endpoint["honorLabels"] is True  # a ScheduledJob's namespace, not the Pod's
+    selector = monitors["release-sundial-operator"]["spec"]["selector"]["matchLabels"]
+    assert selector["app.kubernetes.io/component"] == "operator"
 
 
 @pytest.mark.parametrize("values", [{}, EVERYTHING], ids=["default", "everything"])
@@ -210,8 +254,9 @@ def test_the_bundled_postgresql_migrates_in_init_containers_and_admits_only_sund
 
 def test_optional_parts_render_only_when_enabled(render: Callable[..., Any]) -> None:
     kinds = _kinds(render(EVERYTHING))
-    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PodMonitor", "PrometheusRule"):
+    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PrometheusRule"):
         assert kinds.get(kind) == 1, kind
+    assert kinds.get("PodMonitor") == 2  # the runners' and the operator's
     defaults = _kinds(render())
     for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PodMonitor", "PrometheusRule"):
         assert kind not in defaults
@@ -255,6 +300,7 @@ def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files
         ),
         ({"watchNamespaces": ["Team_A"]}, "at '/watchNamespaces/0'"),
         ({"runner": {"concurrency": {"fibers": 2}}}, "additional properties 'fibers' not allowed"),
+        ({"operator": {"service": {"name": "Sundial_Operator"}}}, "at '/operator/service/name'"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(

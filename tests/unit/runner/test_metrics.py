@@ -37,3 +37,22 @@ def test_a_circuit_state_the_breakers_do_not_have_is_refused() -> None:
 def test_two_runners_in_one_process_do_not_collide() -> None:
     metrics.RunnerMetrics()
     metrics.RunnerMetrics()
+
+
+def test_schedule_lag_is_a_histogram_per_queue() -> None:
+    runner_metrics = metrics.RunnerMetrics()
+    registry = runner_metrics.registry
+    runner_metrics.schedule_lag.observe(0.003, "default")
+    runner_metrics.schedule_lag.observe(2.0, "default")
+    runner_metrics.schedule_lag.observe(0.0002, "batch")
+
+    def sample(suffix: str, queue: str, **labels: str) -> float | None:
+        return registry.get_sample_value(
+            f"sundial_schedule_lag_seconds_{suffix}", {"queue": queue, **labels}
+        )
+
+    assert sample("count", "default") == 2 and sample("sum", "default") == 2.003
+    assert sample("bucket", "default", le="0.005") == 1
+    assert sample("bucket", "default", le="2.5") == 2
+    assert sample("bucket", "default", le="+Inf") == 2
+    assert sample("count", "batch") == 1 and sample("bucket", "batch", le="0.0005") == 1

@@ -1,0 +1,203 @@
+"""``kubectl sundial history`` through the chart's own Service, by a user who holds only the
+chart's aggregated view role: ``helm install`` makes the Service and the roles, and nothing
+here makes another Service, Endpoints or Role.
+
+The operator runs as a process on this host (as in test_kubectl_plugin.py): a Pod carrying the
+chart's operator labels, bound to a Node object no kubelet serves and with this host's IP in
+its status, stands in for the operator Pod (the chart's Deployment has 0 replicas), so the
+endpoints controller puts this host behind the chart's Service and the API server's service
+proxy dials it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from operator_testing import (
+    OperatorProcess,
+    StoreWorker,
+    apply,
+    get_json,
+    running,
+    scheduled_job_manifest,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+CHART = REPOSITORY / "charts" / "sundial"
+PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
+
+
+def _host_address() -> str | None:
+    """This host's address on its default route (a UDP connect sends no packet)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.254.254.254", 9))
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        return int(sock.getsockname()[1])
+
+
+def _plugin(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(PLUGIN), *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, KUBECONFIG=str(config)),
+        timeout=60,
+        check=False,
+    )
+
+
+def _viewer_kubeconfig(kubeconfig: Path, kubectl: Any, namespace: str, path: Path) -> Path:
+    kubectl("create", "serviceaccount", "-n", namespace, "viewer")
+    token = kubectl("create", "token", "-n", namespace, "viewer").stdout.strip()
+    config = yaml.safe_load(kubeconfig.read_text())
+    context = config["contexts"][0]
+    context["context"]["user"] = "viewer"
+    context["context"]["namespace"] = namespace
+    config["users"] = [{"name": "viewer", "user": {"token": token}}]
+    config["current-context"] = context["name"]
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _stand_in(kubectl: Any, namespace: str, release: str, address: str, port: int) -> None:
+    """A Ready Pod with the chart's operator labels whose IP is this host's."""
+    node = f"operator-host-{namespace}"
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kubectl(
+        "create", "-f", "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
+    )  # fmt: skip
+    # Ready now, so the node lifecycle controller leaves its Pods Ready for the test's length.
+    ready = {"type": "Ready", "status": "True", "lastHeartbeatTime": now, "reason": "Test"}
+    kubectl(
+        "patch", "node", node, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"conditions": [ready]}}),
+    )  # fmt: skip
+    labels = {
+        "app.kubernetes.io/name": "sundial",
+        "app.kubernetes.io/instance": release,
+        "app.kubernetes.io/component": "operator",
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "operator-host", "labels": labels},
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "operator",
+                    "image": "sundial-operator",
+                    "ports": [{"name": "health", "containerPort": port}],
+                }
+            ],
+        },
+    }
+    apply(kubectl, namespace, json.dumps(pod))
+    status = {
+        "phase": "Running",
+        "podIP": address,
+        "podIPs": [{"ip": address}],
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+    }
+    kubectl(
+        "patch", "-n", namespace, "pod", "operator-host", "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
+def test_history_through_the_charts_service_with_only_the_charts_view_role(
+    helm: Callable[..., Any],
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubectl: Any,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    address = _host_address()
+    if address is None:
+        pytest.skip("no non-loopback IPv4 address: the API server cannot proxy to this host")
+    release = f"history-{uuid.uuid4().hex[:6]}"
+    values = {
+        "crds": {"enabled": False},  # the session applied them
+        "operator": {"replicas": 0},  # the process below plays the operator
+        "runner": {"enabled": False},
+        "migrations": {"enabled": False},
+    }
+    (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
+    base = ("--kubeconfig", str(kubeconfig), "--namespace", namespace)
+    helm("install", release, str(CHART), *base, "--values", str(tmp_path / "values.yaml"))
+    request.addfinalizer(lambda: helm("uninstall", release, *base, "--wait"))
+    node = f"operator-host-{namespace}"
+    request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
+    view_role = f"{release}-sundial-view"
+    assert get_json(kubectl, "clusterrole", view_role)["metadata"]["name"] == view_role
+
+    port = _free_port()
+    service = ("--service", f"{namespace}/sundial-operator")
+    with running(
+        OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
+    ):
+        apply(kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
+        names = []
+        with StoreWorker(operator_dsn):
+            for _ in range(2):
+                made = _plugin(kubeconfig, "run", "nightly", "-n", namespace, "-o", "name")
+                assert made.returncode == 0, made
+                names.append(made.stdout.strip().split("/")[1])
+            for name in names:
+                waited = _plugin(kubeconfig, "wait", name, "-n", namespace, "--timeout", "60s")
+                assert waited.returncode == 0, waited
+        run_ids = {
+            get_json(kubectl, "-n", namespace, "jr", name)["status"]["runId"] for name in names
+        }
+
+        _stand_in(kubectl, namespace, release, address, port)
+        viewer = _viewer_kubeconfig(kubeconfig, kubectl, namespace, tmp_path / "viewer.yaml")
+        forbidden = _plugin(viewer, "history", "nightly", *service)
+        assert forbidden.returncode == 6, forbidden
+        assert "services/proxy" in forbidden.stderr
+
+        # The chart's own view role, bound in the release's namespace, and nothing else.
+        kubectl(
+            "create", "rolebinding", "-n", namespace, "viewer", f"--clusterrole={view_role}",
+            f"--serviceaccount={namespace}:viewer",
+        )  # fmt: skip
+
+        def listed() -> Any:
+            result = _plugin(viewer, "history", "nightly", *service, "-o", "json")
+            return result.returncode == 0 and result
+
+        allowed = wait_until(listed, timeout=60, what="the chart's Service to reach the operator")
+        items = json.loads(allowed.stdout)["items"]
+        assert {item["runId"] for item in items} == run_ids
+        assert {item["state"] for item in items} == {"completed"}
+        # The Service is the chart's: its Endpoints were made by the endpoints controller.
+        endpoints = get_json(kubectl, "-n", namespace, "endpoints", "sundial-operator")
+        [subset] = endpoints["subsets"]
+        assert subset["addresses"][0]["targetRef"]["name"] == "operator-host"

@@ -1,0 +1,127 @@
+"""A real operator's /metrics, scraped over HTTP: the per-ScheduledJob gauges follow the object
+(its runs, a suspension, its deletion) and the leading maintainer's window gauges count the
+runs that ended, from PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from operator_testing import (
+    OperatorProcess,
+    StoreWorker,
+    apply,
+    running,
+    scheduled_job_manifest,
+    wait_until,
+)
+from prometheus_client.parser import text_string_to_metric_families
+
+pytestmark = pytest.mark.timeout(240)
+
+PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
+
+
+def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample the operator serves; none while its HTTP port is not open yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+    except urllib.error.URLError:
+        return {}
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _plugin(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(PLUGIN), *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, KUBECONFIG=str(kubeconfig)),
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    kubectl: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    job = (("name", "nightly"), ("namespace", namespace))
+
+    def value(name: str, labels: tuple[tuple[str, str], ...] = job) -> float | None:
+        return _scrape(port).get((name, labels))
+
+    with running(
+        OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
+    ):
+        apply(kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
+
+        def succeeded() -> float | None:
+            return value("sundial_scheduledjob_last_successful_timestamp_seconds")
+
+        # A fire of the schedule now (a jobRef JobRun is a run of the job, not of the
+        # schedule, and leaves lastSuccessfulTime alone).
+        kubectl("annotate", "-n", namespace, "scheduledjob", "nightly", "sundial.dev/run-now=1")
+        with StoreWorker(operator_dsn):
+            try:
+                last = wait_until(succeeded, timeout=90, what="the last-success gauge")
+            except AssertionError as error:
+                shown = {k: v for k, v in _scrape(port).items() if "scheduledjob" in k[0]}
+                status = kubectl("get", "-n", namespace, "sj", "nightly", "-o", "json").stdout
+                raise AssertionError(f"{error}\nscraped: {shown}\nobject: {status}") from None
+        assert last > 1.7e9
+        assert value("sundial_scheduledjob_next_schedule_timestamp_seconds") is not None
+        assert value("sundial_scheduledjob_active") == 0
+        assert value("sundial_scheduledjob_suspended") == 0
+
+        completed = (*job, ("state", "completed"))
+        finished = wait_until(
+            lambda: value("sundial_window_finished_runs", completed),
+            timeout=60,
+            what="the maintainer's monitor pass",
+        )
+        assert finished == 1
+
+        kubectl(
+            "patch", "-n", namespace, "scheduledjob", "nightly", "--type=merge",
+            "-p", json.dumps({"spec": {"suspend": True}}),
+        )  # fmt: skip
+        wait_until(
+            lambda: value("sundial_scheduledjob_suspended") == 1,
+            timeout=60,
+            what="the suspended gauge",
+        )
+
+        kubectl("delete", "-n", namespace, "scheduledjob", "nightly")
+        wait_until(
+            lambda: (
+                value("sundial_scheduledjob_active") is None
+                and value("sundial_scheduledjob_last_successful_timestamp_seconds") is None
+            ),
+            timeout=60,
+            what="the ScheduledJob's series to go with it",
+        )
