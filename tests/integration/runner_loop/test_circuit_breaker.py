@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import psycopg
-from runner_loop_testing import Runners, create_job, eventually, states, submit
+
+from support.runner_loop import Runners, create_job, eventually, states, submit
 
 
 def test_runs_wait_without_spending_retries_once_the_breaker_opens(

@@ -6,11 +6,11 @@ import uuid
 from datetime import timedelta
 
 import prometheus_client
-from trigger_testing import START, UNPACED, add_schedule, fire_times
 
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, runs, schedules
+from support.trigger import START, UNPACED, add_schedule, fire_times
 
 
 async def test_two_hours_of_downtime_coalesce_one_backfill_five_skip_none(
