@@ -237,57 +237,37 @@ def _job_run_conditions(state: str) -> dict[str, tuple[str, str]]:
     return {condition_type: (state_, reason) for condition_type, state_, reason, _ in wanted}
 
 
-UNFINISHED = {
-    "Complete": ("False", "RunNotFinished"),
-    "Failed": ("False", "RunNotFinished"),
-    "Reconciling": ("True", "RunNotFinished"),
-    "Stalled": ("False", "AsExpected"),
-}
-
-
-def ended_badly(reason: str) -> dict[str, tuple[str, str]]:
-    return {
-        "Complete": ("False", reason),
-        "Failed": ("True", reason),
+def test_job_run_conditions_follow_the_run_like_a_jobs():
+    for state in ("scheduled", "pending", "blocked", "running", "retry_wait"):
+        assert _job_run_conditions(state) == {
+            "Complete": ("False", "RunNotFinished"),
+            "Failed": ("False", "RunNotFinished"),
+            "Reconciling": ("True", "RunNotFinished"),
+            "Stalled": ("False", "AsExpected"),
+        }, state
+    assert _job_run_conditions("completed") == {
+        "Complete": ("True", "Succeeded"),
+        "Failed": ("False", "AsExpected"),
         "Reconciling": ("False", "AsExpected"),
-        "Stalled": ("True", reason),
+        "Stalled": ("False", "AsExpected"),
     }
-
-
-@pytest.mark.parametrize(
-    ("state", "expected"),
-    [
-        *(
-            (state, UNFINISHED)
-            for state in ("scheduled", "pending", "blocked", "running", "retry_wait")
-        ),
-        (
-            "completed",
-            {
-                "Complete": ("True", "Succeeded"),
-                "Failed": ("False", "AsExpected"),
-                "Reconciling": ("False", "AsExpected"),
-                "Stalled": ("False", "AsExpected"),
-            },
-        ),
-        ("failed", ended_badly("Failed")),
-        ("timed_out", ended_badly("TimedOut")),
-        ("dead_lettered", ended_badly("DeadLettered")),
-        (
-            "cancelled",
-            {
-                "Complete": ("False", "Cancelled"),
-                "Failed": ("True", "Cancelled"),
-                "Reconciling": ("False", "AsExpected"),
-                "Stalled": ("False", "AsExpected"),
-            },
-        ),
-    ],
-)
-def test_job_run_conditions_follow_the_run_like_a_jobs(
-    state: str, expected: dict[str, tuple[str, str]]
-) -> None:
-    assert _job_run_conditions(state) == expected
+    for state, reason in (
+        ("failed", "Failed"),
+        ("timed_out", "TimedOut"),
+        ("dead_lettered", "DeadLettered"),
+    ):
+        assert _job_run_conditions(state) == {
+            "Complete": ("False", reason),
+            "Failed": ("True", reason),
+            "Reconciling": ("False", "AsExpected"),
+            "Stalled": ("True", reason),
+        }, state
+    assert _job_run_conditions("cancelled") == {
+        "Complete": ("False", "Cancelled"),
+        "Failed": ("True", "Cancelled"),
+        "Reconciling": ("False", "AsExpected"),
+        "Stalled": ("False", "AsExpected"),
+    }
 
 
 def test_a_failed_job_runs_conditions_carry_its_last_error():
