@@ -1,9 +1,9 @@
 """Faults against the real stack, each bounded in time, checked at a fenced sink: one table.
 
-Not a test (tests/integration/test_faults_quick.py runs ``--quick`` and asserts on it). Every
-fault gets a fresh database on one throwaway PostgreSQL and the shipped processes: `sundial
-scheduler` (two where the fault needs a standby) and `sundial runner`s with 3 s leases. The
-jobs are ``bench.sink`` (bench/bench_handlers.py): work for a while, then write (run id,
+Not a test (tests/integration/runner_loop/test_faults_quick.py runs ``--quick`` and asserts on
+it). Every fault gets a fresh database on one throwaway PostgreSQL and the shipped processes:
+`sundial scheduler` (two where the fault needs a standby) and `sundial runner`s with 3 s leases.
+The jobs are ``bench.sink`` (bench/bench_handlers.py): work for a while, then write (run id,
 attempt, idempotency key) into ``bench_sink`` with an upsert fenced by the attempt, logging
 every write, accepted or not, in ``bench_sink_log``.
 

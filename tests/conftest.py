@@ -1,77 +1,9 @@
-"""Session-wide fixtures shared by every test tier.
+"""The root of the test tree: loads the shared fixture modules of ``tests/support`` for every
+tier, and has pytest rewrite the asserts of every ``support`` module (a failed helper assert
+shows its values, as one in a test does)."""
 
-``postgres_server`` is a real PostgreSQL: the one named by ``SUNDIAL_TEST_DSN`` (a
-superuser URL), or a throwaway server started from the machine's binaries for this
-session. ``make_database`` hands each test its own fresh database so tests stay
-isolated while locking and commits stay real.
-"""
-
-from __future__ import annotations
-
-import os
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-
-import psycopg
 import pytest
-from psycopg import sql
 
-from sundial.localdev import postgres
+pytest.register_assert_rewrite("support")
 
-
-@dataclass(frozen=True)
-class PostgresServer:
-    """Where the session's PostgreSQL is; ``dsn_for(db)`` names a database on it."""
-
-    admin_dsn: str
-
-    def dsn_for(self, dbname: str) -> str:
-        info = psycopg.conninfo.conninfo_to_dict(self.admin_dsn)
-        info["dbname"] = dbname
-        return psycopg.conninfo.make_conninfo(**info)  # type: ignore[arg-type]
-
-    def create_database(self, name: str, *, template: str | None = None) -> str:
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
-            if template:
-                statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(template)
-                )
-            conn.execute(statement)
-        return self.dsn_for(name)
-
-    def drop_database(self, name: str) -> None:
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    given = os.environ.get("SUNDIAL_TEST_DSN")
-    if given:
-        yield PostgresServer(admin_dsn=given)
-        return
-    server = postgres.ThrowawayPostgres()
-    server.start()
-    try:
-        yield PostgresServer(admin_dsn=server.dsn)
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def make_database(postgres_server: PostgresServer) -> Iterator[Callable[..., str]]:
-    """Create uniquely named databases (optionally from a template); drop them afterwards."""
-    created: list[str] = []
-
-    def create(*, template: str | None = None) -> str:
-        name = f"t_{uuid.uuid4().hex[:12]}"
-        created.append(name)
-        return postgres_server.create_database(name, template=template)
-
-    yield create
-    for name in created:
-        postgres_server.drop_database(name)
+pytest_plugins = ["support.databases", "support.operator_fixtures"]

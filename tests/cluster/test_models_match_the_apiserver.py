@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-import crd_admission
 from sundial.api import common, job_run, messages, scheduled_job
+from support import crd_admission
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MODELS: dict[str, tuple[type[pydantic.BaseModel], str]] = {

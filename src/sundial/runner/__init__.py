@@ -2,6 +2,9 @@
 
 * ``worker``: the claim loop. Claims due runs in batches sized to its free slots, hands each to
   an executor, and writes what happened through ``finisher`` (batched, fenced writes).
+* ``settlement``: how an outcome becomes that write (failure class, detail, retry), spending
+  ``retry_budgets`` (one per dependency) and feeding ``crash_quarantine`` (handlers whose
+  attempts keep killing their process are no longer claimed here).
 * ``executors``: one per execution model (async, thread, process, subprocess); each knows how to
   stop a job that runs past its timeout. They never import each other (``router`` picks one).
 * ``heartbeats``: keeps the leases of long jobs alive; ``breaker``: circuit breakers and the

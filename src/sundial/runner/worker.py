@@ -18,11 +18,13 @@ Guarantees:
   the attempt number grows, ``retries_used`` does not.
 * **Crash quarantine, per runner.** After ``quarantine_after_crashes`` attempts of one handler
   killed their worker process in this runner, the runner stops claiming that handler until it
-  restarts: it logs ``handler quarantined`` and sets ``sundial_quarantined_handlers``. The
-  crashed attempts are finished as crashes (retried with backoff, dead-lettered when retries
-  are spent), so the runs themselves are never lost and another runner may take them.
+  restarts (``crash_quarantine``); the crashed attempts are finished as crashes, so the runs
+  themselves are never lost and another runner may take them.
 * **Nothing lost on a database outage.** Every loop catches connection errors, marks the runner
   not ready (``/readyz`` 503) and retries with backoff; leases are time-based.
+
+How each outcome becomes a finish or a release (failure class, detail, retry and its budget)
+is ``settlement``'s; the per-dependency retry budgets are ``retry_budgets``'.
 
 Maintenance is opt-in: with ``maintenance_seconds > 0`` (``sundial runner --maintenance``) the
 runner also reaps expired leases and promotes due runs every ``maintenance_seconds`` (both SKIP
@@ -39,17 +41,14 @@ import contextlib
 import dataclasses
 import logging
 import os
-import random
 import time
 from collections.abc import Mapping
 
-from prometheus_client import Gauge
-
-from sundial.api import error_text
 from sundial.observability import metrics
 from sundial.runner import (
     breaker,
     circuits,
+    crash_quarantine,
     finisher,
     health,
     heartbeats,
@@ -58,6 +57,8 @@ from sundial.runner import (
     loop_lag,
     outcomes,
     registry,
+    retry_budgets,
+    settlement,
     shutdown,
     wakeup,
 )
@@ -69,7 +70,7 @@ from sundial.runner.executors import (
     subprocess_executor,
     thread_executor,
 )
-from sundial.scheduling import failures, waiting
+from sundial.scheduling import waiting
 from sundial.store import claims, reaper, reconnect, releases, runners
 from sundial.store import pool as store_pool
 
@@ -119,12 +120,6 @@ class Worker:
         self.settings = settings
         self.handlers = handlers
         self.metrics = metrics.RunnerMetrics()
-        self.quarantined_gauge = Gauge(
-            "sundial_quarantined_handlers",
-            "1 for each handler this runner stopped claiming after repeated process crashes.",
-            ["handler"],
-            registry=self.metrics.registry,
-        )
         self.models = sorted({h.execution_model for h in handlers}, key=lambda m: m.value)
         self.executors = {model: self._make_executor(model) for model in self.models}
         self.router = router.ExecutorRouter(handlers, self.executors)
@@ -132,10 +127,23 @@ class Worker:
         # Each breaker transition goes to /metrics and PostgreSQL (runner.circuits).
         self.circuits = circuits.Publisher(settings.worker_id, self.metrics)
         self.breakers = breaker.Breakers(on_transition=self.circuits.transition)
-        self.retry_budgets: dict[str, breaker.RetryBudget] = {}
         # Handler name -> its declared dependency, read once per job.
         self._dependencies = {h.name: h.dependency for h in handlers}
-        self.quarantined: set[str] = set()
+        process_pool = self.executors.get(Model.PROCESS)
+        self.quarantine = crash_quarantine.CrashQuarantine(
+            process_pool if isinstance(process_pool, process_executor.ProcessExecutor) else None,
+            after_crashes=settings.quarantine_after_crashes,
+            worker_id=settings.worker_id,
+            registry=self.metrics.registry,
+        )
+        self.settlement = settlement.Settlement(
+            dependencies=self._dependencies,
+            budgets=retry_budgets.RetryBudgets(
+                settings.retry_budget, settings.retry_budget_window_seconds, self.metrics
+            ),
+            quarantine=self.quarantine,
+            runner_metrics=self.metrics,
+        )
         self.attempts: dict[int, in_flight.Attempt] = {}
         self.port: int | None = None
         self._busy: collections.Counter[Model] = collections.Counter()
@@ -301,7 +309,7 @@ class Worker:
         return sorted(
             h.name
             for h in self.handlers
-            if h.execution_model is model and h.name not in self.quarantined
+            if h.execution_model is model and h.name not in self.quarantine
         )
 
     async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
@@ -444,86 +452,16 @@ class Worker:
             self._wake.set()
 
     def _settle(self, attempt: in_flight.Attempt, outcome: outcomes.Outcome) -> None:
-        run = attempt.run
         if attempt.lost or attempt.released:
-            self.attempts.pop(run.id, None)
+            self.attempts.pop(attempt.run.id, None)
             return
-        result: claims.Outcome
-        match outcome:
-            case outcomes.Succeeded():
-                result = claims.Outcome(run.id, run.attempt)
-            case outcomes.Failed():
-                failure = failures.FailureClass.ERROR
-                if not outcome.retryable:
-                    failure = failures.FailureClass.PERMANENT
-                result = claims.Outcome.failed(run, outcome.error, failure, detail=outcome.detail)
-                if outcome.detail is outcomes.FailureDetail.HANDLER_ERROR:
-                    result = self._budget_retry(run, result)
-                log.info(
-                    "attempt failed",
-                    extra={**attempt.log_fields(), "reason": outcome.detail.value},
-                )
-            case outcomes.TimedOut():
-                result = claims.Outcome.timed_out(
-                    run, outcome.error, timeout_seconds=outcome.timeout_seconds
-                )
-                result = self._budget_retry(run, result)
-            case outcomes.Crashed():
-                if not outcome.counts_as_crash:
-                    self._release(attempt, 0.0, outcome.error, "released")
-                    return
-                result = claims.Outcome.crashed(run, outcome.error, detail=outcome.detail)
-                self.metrics.process_crashes.labels(handler=run.handler).inc()
-                self._check_quarantine(run.handler)
-            case outcomes.Cancelled():
-                result = claims.Outcome.cancelled(run, outcome.error)
+        result = self.settlement.finish_for(attempt, outcome)
+        if result is None:
+            # None only for a crash the handler did not cause (a restarted process pool).
+            assert isinstance(outcome, outcomes.Crashed), outcome
+            self._release(attempt, 0.0, outcome.error, "released")
+            return
         self.finisher.submit(attempt, result, outcome.status.value)
-
-    def _budget_retry(self, run: claims.ClaimedRun, result: claims.Outcome) -> claims.Outcome:
-        """Spend the dependency's retry budget on this failure's retry, or defer the retry.
-
-        Only failures that speak about the dependency come here (a handler error, a
-        timeout), and only if the run will be retried at all; see ``breaker.RetryBudget``
-        for why a retry over budget is deferred rather than dropped.
-        """
-        name = self._dependencies.get(run.handler)
-        if name is None or result.failure is None:
-            return result
-        rule = failures.rule_for(result.failure)
-        if not rule.retryable or (
-            rule.counts_against_max_retries and run.retries_used >= run.max_retries
-        ):
-            return result  # this failure ends the run: no retry to budget
-        budget = self.retry_budgets.get(name)
-        if budget is None:
-            budget = self.retry_budgets[name] = breaker.RetryBudget(
-                self.settings.retry_budget, self.settings.retry_budget_window_seconds
-            )
-        remaining = self.metrics.retry_budget_remaining.labels(dependency=name)
-        if budget.try_spend():
-            remaining.set(budget.remaining())
-            return result
-        remaining.set(0)
-        window = budget.window_seconds
-        delay = max(
-            result.retry_delay_seconds,
-            # Spread over one window so deferred runs do not come back all at once.
-            budget.retry_after_seconds() + random.uniform(0.0, window),
-        )
-        self.metrics.retries_deferred.labels(dependency=name).inc()
-        note = "\n" + waiting.retry_budget_note(delay, name, budget.max_retries, window)
-        log.info(
-            "retry deferred: retry budget spent",
-            extra={
-                "run_id": run.id,
-                "attempt": run.attempt,
-                "handler": run.handler,
-                "dependency": name,
-                "delay_seconds": round(delay, 3),
-            },
-        )
-        error = error_text.truncate((result.error or "") + note)
-        return result._replace(error=error, retry_delay_seconds=delay)
 
     def _release(self, attempt: in_flight.Attempt, delay: float, reason: str, label: str) -> None:
         run = attempt.run
@@ -532,26 +470,6 @@ class Worker:
             extra={**attempt.log_fields(), "reason": reason, "delay_seconds": delay},
         )
         self.finisher.submit(attempt, releases.Release(run.id, run.attempt, delay, reason), label)
-
-    def _check_quarantine(self, handler_name: str) -> None:
-        executor = self.executors.get(Model.PROCESS)
-        if not isinstance(executor, process_executor.ProcessExecutor):
-            return
-        crashes = executor.crash_counts[handler_name]
-        limit = self.settings.quarantine_after_crashes
-        if crashes >= limit and handler_name not in self.quarantined:
-            self.quarantined.add(handler_name)
-            self.quarantined_gauge.labels(handler=handler_name).set(1)
-            log.error(
-                "handler quarantined",
-                extra={
-                    "handler": handler_name,
-                    "crashes": crashes,
-                    "worker": self.settings.worker_id,
-                    "reason": f"{crashes} attempts killed their worker process; this runner "
-                    "no longer claims this handler until it restarts",
-                },
-            )
 
     def _settled(self, attempt: in_flight.Attempt) -> None:
         self.attempts.pop(attempt.run.id, None)

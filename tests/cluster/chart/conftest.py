@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_testing import CHART
+
+from support.chart import CHART
 
 
 @pytest.fixture(scope="session")

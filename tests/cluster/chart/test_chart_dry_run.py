@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_testing import EVERYTHING
 from kubernetes import client
+
+from support.chart import EVERYTHING
 
 PROMETHEUS_KINDS = {"PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_testing import CHART
 from kubernetes import client
+
+from support.chart import CHART
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(300)]
 

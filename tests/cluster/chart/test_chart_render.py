@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_testing import CHART, EVERYTHING
 
 from sundial.pods import manifests
+from support.chart import CHART, EVERYTHING
 
 
 def _kinds(objects: list[dict[str, Any]]) -> dict[str, int]:

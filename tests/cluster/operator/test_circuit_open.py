@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from operator_testing import (
+from support.operator import (
     OperatorProcess,
     RunnerProcess,
     apply,
@@ -62,9 +62,7 @@ def test_degraded_circuit_open_appears_and_clears_when_the_dependency_recovers(
 
             return check
 
-        opened = wait_until(
-            degraded("caller", "True"), timeout=120, what="Degraded=True", every=1.0
-        )
+        opened = wait_until(degraded("caller", "True"), within=120, what="Degraded=True", every=1.0)
         assert opened["reason"] == "CircuitOpen"
         assert opened["message"].startswith(
             "the circuit breaker of dependency 'test-downstream' is open on 1 of 1 live runner:"
@@ -74,6 +72,6 @@ def test_degraded_circuit_open_appears_and_clears_when_the_dependency_recovers(
 
         down.unlink()  # the downstream recovers; the breaker's next probe succeeds
         cleared = wait_until(
-            degraded("caller", "False"), timeout=120, what="Degraded=False", every=1.0
+            degraded("caller", "False"), within=120, what="Degraded=False", every=1.0
         )
         assert cleared["reason"] == "AsExpected"

@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     StoreWorker,
     apply,
@@ -193,7 +194,7 @@ def test_history_through_the_charts_service_with_only_the_charts_view_role(
             result = _plugin(viewer, "history", "nightly", *service, "-o", "json")
             return result.returncode == 0 and result
 
-        allowed = wait_until(listed, timeout=60, what="the chart's Service to reach the operator")
+        allowed = wait_until(listed, within=60, what="the chart's Service to reach the operator")
         items = json.loads(allowed.stdout)["items"]
         assert {item["runId"] for item in items} == run_ids
         assert {item["state"] for item in items} == {"completed"}

@@ -7,14 +7,15 @@ import json
 from typing import Any
 
 import pytest
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     condition,
     events_for,
     get_json,
     scheduled_job_manifest,
-    wait_until,
 )
+from support.polling import wait_until
 
 
 def stalled(kubectl: Any, namespace: str, name: str, operator: OperatorProcess) -> Any:
@@ -24,7 +25,7 @@ def stalled(kubectl: Any, namespace: str, name: str, operator: OperatorProcess) 
         found = condition(body, "Stalled")
         return found if found and found["status"] == "True" else None
 
-    return wait_until(check, timeout=30, what=f"{name} Stalled=True")
+    return wait_until(check, within=30, what=f"{name} Stalled=True")
 
 
 def warning(kubectl: Any, namespace: str, name: str, reason: str) -> Any:
@@ -35,7 +36,7 @@ def warning(kubectl: Any, namespace: str, name: str, reason: str) -> Any:
             if event["reason"] == reason and event["type"] == "Warning"
         ]
 
-    return wait_until(check, timeout=20, what=f"a Warning Event {reason} on {name}")[0]
+    return wait_until(check, within=20, what=f"a Warning Event {reason} on {name}")[0]
 
 
 def test_bad_cron_unknown_zone_and_oversized_args_stall_with_events(
@@ -92,7 +93,7 @@ def test_bad_cron_unknown_zone_and_oversized_args_stall_with_events(
         lambda: (lambda b: b if (condition(b, "Ready") or {}).get("status") == "True" else None)(
             get_json(kubectl, "-n", namespace, "sj", "good")
         ),
-        timeout=30,
+        within=30,
         what="the valid ScheduledJob Ready",
     )
     assert good["status"]["nextScheduleTime"]
@@ -106,7 +107,7 @@ def test_bad_cron_unknown_zone_and_oversized_args_stall_with_events(
             )
             == "True"
         ),
-        timeout=30,
+        within=30,
         what="the fixed ScheduledJob Ready",
     )
 

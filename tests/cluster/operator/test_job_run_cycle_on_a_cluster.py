@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from operator_testing import OperatorProcess, StoreWorker, get_json, wait_until
+from support.operator import OperatorProcess, StoreWorker, get_json
+from support.polling import wait_until
 
 
 def job_run(name: str, depends_on: list[str]) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def test_a_cycle_stalls_both_and_an_edit_breaks_it(
         return found if found.get("status") == "True" else None
 
     for name, other in (("cycle-a", "cycle-b"), ("cycle-b", "cycle-a")):
-        found = wait_until(lambda n=name: stalled(n), timeout=30, what=f"{name} Stalled")
+        found = wait_until(lambda n=name: stalled(n), within=30, what=f"{name} Stalled")
         assert found["reason"] == "DependencyCycle"
         assert found["message"] == (
             f"spec.dependsOn: dependsOn forms a cycle: {name} -> {other} -> {name}; remove one edge"
@@ -68,7 +69,7 @@ def test_a_cycle_stalls_both_and_an_edit_breaks_it(
                 for n in ("cycle-a", "cycle-b")
             )
 
-        wait_until(succeeded, timeout=60, what="both JobRuns to succeed after the edit")
+        wait_until(succeeded, within=60, what="both JobRuns to succeed after the edit")
     assert (
         condition(get_json(kubectl, "-n", namespace, "jr", "cycle-b"), "Stalled")["status"]
         == "False"

@@ -18,14 +18,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from operator_testing import (
-    OperatorProcess,
-    RunnerProcess,
-    apply,
-    get_json,
-    pod_job_run,
-    wait_until,
-)
+
+from support.operator import OperatorProcess, RunnerProcess, apply, get_json, pod_job_run
+from support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -72,7 +67,7 @@ def running_pod_run(operator: OperatorProcess, kubectl: Any, namespace: str, nam
             return int(run_id)
         return None
 
-    result: int = wait_until(found, timeout=60, what=f"the Running Pod of the JobRun {name}")
+    result: int = wait_until(found, within=60, what=f"the Running Pod of the JobRun {name}")
     return result
 
 
@@ -91,7 +86,7 @@ def assert_cancelled_without_another_pod(
         return row if row[0] == "cancelled" and not pods else None
 
     state, attempt, failure_reason, last_error = wait_until(
-        cancelled_and_no_pod, timeout=60, what=f"run {run_id} cancelled and its Pod gone"
+        cancelled_and_no_pod, within=60, what=f"run {run_id} cancelled and its Pod gone"
     )
     watch_until = time.monotonic() + 25
     while time.monotonic() < watch_until:
@@ -127,7 +122,7 @@ def test_deleting_a_pod_job_run_cancels_its_run_and_no_new_pod_starts(
     assert_cancelled_without_another_pod(pod_operator, kubectl, namespace, operator_dsn, run_id)
     wait_until(
         lambda: job_run_gone(kubectl, namespace, "forever"),
-        timeout=30,
+        within=30,
         what="the JobRun forever to be gone",
     )
 
@@ -154,7 +149,7 @@ def test_deleting_a_runner_job_run_cancels_its_running_handler(
             runner.assert_alive()
             return runner.ran()
 
-        [(run_id, attempt)] = wait_until(started, timeout=60, what="the handler to start")
+        [(run_id, attempt)] = wait_until(started, within=60, what="the handler to start")
         assert attempt == 1
         assert run_row(operator_dsn, run_id)[0] == "running"
 
@@ -167,7 +162,7 @@ def test_deleting_a_runner_job_run_cancels_its_running_handler(
             return row if row[0] != "running" else None
 
         state, attempt, failure_reason, last_error = wait_until(
-            ended, timeout=60, what=f"run {run_id} to end"
+            ended, within=60, what=f"run {run_id} to end"
         )
         # The handler waits 120 s unless it is cancelled: it heard of it at a heartbeat.
         assert time.monotonic() - deleted_at < 30
@@ -175,7 +170,7 @@ def test_deleting_a_runner_job_run_cancels_its_running_handler(
         assert last_error is not None and DELETED in last_error, last_error
         assert runner.ran() == [(run_id, 1)]
     wait_until(
-        lambda: job_run_gone(kubectl, namespace, "long"), timeout=30, what="the JobRun long gone"
+        lambda: job_run_gone(kubectl, namespace, "long"), within=30, what="the JobRun long gone"
     )
 
 
@@ -190,7 +185,7 @@ def test_deleting_a_finished_job_run_leaves_its_run_and_the_object_goes_at_once(
         status = get_json(kubectl, "-n", namespace, "jr", "brief").get("status") or {}
         return status if status.get("phase") == "Succeeded" else None
 
-    run_id = int(wait_until(succeeded, timeout=60, what="the JobRun brief to succeed")["runId"])
+    run_id = int(wait_until(succeeded, within=60, what="the JobRun brief to succeed")["runId"])
     with psycopg.connect(operator_dsn) as conn:
         before = conn.execute("SELECT * FROM job_runs WHERE id = %s", (run_id,)).fetchone()
     assert before is not None
@@ -199,7 +194,7 @@ def test_deleting_a_finished_job_run_leaves_its_run_and_the_object_goes_at_once(
     delete_job_run(kubectl, namespace, "brief", "background")
     wait_until(
         lambda: job_run_gone(kubectl, namespace, "brief"),
-        timeout=10,
+        within=10,
         what="the finished JobRun brief to be gone",
         every=0.1,
     )
@@ -230,6 +225,6 @@ def test_a_job_run_deleted_while_the_operator_is_down_is_cancelled_when_it_is_ba
     assert_cancelled_without_another_pod(pod_operator, kubectl, namespace, operator_dsn, run_id)
     wait_until(
         lambda: job_run_gone(kubectl, namespace, "orphan"),
-        timeout=30,
+        within=30,
         what="the JobRun orphan to be gone",
     )

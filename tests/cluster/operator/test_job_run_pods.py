@@ -13,16 +13,17 @@ import json
 from typing import Any
 
 import pytest
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     apply,
     attempts_of,
     get_json,
     pod_job,
     pod_job_run,
-    wait_until,
     warnings_once,
 )
+from support.polling import wait_until
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
 
@@ -63,7 +64,7 @@ def test_deleting_an_inline_pod_job_run_garbage_collects_its_running_pod(
         pods = run_pods(kubectl, namespace, "forever")
         return pods[0] if pods and pods[0]["status"].get("phase") == "Running" else None
 
-    pod = wait_until(running_pod, timeout=60, what="the Running Pod of the JobRun forever")
+    pod = wait_until(running_pod, within=60, what="the Running Pod of the JobRun forever")
     job_run = get_json(kubectl, "-n", namespace, "jr", "forever")
     assert owned_by(pod, job_run), pod["metadata"].get("ownerReferences")
 
@@ -72,7 +73,7 @@ def test_deleting_an_inline_pod_job_run_garbage_collects_its_running_pod(
     name = pod["metadata"]["name"]
     wait_until(
         lambda: pod_gone(kubectl, namespace, name),
-        timeout=60,
+        within=60,
         what=f"Pod {name} to be garbage-collected with its JobRun",
     )
 
@@ -89,14 +90,14 @@ def test_a_job_run_deleted_by_its_ttl_takes_its_finished_pod(
         pods = run_pods(kubectl, namespace, "brief")
         return pods[0] if pods and pods[0]["status"].get("phase") == "Succeeded" else None
 
-    pod = wait_until(finished_pod, timeout=60, what="the Succeeded Pod of the JobRun brief")
+    pod = wait_until(finished_pod, within=60, what="the Succeeded Pod of the JobRun brief")
     job_run = get_json(kubectl, "-n", namespace, "jr", "brief")
     assert owned_by(pod, job_run), pod["metadata"].get("ownerReferences")
 
     name = pod["metadata"]["name"]
     wait_until(
         lambda: pod_gone(kubectl, namespace, name),
-        timeout=60,
+        within=60,
         what=f"Pod {name} to go with its JobRun after ttlSecondsAfterFinished",
     )
     result = kubectl("get", "-n", namespace, "jr", "brief", check=False)
@@ -120,7 +121,7 @@ def test_the_pod_of_a_job_ref_job_run_is_owned_by_the_job_run_not_the_scheduled_
         pods = run_pods(kubectl, namespace, "by-ref")
         return pods[0] if pods and pods[0]["status"].get("phase") == "Running" else None
 
-    pod = wait_until(running_pod, timeout=60, what="the Running Pod of the JobRun by-ref")
+    pod = wait_until(running_pod, within=60, what="the Running Pod of the JobRun by-ref")
     job_run = get_json(kubectl, "-n", namespace, "jr", "by-ref")
     assert owned_by(pod, job_run), pod["metadata"].get("ownerReferences")
 
@@ -140,7 +141,7 @@ def test_pod_events_of_an_inline_job_run_are_on_the_job_run(
         status = body.get("status") or {}
         return status if status.get("phase") == "DeadLettered" else None
 
-    status = wait_until(dead_lettered, timeout=60, what="the JobRun hungry-once dead-lettered")
+    status = wait_until(dead_lettered, within=60, what="the JobRun hungry-once dead-lettered")
     assert (status["attempt"], status["reason"]) == (1, "OOMKilled")
     run_id = status["runId"]
     warnings_once(kubectl, namespace, "hungry-once", "OOMKilled", attempts_of(run_id, 1))

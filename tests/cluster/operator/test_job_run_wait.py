@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testing import OperatorProcess, apply, condition, get_json, pod_job_run
 
 from sundial.localdev import cluster
+from support.operator import OperatorProcess, apply, condition, get_json, pod_job_run
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
 

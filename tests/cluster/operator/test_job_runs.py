@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     RunnerProcess,
     StoreWorker,
     get_json,
     scheduled_job_manifest,
-    wait_until,
 )
+from support.polling import wait_until
 
 
 def job_run(name: str, **spec: Any) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def test_a_dag_runs_in_order_cancel_works_and_reapplying_creates_nothing(
                 for name in ("extract", "transform", "load")
             )
 
-        wait_until(all_succeeded, timeout=60, what="the DAG to succeed")
+        wait_until(all_succeeded, within=60, what="the DAG to succeed")
         statuses = {
             name: get_json(kubectl, "-n", namespace, "jr", name)["status"]
             for name in ("extract", "transform", "load")
@@ -87,7 +88,7 @@ def test_a_dag_runs_in_order_cancel_works_and_reapplying_creates_nothing(
         )
         wait_until(
             lambda: phase_of(kubectl, namespace, "later") == "Cancelled",
-            timeout=20,
+            within=20,
             what="the cancelled JobRun",
         )
 
@@ -107,7 +108,7 @@ def test_a_dag_runs_in_order_cancel_works_and_reapplying_creates_nothing(
         )
         wait_until(
             lambda: phase_of(kubectl, namespace, "marker") == "Succeeded",
-            timeout=20,
+            within=20,
             what="the marker JobRun",
         )
         assert run_count(operator_dsn) == before + 1
@@ -142,7 +143,7 @@ def test_a_job_run_with_job_ref_runs_the_scheduled_job_with_merged_args(
         )
         wait_until(
             lambda: phase_of(kubectl, namespace, "nightly-now") == "Succeeded",
-            timeout=40,
+            within=40,
             what="the jobRef JobRun to succeed",
         )
     run_id = int(get_json(kubectl, "-n", namespace, "jr", "nightly-now")["status"]["runId"])
@@ -171,7 +172,7 @@ def test_a_job_run_naming_a_missing_scheduled_job_is_stalled(
                 return found
         return None
 
-    found = wait_until(stalled, timeout=20, what="Stalled=True JobNotFound")
+    found = wait_until(stalled, within=20, what="Stalled=True JobNotFound")
     assert found["reason"] == "JobNotFound"
     assert "nobody" in found["message"]
 
@@ -202,7 +203,7 @@ def test_a_finished_job_run_is_deleted_after_its_ttl_and_its_run_stays(
             result = kubectl("get", "-n", namespace, "jr", "short-lived", check=False)
             return result.returncode != 0 and "NotFound" in result.stderr
 
-        wait_until(gone, timeout=30, what="the JobRun to be deleted after its TTL")
+        wait_until(gone, within=30, what="the JobRun to be deleted after its TTL")
     with psycopg.connect(operator_dsn) as conn:
         row = conn.execute("SELECT state FROM job_runs").fetchone()
     assert row == ("completed",)
@@ -224,7 +225,7 @@ def test_cancelling_a_mirrored_job_run_cancels_its_run(
         lambda: (get_json(kubectl, "-n", namespace, "sj", "waiting").get("status") or {}).get(
             "observedGeneration"
         ),
-        timeout=30,
+        within=30,
         what="the ScheduledJob to be stored",
     )
     kubectl("annotate", "-n", namespace, "sj", "waiting", "sundial.dev/run-now=go")
@@ -237,10 +238,10 @@ def test_cancelling_a_mirrored_job_run_cancels_its_run(
         pending = [item for item in items if (item.get("status") or {}).get("phase") == "Pending"]
         return pending[0]["metadata"]["name"] if pending else None
 
-    name = wait_until(mirrored, timeout=30, what="the mirrored JobRun, Pending")
+    name = wait_until(mirrored, within=30, what="the mirrored JobRun, Pending")
     kubectl("patch", "-n", namespace, "jr", name, "--type=merge", "-p", '{"spec":{"cancel":true}}')
     wait_until(
         lambda: phase_of(kubectl, namespace, name) == "Cancelled",
-        timeout=20,
+        within=20,
         what="the mirrored JobRun Cancelled",
     )

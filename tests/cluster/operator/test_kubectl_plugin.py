@@ -23,7 +23,8 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     StoreWorker,
     apply,
@@ -31,8 +32,8 @@ from operator_testing import (
     pod_job,
     running,
     scheduled_job_manifest,
-    wait_until,
 )
+from support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -139,7 +140,7 @@ def test_get_run_wait_cancel_suspend_and_resume(
         assert later.returncode == 0 and "jobrun.sundial.dev/later created" in later.stdout
         wait_until(
             lambda: (get_json(kubectl, *ns, "jr", "later").get("status") or {}).get("runId"),
-            timeout=30,
+            within=30,
             what="the delayed run to be submitted",
         )
         timed_out = plugin("wait", "later", *ns, "--timeout", "2s")
@@ -231,7 +232,7 @@ def test_a_dead_lettered_scheduled_run_is_replayed_through_its_mirrored_job_run(
                     return str(item["metadata"]["name"])
             return None
 
-        name = wait_until(mirrored_failure, timeout=60, what="the mirrored dead letter")
+        name = wait_until(mirrored_failure, within=60, what="the mirrored dead letter")
         with psycopg.connect(operator_dsn) as conn:
             conn.execute("UPDATE job_runs SET handler = 'tests.ok' WHERE handler = 'tests.fail'")
         replayed = plugin("replay", name, *ns)
@@ -283,7 +284,7 @@ def test_backfill_creates_one_run_per_fire_time_once(
             found = sorted((i.get("status") or {}).get("fireTime") or "" for i in items)
             return found if len(found) == len(expected) and all(found) else None
 
-        found = wait_until(fire_times, timeout=60, what="every backfilled run's fire time")
+        found = wait_until(fire_times, within=60, what="every backfilled run's fire time")
     assert [datetime.datetime.fromisoformat(f.replace("Z", "+00:00")) for f in found] == expected
     with psycopg.connect(operator_dsn) as conn:
         row = conn.execute("SELECT count(*) FROM job_runs WHERE fire_time IS NOT NULL").fetchone()
@@ -305,7 +306,7 @@ def test_logs_of_a_pod_job_on_kwok_and_of_a_runner_job_say_why_there_are_none(
         status = get_json(kubectl, *ns, "jr", name).get("status") or {}
         return status.get("phase") == "Running" and bool(status.get("podName"))
 
-    wait_until(pod_running, timeout=60, what="the run's Pod")
+    wait_until(pod_running, within=60, what="the run's Pod")
     logs = plugin("logs", name, *ns, via_kubectl=True)
     assert logs.returncode == 1, logs
     assert "==> attempt 1: pod/" in logs.stdout
@@ -316,7 +317,7 @@ def test_logs_of_a_pod_job_on_kwok_and_of_a_runner_job_say_why_there_are_none(
     handler_run = plugin("run", "handler", *ns, "-o", "name").stdout.strip().split("/")[1]
     wait_until(
         lambda: (get_json(kubectl, *ns, "jr", handler_run).get("status") or {}).get("runId"),
-        timeout=30,
+        within=30,
         what="the handler run's submission",
     )
     hint = plugin("logs", handler_run, *ns)
@@ -467,7 +468,7 @@ def test_history_comes_from_postgresql_through_the_service_proxy_under_rbac(
     )  # fmt: skip
     allowed = wait_until(
         lambda: (r := plugin("history", "nightly", *service, config=reader)).returncode == 0 and r,
-        timeout=30,
+        within=30,
         what="the RoleBinding to take effect",
     )
     assert all(run_id in allowed.stdout for run_id in run_ids)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from operator_testing import OperatorProcess, get_json, wait_until
+from support.operator import OperatorProcess, get_json
+from support.polling import wait_until
 
 COUNT = 200
 
@@ -44,7 +45,7 @@ def test_two_hundred_scheduled_jobs_all_become_ready(
             if condition["type"] == "Ready" and condition["status"] == "True"
         )
 
-    wait_until(lambda: ready_count() == COUNT, timeout=90, what=f"{COUNT} Ready", every=1.0)
+    wait_until(lambda: ready_count() == COUNT, within=90, what=f"{COUNT} Ready", every=1.0)
     peak = sundial_operator.peak_rss_kib()
     with capsys.disabled():
         print(f"\noperator peak RSS (VmHWM) with {COUNT} ScheduledJobs: {peak / 1024:.1f} MiB")

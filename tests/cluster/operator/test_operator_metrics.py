@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testing import (
+from prometheus_client.parser import text_string_to_metric_families
+
+from support.operator import (
     OperatorProcess,
     StoreWorker,
     apply,
@@ -23,7 +25,6 @@ from operator_testing import (
     scheduled_job_manifest,
     wait_until,
 )
-from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -88,7 +89,7 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
         kubectl("annotate", "-n", namespace, "scheduledjob", "nightly", "sundial.dev/run-now=1")
         with StoreWorker(operator_dsn):
             try:
-                last = wait_until(succeeded, timeout=90, what="the last-success gauge")
+                last = wait_until(succeeded, within=90, what="the last-success gauge")
             except AssertionError as error:
                 shown = {k: v for k, v in _scrape(port).items() if "scheduledjob" in k[0]}
                 status = kubectl("get", "-n", namespace, "sj", "nightly", "-o", "json").stdout
@@ -101,7 +102,7 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
         completed = (*job, ("state", "completed"))
         finished = wait_until(
             lambda: value("sundial_window_finished_runs", completed),
-            timeout=60,
+            within=60,
             what="the maintainer's monitor pass",
         )
         assert finished == 1
@@ -112,7 +113,7 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
         )  # fmt: skip
         wait_until(
             lambda: value("sundial_scheduledjob_suspended") == 1,
-            timeout=60,
+            within=60,
             what="the suspended gauge",
         )
 
@@ -122,6 +123,6 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
                 value("sundial_scheduledjob_active") is None
                 and value("sundial_scheduledjob_last_successful_timestamp_seconds") is None
             ),
-            timeout=60,
+            within=60,
             what="the ScheduledJob's series to go with it",
         )

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from operator_testing import (
+
+from support.operator import (
     REPOSITORY,
     OperatorProcess,
     RunnerProcess,
@@ -28,8 +29,8 @@ from operator_testing import (
     mirrored_runs,
     pod_job_run,
     scheduled_job_manifest,
-    wait_until,
 )
+from support.polling import wait_until
 
 pytestmark = [
     pytest.mark.usefixtures("kwok_nodes", "sundial_crds_applied"),
@@ -140,9 +141,9 @@ def _lifecycle(operator: OperatorProcess, kubectl: Callable[..., Any], namespace
     manifest = json.loads(scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
     manifest["metadata"]["annotations"] = {"sundial.dev/run-now": "1"}
     apply(kubectl, namespace, json.dumps(manifest))
-    wait_until(lambda: FINALIZER in (sj()["metadata"].get("finalizers") or ()), timeout=30,
+    wait_until(lambda: FINALIZER in (sj()["metadata"].get("finalizers") or ()), within=30,
                what="the finalizer on the ScheduledJob")  # fmt: skip
-    wait_until(lambda: (condition(sj(), "Ready") or {}).get("status") == "True", timeout=30,
+    wait_until(lambda: (condition(sj(), "Ready") or {}).get("status") == "True", within=30,
                what="Ready=True on the ScheduledJob")  # fmt: skip
     # The run-now run, mirrored as a JobRun (jobruns create, jobruns/status) that succeeds.
     wait_until(
@@ -150,11 +151,11 @@ def _lifecycle(operator: OperatorProcess, kubectl: Callable[..., Any], namespace
             (run.get("status") or {}).get("phase") == "Succeeded"
             for run in mirrored_runs(kubectl, namespace, "nightly")
         ),
-        timeout=60,
+        within=60,
         what="the run-now run mirrored and Succeeded",
     )
     wait_until(lambda: "sundial.dev/run-now" not in (sj()["metadata"].get("annotations") or {}),
-               timeout=30, what="the run-now annotation removed")  # fmt: skip
+               within=30, what="the run-now annotation removed")  # fmt: skip
     # Events (events create).
     wait_until(
         lambda: any(
@@ -162,7 +163,7 @@ def _lifecycle(operator: OperatorProcess, kubectl: Callable[..., Any], namespace
             for e in get_json(kubectl, "-n", namespace, "events", "--field-selector",
                               "involvedObject.name=nightly")["items"]
         ),
-        timeout=30,
+        within=30,
         what="a SuccessfulCreate Event on the ScheduledJob",
     )  # fmt: skip
 
@@ -172,12 +173,12 @@ def _lifecycle(operator: OperatorProcess, kubectl: Callable[..., Any], namespace
         "metadata": {"name": "by-hand"}, "spec": {"jobRef": {"name": "nightly"}},
     }))  # fmt: skip
     wait_until(lambda: (condition(jr("by-hand"), "Complete") or {}).get("status") == "True",
-               timeout=60, what="Complete=True on the jobRef JobRun")  # fmt: skip
+               within=60, what="Complete=True on the jobRef JobRun")  # fmt: skip
 
     # A pod job: Pods create, get, list (kwok ends it).
     apply(kubectl, namespace, pod_job_run("in-a-pod", "succeed"))
     wait_until(lambda: (jr("in-a-pod").get("status") or {}).get("phase") == "Succeeded",
-               timeout=60, what="the pod JobRun Succeeded")  # fmt: skip
+               within=60, what="the pod JobRun Succeeded")  # fmt: skip
     pod_name = jr("in-a-pod")["status"]["podName"]
     pod = get_json(kubectl, "-n", namespace, "pod", pod_name)
     assert pod["spec"]["serviceAccountName"] == "sundial-job"
@@ -186,16 +187,16 @@ def _lifecycle(operator: OperatorProcess, kubectl: Callable[..., Any], namespace
     # Cancelling a running pod job deletes its Pod (pods delete).
     apply(kubectl, namespace, pod_job_run("forever", "run-forever"))
     wait_until(lambda: (jr("forever").get("status") or {}).get("phase") == "Running",
-               timeout=60, what="the long pod JobRun Running")  # fmt: skip
+               within=60, what="the long pod JobRun Running")  # fmt: skip
     long_pod = jr("forever")["status"]["podName"]
     kubectl("-n", namespace, "patch", "jr", "forever", "--type=merge", "-p",
             '{"spec":{"cancel":true}}')  # fmt: skip
     wait_until(lambda: (jr("forever").get("status") or {}).get("phase") == "Cancelled",
-               timeout=60, what="the long pod JobRun Cancelled")  # fmt: skip
+               within=60, what="the long pod JobRun Cancelled")  # fmt: skip
     wait_until(
         lambda: not get_json(kubectl, "-n", namespace, "pods", "--field-selector",
                              f"metadata.name={long_pod}")["items"],
-        timeout=60, what="the cancelled run's Pod deleted",
+        within=60, what="the cancelled run's Pod deleted",
     )  # fmt: skip
 
     # Deleting a user JobRun and the ScheduledJob: the finalizers are removed (patch).

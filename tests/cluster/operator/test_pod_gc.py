@@ -13,14 +13,9 @@ from typing import Any
 import psycopg
 import pytest
 from kubernetes import client
-from operator_testing import (
-    KWOK_RUNNING_SECONDS,
-    OperatorProcess,
-    apply,
-    mirrored_runs,
-    pod_job,
-    wait_until,
-)
+
+from support.operator import KWOK_RUNNING_SECONDS, OperatorProcess, apply, mirrored_runs, pod_job
+from support.polling import wait_until
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(180)]
 
@@ -86,7 +81,7 @@ def test_finished_pods_are_deleted_with_their_window_and_running_ones_are_left(
     apply(kubectl, namespace, ticker(suspend=True))
     wait_until(
         lambda: all(run[1] == "completed" for run in job_runs(operator_dsn, "ticker")),
-        timeout=30,
+        within=30,
         what="every run of ticker to complete",
     )
     runs = job_runs(operator_dsn, "ticker")
@@ -113,7 +108,7 @@ def test_finished_pods_are_deleted_with_their_window_and_running_ones_are_left(
         return (pod_runs, mirrored) if final and pod_runs == mirrored else None
 
     pod_runs, _ = wait_until(
-        settled, timeout=20, what="the Pods of ticker to be those of its last JobRuns", every=1
+        settled, within=20, what="the Pods of ticker to be those of its last JobRuns", every=1
     )
     newest = {str(run_id) for run_id, *_ in runs[-SUCCESSFUL_LIMIT:]}
     assert pod_runs == newest

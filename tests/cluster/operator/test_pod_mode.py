@@ -17,7 +17,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from operator_testing import (
+
+from sundial.scheduling import failures
+from support.operator import (
     OperatorProcess,
     apply,
     attempts_of,
@@ -25,11 +27,9 @@ from operator_testing import (
     get_json,
     mirrored_runs,
     pod_job,
-    wait_until,
     warnings_once,
 )
-
-from sundial.scheduling import failures
+from support.polling import wait_until
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(150)]
 
@@ -99,7 +99,7 @@ def test_a_pod_deleted_by_hand_cancels_its_run_under_pod_deletion_policy_cancel(
         pods = get_json(kubectl, "-n", namespace, "pod", "-l", "sundial.dev/job=doomed")["items"]
         return pods[0] if pods and pods[0]["status"].get("phase") == "Running" else None
 
-    pod = wait_until(running_pod, timeout=60, what="the Running Pod of doomed")
+    pod = wait_until(running_pod, within=60, what="the Running Pod of doomed")
     kubectl("delete", "-n", namespace, "pod", pod["metadata"]["name"], "--wait=false")
 
     def cancelled() -> Any:
@@ -109,7 +109,7 @@ def test_a_pod_deleted_by_hand_cancels_its_run_under_pod_deletion_policy_cancel(
                 return run
         return None
 
-    run = wait_until(cancelled, timeout=60, what="a Cancelled JobRun of doomed")
+    run = wait_until(cancelled, within=60, what="a Cancelled JobRun of doomed")
     status = run["status"]
     assert status["attempt"] == 1
     assert "podDeletionPolicy: Cancel" in status["lastError"]
@@ -158,14 +158,14 @@ def test_without_its_launcher_the_operator_leaves_pod_runs_to_sundial_pod_launch
                     " JOIN job_definitions j ON j.id = r.job_id WHERE j.name = 'elsewhere'"
                 ).fetchone()
 
-        run_id, state, owner = wait_until(pending_run, timeout=30, what="the run-now run")
+        run_id, state, owner = wait_until(pending_run, within=30, what="the run-now run")
         assert (state, owner) == ("pending", None)
         running = json.loads(
             wait_until(
                 lambda: [
                     line for line in operator.logs().splitlines() if '"operator running"' in line
                 ],
-                timeout=30,
+                within=30,
                 what="the operator to log its start",
             )[0]
         )

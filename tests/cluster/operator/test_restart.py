@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     RunnerProcess,
     condition,
     get_json,
     scheduled_job_manifest,
-    wait_until,
 )
+from support.polling import wait_until
 
 
 def fires(dsn: str, schedule_id: str) -> list[datetime.datetime]:
@@ -53,7 +54,7 @@ def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
         lambda: (lambda b: b if (condition(b, "Ready") or {}).get("status") == "True" else None)(
             get_json(kubectl, "-n", namespace, "sj", "tick")
         ),
-        timeout=30,
+        within=30,
         what="Ready=True",
     )
     uid = body["metadata"]["uid"]
@@ -67,7 +68,7 @@ def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
     # Let the fire come due while nothing runs.
     wait_until(
         lambda: datetime.datetime.now(datetime.UTC) > first_fire + datetime.timedelta(seconds=2),
-        timeout=65,
+        within=65,
         what="the next fire time to pass with the operator down",
         every=0.5,
     )
@@ -82,7 +83,7 @@ def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
             phases = [(item.get("status") or {}).get("phase") for item in runs["items"]]
             return phases if "Succeeded" in phases else None
 
-        wait_until(fired_and_mirrored, timeout=30, what="the late fire to run and be mirrored")
+        wait_until(fired_and_mirrored, within=30, what="the late fire to run and be mirrored")
         assert fires(operator_dsn, uid) == [first_fire]
 
         # Crash again straight away, and start again: nothing is fired twice.
@@ -93,7 +94,7 @@ def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
                 "operator running" in sundial_operator.logs().split("\n")[-1]
                 or sundial_operator.logs().count("operator running") >= 3
             ),
-            timeout=30,
+            within=30,
             what="the third start to lead",
         )
 
@@ -102,7 +103,7 @@ def test_a_killed_operator_neither_misses_nor_repeats_a_fire(
             status = get_json(kubectl, "-n", namespace, "sj", "tick").get("status") or {}
             return status.get("lastSuccessfulTime")
 
-        wait_until(caught_up, timeout=30, what="the status after the second restart")
+        wait_until(caught_up, within=30, what="the status after the second restart")
     all_fires = fires(operator_dsn, uid)
     assert all_fires[0] == first_fire
     assert len(all_fires) == len(set(all_fires))

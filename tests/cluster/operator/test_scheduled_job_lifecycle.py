@@ -1,6 +1,6 @@
 """A ScheduledJob becomes a schedule in PostgreSQL; its runs show up as JobRuns and succeed.
 
-The runs are executed by a real ``sundial runner`` process (``operator_testing.RunnerProcess``)
+The runs are executed by a real ``sundial runner`` process (``support.operator.RunnerProcess``)
 running the async handler ``tests.ok`` of tests/handlers/operator_jobs.py.
 """
 
@@ -12,15 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from operator_testing import (
+
+from support.operator import (
     OperatorProcess,
     RunnerProcess,
     condition,
     events_for,
     get_json,
     scheduled_job_manifest,
-    wait_until,
 )
+from support.polling import wait_until
 
 
 def test_runs_appear_succeed_and_history_is_pruned(
@@ -49,7 +50,7 @@ def test_runs_appear_succeed_and_history_is_pruned(
             found = condition(body, "Ready")
             return body if found and found["status"] == "True" else None
 
-        body = wait_until(ready, timeout=30, what="Ready=True")
+        body = wait_until(ready, within=30, what="Ready=True")
         assert body["status"]["nextScheduleTime"]
         assert body["status"]["observedGeneration"] == body["metadata"]["generation"]
         assert "sundial.dev/finalizer" in body["metadata"]["finalizers"]
@@ -68,7 +69,7 @@ def test_runs_appear_succeed_and_history_is_pruned(
                         or {}
                     )
                 ),
-                timeout=20,
+                within=20,
                 what="the run-now annotation to be acknowledged",
             )
 
@@ -81,7 +82,7 @@ def test_runs_appear_succeed_and_history_is_pruned(
             assert row is not None
             return int(row[0])
 
-        wait_until(lambda: completed_runs() >= 4, timeout=30, what="four completed runs")
+        wait_until(lambda: completed_runs() >= 4, within=30, what="four completed runs")
 
         def pruned_window() -> Any:
             runs = get_json(kubectl, "-n", namespace, "jr", "-l", "sundial.dev/scheduledjob=hello")[
@@ -90,7 +91,7 @@ def test_runs_appear_succeed_and_history_is_pruned(
             phases = [(run.get("status") or {}).get("phase") for run in runs]
             return runs if len(runs) == 2 and phases == ["Succeeded", "Succeeded"] else None
 
-        runs = wait_until(pruned_window, timeout=30, what="two Succeeded JobRuns (the limit)")
+        runs = wait_until(pruned_window, within=30, what="two Succeeded JobRuns (the limit)")
         for run in runs:
             owner = run["metadata"]["ownerReferences"][0]
             assert (owner["kind"], owner["name"], owner["controller"]) == (
@@ -112,11 +113,9 @@ def test_runs_appear_succeed_and_history_is_pruned(
                 else None
             )
 
-        status = wait_until(scheduled, timeout=90, what="a cron fire (lastScheduleTime)")
+        status = wait_until(scheduled, within=90, what="a cron fire (lastScheduleTime)")
         assert status["consecutiveFailures"] == 0
-        wait_until(
-            lambda: completed_runs() >= 5, timeout=30, what="the cron fire's run to complete"
-        )
+        wait_until(lambda: completed_runs() >= 5, within=30, what="the cron fire's run to complete")
         # The runner's handler executed each completed run once, and its finish is what
         # completed them (the lease owner is the runner's worker id).
         with psycopg.connect(operator_dsn) as conn:
@@ -180,7 +179,7 @@ def test_deleting_a_scheduled_job_deactivates_its_schedule(
         lambda: (lambda b: b if (condition(b, "Ready") or {}).get("status") == "True" else None)(
             get_json(kubectl, "-n", namespace, "sj", "bye")
         ),
-        timeout=30,
+        within=30,
         what="Ready=True",
     )
     kubectl("delete", "-n", namespace, "sj", "bye", "--timeout=30s")

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testing import OperatorProcess, apply, condition, get_json, pod_job
 
 from sundial.localdev import cluster
+from support.operator import OperatorProcess, apply, condition, get_json, pod_job
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(200)]
 

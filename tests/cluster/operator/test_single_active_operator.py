@@ -9,7 +9,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from operator_testing import OperatorProcess, get_json, scheduled_job_manifest, wait_until
+from support.operator import OperatorProcess, get_json, scheduled_job_manifest
+from support.polling import wait_until
 
 
 def free_port() -> int:
@@ -45,20 +46,20 @@ def test_a_standby_waits_alive_and_takes_over(
     )
     first.start()
     try:
-        wait_until(lambda: role(first_port) == "leader", timeout=20, what="the first to lead")
+        wait_until(lambda: role(first_port) == "leader", within=20, what="the first to lead")
         second.start()
-        wait_until(lambda: role(second_port) == "standby", timeout=20, what="a standby")
+        wait_until(lambda: role(second_port) == "standby", within=20, what="a standby")
         assert "operator running" not in second.logs()
 
         assert first.stop() == 0
         kubectl("apply", "-n", namespace, "-f", "-", stdin=scheduled_job_manifest("handover"))
         # The lease (TTL 5 s) was released on a clean stop: the standby leads and reconciles.
-        wait_until(lambda: role(second_port) == "leader", timeout=20, what="the takeover")
+        wait_until(lambda: role(second_port) == "leader", within=20, what="the takeover")
         wait_until(
             lambda: (get_json(kubectl, "-n", namespace, "sj", "handover").get("status") or {}).get(
                 "nextScheduleTime"
             ),
-            timeout=30,
+            within=30,
             what="the new leader to reconcile",
         )
     finally:

@@ -13,7 +13,10 @@ import contextlib
 import uuid
 
 import pytest
-from pod_testing import (
+
+from sundial.pods import launcher
+from sundial.store import claims
+from support.pods import (
     OUTCOME,
     Job,
     PodEvents,
@@ -25,11 +28,8 @@ from pod_testing import (
     template,
     wait_pods,
     wait_state,
-    wait_until,
 )
-
-from sundial.pods import launcher
-from sundial.store import claims
+from support.polling import wait_until_async
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 
@@ -50,7 +50,7 @@ async def crash_after_pod_created(pool, api_client, core_api, namespace, run_id,
         async def recorded() -> bool:
             return (await run_row(pool, run_id))["pod_name"] == pod.metadata.name
 
-        await wait_until(recorded, within=30, what="the Pod's name recorded")
+        await wait_until_async(recorded, within=30, what="the Pod's name recorded")
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

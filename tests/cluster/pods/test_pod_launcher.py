@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from pod_testing import (
+
+from sundial.pods import manifests
+from sundial.store import runs, schedules
+from support.pods import (
     EXIT_CODE,
     OUTCOME,
     RUNNING_SECONDS,
@@ -29,11 +32,8 @@ from pod_testing import (
     template,
     wait_pods,
     wait_state,
-    wait_until,
 )
-
-from sundial.pods import manifests
-from sundial.store import runs, schedules
+from support.polling import wait_until_async
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 
@@ -296,7 +296,7 @@ async def test_a_launcher_that_loses_its_lease_deletes_its_pod_and_never_finishe
                 (run_id,),
             )
         await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=20)
-        await wait_until(lambda: asyncio.sleep(0, result=run_id not in launcher.held))
+        await wait_until_async(lambda: asyncio.sleep(0, result=run_id not in launcher.held))
 
     row = await run_row(pool, run_id)
     assert (row["state"], row["attempt"], row["lease_owner"]) == ("running", 2, "someone-else")

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from pod_testing import Job, maintenance, run_pods, template, wait_state
+
+from support.pods import Job, maintenance, run_pods, template, wait_state
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 

@@ -17,7 +17,11 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
-from pod_testing import (
+
+from sundial.localdev import kube_reads
+from sundial.pods import launcher, manifests
+from sundial.store import claims, runs
+from support.pods import (
     OUTCOME,
     Job,
     maintenance,
@@ -28,12 +32,8 @@ from pod_testing import (
     template,
     wait_pods,
     wait_state,
-    wait_until,
 )
-
-from sundial.localdev import kube_reads
-from sundial.pods import launcher, manifests
-from sundial.store import claims, runs
+from support.polling import wait_until_async
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(240)]
 
@@ -77,7 +77,7 @@ async def running_pods(core_api, namespace, run_ids: list[int]) -> dict[int, cli
             found[run_id] = pods[0]
         return found
 
-    result: dict[int, client.V1Pod] = await wait_until(
+    result: dict[int, client.V1Pod] = await wait_until_async(
         check, within=90, what=f"{len(run_ids)} Pods Running"
     )
     return result
@@ -92,7 +92,7 @@ async def cancel_all(pool, core_api, namespace, run_ids: list[int]) -> None:
         pods = await asyncio.to_thread(namespace_pods, core_api, namespace)
         return not any(tracked(pod) for pod in pods)
 
-    await wait_until(released, within=60, what="every Pod released")
+    await wait_until_async(released, within=60, what="every Pod released")
 
 
 async def test_a_pod_is_tracked_until_its_outcome_is_committed_then_released(
@@ -114,7 +114,7 @@ async def test_a_pod_is_tracked_until_its_outcome_is_committed_then_released(
                 pods = await asyncio.to_thread(namespace_pods, core_api, namespace)
                 return len(pods) == len(run_ids) and not any(tracked(p) for p in pods)
 
-            await wait_until(all_released, within=30, what="the ended Pods released")
+            await wait_until_async(all_released, within=30, what="the ended Pods released")
     finally:
         counting_client.close()
     # Kept (for the JobRun window and the mirror's sweep), and ended as they ended.
@@ -149,7 +149,7 @@ async def test_every_eviction_is_an_infrastructure_retry_that_spends_no_retries(
             rows = [await run_row(pool, run_id) for run_id in run_ids]
             return rows if all(row["attempt"] == 2 for row in rows) else None
 
-        rows = await wait_until(second_attempts, within=90, what="attempt 2 of every run")
+        rows = await wait_until_async(second_attempts, within=90, what="attempt 2 of every run")
         for run_id, row in zip(run_ids, rows, strict=True):
             assert (row["retries_used"], row["infra_retries_used"]) == (0, 1), row
             assert await attempts_of(pool, run_id) == [(1, "infrastructure")]
@@ -187,7 +187,7 @@ async def test_every_deletion_follows_the_pod_deletion_policy(
                     row = await run_row(pool, run_id)
                     return row if row["attempt"] == 2 else None
 
-                row = await wait_until(retried, within=60, what=f"run {run_id} attempt 2")
+                row = await wait_until_async(retried, within=60, what=f"run {run_id} attempt 2")
                 assert (row["retries_used"], row["oom_retries_used"]) == (1, 0), row
                 assert await attempts_of(pool, run_id) == [(1, "crash")]
         await cancel_all(pool, core_api, namespace, run_ids)

@@ -13,7 +13,12 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from pod_testing import (
+
+from sundial.api import common
+from sundial.pods import manifests
+from sundial.store import pool as store_pool
+from sundial.store import runs, schedules
+from support.pods import (
     OUTCOME,
     Job,
     maintenance,
@@ -25,11 +30,6 @@ from pod_testing import (
     wait_pods,
     wait_state,
 )
-
-from sundial.api import common
-from sundial.pods import manifests
-from sundial.store import pool as store_pool
-from sundial.store import runs, schedules
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
-from pod_testing import OUTCOME, Job, run_pods, run_row, settings, template, wait_until
 
 from sundial.localdev import kube_reads
 from sundial.pods import launcher, manifests
+from support.pods import OUTCOME, Job, run_pods, run_row, settings, template
+from support.polling import wait_until_async
 
 pytestmark = [pytest.mark.usefixtures("kwok_nodes"), pytest.mark.timeout(120)]
 
@@ -84,7 +85,7 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
         pods = await asyncio.to_thread(run_pods, core_api, namespace, run_id)
         return len(pods) == 1 and pods[0].status.phase == "Running"
 
-    await wait_until(held_pod_runs, what="the held run's Pod Running")
+    await wait_until_async(held_pod_runs, what="the held run's Pod Running")
     await pod_launcher.step()  # one quiet step first: the Pod's Running is not news any more
     reads.take()
     await pod_launcher.step()
@@ -100,7 +101,7 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
     core_api.create_namespaced_pod(
         namespace, kept_pod(namespace, stale_run, {OUTCOME: "run-forever"}, released=False)
     )
-    await wait_until(
+    await wait_until_async(
         lambda: asyncio.to_thread(
             lambda: (
                 phases(core_api, namespace, ended_runs) == ["Succeeded"] * KEPT
@@ -121,7 +122,7 @@ async def test_a_step_reads_live_pods_only_and_still_deletes_a_live_stale_one(
     assert after.body_bytes < 3 * before.body_bytes, (before, after)
     assert before.objects == 1  # the held run's Pod, read in the LIST
 
-    await wait_until(
+    await wait_until_async(
         lambda: asyncio.to_thread(
             lambda: phases(core_api, namespace, range(stale_run, stale_run + 1)) == []
         ),

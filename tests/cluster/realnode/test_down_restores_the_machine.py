@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client, config
-from node_testing import NONROOT
 
 from sundial.localdev import cluster
 from sundial.localdev import real_node as real_nodes
+from support.real_node import NONROOT
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -1,7 +1,7 @@
 """The pod launcher on real containers: the outcomes kwok only simulates, as a kubelet, runc and
 the kernel really produce them, against a real PostgreSQL.
 
-Every Pod selects and tolerates the real node (``node_testing.template``) and runs an image
+Every Pod selects and tolerates the real node (``support.real_node.template``) and runs an image
 imported there. Waits are generous (a PLEG relist is once a second, and CI is loaded); the
 assertions are not.
 """
@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from node_testing import NONROOT, attempt_exits, container_id, running_tasks, template
-from pod_testing import (
+
+from sundial.pods import manifests
+from sundial.store import runs, schedules
+from support.pods import (
     Job,
     maintenance,
     run_pods,
@@ -25,9 +27,8 @@ from pod_testing import (
     wait_pods,
     wait_state,
 )
-
-from sundial.pods import manifests
-from sundial.store import runs, schedules
+from support.polling import wait_until_async
+from support.real_node import NONROOT, attempt_exits, container_id, running_tasks, template
 
 pytestmark = pytest.mark.timeout(180)
 ENDED = ("completed", "failed", "dead_lettered", "timed_out", "cancelled")
@@ -251,20 +252,11 @@ async def test_a_run_past_its_timeout_is_really_killed_and_ends_timed_out(
     )
     # The Pod object goes at once (the launcher deletes it with no grace); the kubelet kills
     # the container after that, on its own time.
-    await wait_until(
-        lambda: container not in running_tasks(real_node.state_dir),
+    await wait_until_async(
+        lambda: asyncio.to_thread(lambda: container not in running_tasks(real_node.state_dir)),
         within=30,
         what=f"container {container} killed",
     )
-
-
-async def wait_until(check: Any, *, within: float, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while asyncio.get_running_loop().time() < deadline:
-        if await asyncio.to_thread(check):
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{what}: not within {within}s")
 
 
 async def test_an_image_that_is_not_on_the_node_fails_fast_with_that_reason(

@@ -9,18 +9,18 @@ from typing import Any
 
 import psycopg
 import pytest
-from node_testing import template
-from operator_testing import (
+
+from sundial.localdev import real_node as real_nodes
+from support.operator import (
     OperatorProcess,
     apply,
     attempts_of,
     finished_run,
     get_json,
-    wait_until,
     warnings_once,
 )
-
-from sundial.localdev import real_node as real_nodes
+from support.polling import wait_until
+from support.real_node import template
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -99,7 +99,7 @@ def test_a_jobrun_oom_killed_on_the_real_node_succeeds_with_more_memory(
         status = found.get("status") or {}
         return found if status.get("phase") == "Succeeded" and "exitCode" in status else None
 
-    run = wait_until(succeeded, timeout=120, what="JobRun hungry Succeeded")
+    run = wait_until(succeeded, within=120, what="JobRun hungry Succeeded")
     status = run["status"]
     assert (status["attempt"], status["exitCode"]) == (2, 0)
     # The first attempt was really OOMKilled by the kernel, and said so once.

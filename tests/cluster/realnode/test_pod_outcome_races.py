@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from node_testing import container_id, running_tasks, template
-from pod_testing import Job, maintenance, run_pods, run_row, running_launcher, settings, wait_until
 
 from sundial.pods import manifests
 from sundial.store import runs
+from support.pods import Job, maintenance, run_pods, run_row, running_launcher, settings
+from support.polling import wait_until_async
+from support.real_node import container_id, running_tasks, template
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -41,7 +42,7 @@ async def running_first_attempts(core_api, namespace, run_ids: list[int]) -> lis
             found.append(pods[0])
         return found
 
-    pods: list[client.V1Pod] = await wait_until(
+    pods: list[client.V1Pod] = await wait_until_async(
         check, within=180, what=f"{len(run_ids)} Pods Running on the real node"
     )
     return pods
@@ -66,7 +67,7 @@ async def finish(pool, core_api, namespace, run_ids: list[int]) -> None:
         pods = await asyncio.to_thread(lambda: core_api.list_namespaced_pod(namespace).items)
         return not any(manifests.OUTCOME_FINALIZER in (p.metadata.finalizers or ()) for p in pods)
 
-    await wait_until(released, within=120, what="every Pod released")
+    await wait_until_async(released, within=120, what="every Pod released")
 
 
 async def test_twenty_evictions_are_all_infrastructure_retries(
@@ -92,7 +93,9 @@ async def test_twenty_evictions_are_all_infrastructure_retries(
             rows = [await run_row(pool, run_id) for run_id in run_ids]
             return rows if all(row["attempt"] >= 2 for row in rows) else None
 
-        rows = await wait_until(all_retried, within=180, what="attempt 2 of every evicted run")
+        rows = await wait_until_async(
+            all_retried, within=180, what="attempt 2 of every evicted run"
+        )
         for run_id, row in zip(run_ids, rows, strict=True):
             assert (row["retries_used"], row["infra_retries_used"]) == (0, 1), row
             assert await attempts_of(pool, run_id) == [(1, "infrastructure")]
@@ -126,7 +129,7 @@ async def test_a_timed_out_container_is_gone_within_its_timeout_and_sundials_gra
         async def gone() -> bool:
             return container not in await asyncio.to_thread(running_tasks, real_node.state_dir)
 
-        await wait_until(gone, within=90, what=f"container {container} killed")
+        await wait_until_async(gone, within=90, what=f"container {container} killed")
         lived = asyncio.get_running_loop().time() - started
     row = await run_row(pool, run_id)
     assert row["state"] == "timed_out", row

@@ -6,7 +6,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from maintainer_testing import create_job
+
+from support.store import create_job
 
 
 @pytest.fixture

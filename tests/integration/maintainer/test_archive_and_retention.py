@@ -14,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from maintainer_testing import (
+from prometheus_client import REGISTRY
+
+from sundial.scheduler import maintainer, trigger
+from sundial.scheduling import clock as clocks
+from sundial.store import leases
+from sundial.store import pool as store_pool
+from support.maintainer import (
     ACTIVE,
     HOLDER,
     TERMINAL,
@@ -25,12 +31,6 @@ from maintainer_testing import (
     month_start,
     partition_months,
 )
-from prometheus_client import REGISTRY
-
-from sundial.scheduler import maintainer, trigger
-from sundial.scheduling import clock as clocks
-from sundial.store import leases
-from sundial.store import pool as store_pool
 
 HOT_WINDOW = timedelta(hours=1)
 #: Finished this long ago: well inside, or well past, the hot window.

@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from maintainer_testing import HOLDER, insert_run, states
 from prometheus_client import REGISTRY
 
 from sundial.scheduler import maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import leases
 from sundial.store import pool as store_pool
+from support.maintainer import HOLDER, insert_run, states
 
 
 async def test_only_the_lease_holder_maintains_and_a_successor_takes_over(

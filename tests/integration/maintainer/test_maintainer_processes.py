@@ -18,7 +18,9 @@ from datetime import timedelta
 from typing import IO, Any
 
 import pytest
-from maintainer_testing import insert_run, states
+
+from support.maintainer import insert_run, states
+from support.polling import wait_until
 
 TESTS_DIR = pathlib.Path(__file__).resolve().parents[2]
 #: Every line of every daemon has these (observability.json_logs).
@@ -75,17 +77,6 @@ def daemons(tmp_path: pathlib.Path) -> Iterator[Callable[..., Daemon]]:
         daemon.close()
 
 
-def eventually(predicate: Callable[[], Any], *, within: float = 30.0, what: str = "") -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not met within {within}s: {what}")
-        time.sleep(0.05)
-
-
 def scheduler(daemons: Callable[..., Daemon], dsn: str, holder: str) -> Daemon:
     return daemons(
         holder,
@@ -111,14 +102,14 @@ def test_the_standby_scheduler_takes_over_and_its_maintainer_reaps(
     daemons: Callable[..., Daemon], store_dsn: str, job: uuid.UUID
 ) -> None:
     one = scheduler(daemons, store_dsn, "scheduler-1")
-    eventually(lambda: one.said("leading"), what="the first scheduler to lead")
+    wait_until(lambda: one.said("leading"), what="the first scheduler to lead")
     two = scheduler(daemons, store_dsn, "scheduler-2")
-    eventually(lambda: two.said("standing by"), what="the second scheduler to stand by")
+    wait_until(lambda: two.said("standing by"), what="the second scheduler to stand by")
     assert two.said("standing by")[0]["leader"] == "scheduler-1"
-    eventually(lambda: one.said("maintainer leading"), what="the leader's maintainer")
+    wait_until(lambda: one.said("maintainer leading"), what="the leader's maintainer")
 
     crashed = insert_run(store_dsn, job, "running", lease_in=-timedelta(seconds=1))
-    eventually(lambda: states(store_dsn)[crashed] == "pending", what="the leader to reap")
+    wait_until(lambda: states(store_dsn)[crashed] == "pending", what="the leader to reap")
     assert [line["count"] for line in one.said("reaped expired leases")] == [1]
     requeued = 'sundial_maintainer_leases_reaped_total{outcome="requeued"}'
     assert metric(one, requeued) == 1.0
@@ -126,10 +117,10 @@ def test_the_standby_scheduler_takes_over_and_its_maintainer_reaps(
     assert metric(two, "sundial_maintainer_leading") == 0.0
 
     one.stop(signal.SIGKILL)  # no release: the lease has to run out
-    eventually(lambda: two.said("taking over"), within=20, what="the standby to take over")
-    eventually(lambda: two.said("maintainer leading"), what="the new leader's maintainer")
+    wait_until(lambda: two.said("taking over"), within=20, what="the standby to take over")
+    wait_until(lambda: two.said("maintainer leading"), what="the new leader's maintainer")
     again = insert_run(store_dsn, job, "running", lease_in=-timedelta(seconds=1))
-    eventually(lambda: states(store_dsn)[again] == "pending", what="the new leader to reap")
+    wait_until(lambda: states(store_dsn)[again] == "pending", what="the new leader to reap")
     assert two.said("reaped expired leases")
     assert two.stop() == 0
 
@@ -151,7 +142,7 @@ def test_a_runner_reaps_only_with_maintenance(
     )
     runner = ("runner", "--dsn", store_dsn, "--handlers", "handlers.loop_jobs")
     quiet = daemons("quiet", *runner, "--metrics-port", "-1", "--worker-id", "quiet")
-    eventually(lambda: quiet.said("runner starting"), what="the runner to start")
+    wait_until(lambda: quiet.said("runner starting"), what="the runner to start")
     time.sleep(2.5)  # ten claim polls and more than two of the old reaper's ticks
     assert states(store_dsn)[crashed] == "running"
     assert quiet.stop() == 0
@@ -163,7 +154,7 @@ def test_a_runner_reaps_only_with_maintenance(
     reaping = daemons(
         "reaping", *runner, "--metrics-port", "-1", "--maintenance", "--maintenance-seconds", "0.2"
     )
-    eventually(lambda: states(store_dsn)[crashed] == "pending", what="--maintenance to reap")
+    wait_until(lambda: states(store_dsn)[crashed] == "pending", what="--maintenance to reap")
     assert reaping.stop() == 0
 
 
@@ -184,7 +175,7 @@ def test_the_pod_launcher_logs_json_with_the_daemon_keys(
         )
     )
     launcher = daemons("pods", "pod-launcher", "--dsn", store_dsn, "--kubeconfig", str(kubeconfig))
-    started = eventually(lambda: launcher.said("pod launcher running"), what="the launcher")
+    started = wait_until(lambda: launcher.said("pod launcher running"), what="the launcher")
     assert started[0]["logger"] == "sundial.pods" and started[0]["queues"] == ["default"]
     assert launcher.stop() == 0
     lines = launcher.lines()

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from maintainer_testing import HOLDER, create_job, insert_run
 from prometheus_client import REGISTRY
 
 from sundial.observability import maintainer_metrics
@@ -16,6 +15,8 @@ from sundial.scheduler import maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import leases, maintenance
 from sundial.store import pool as store_pool
+from support.maintainer import HOLDER, insert_run
+from support.store import create_job
 
 
 def _finished(namespace: str, name: str, state: str) -> float | None:

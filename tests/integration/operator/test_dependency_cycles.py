@@ -17,11 +17,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from recording_api import RecordingApi
 from test_hostile_manifests import condition, metadata, operator_context, reconciled
 
 from sundial.api import conditions
 from sundial.operator import job_runs, kube
+from support.recording_api import RecordingApi
 
 NAMESPACE = "default"
 NAMES = [f"run-{letter}" for letter in "abcde"]

@@ -21,14 +21,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from recording_api import RecordingApi
 
-import crd_admission
 from sundial.api import conditions
 from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
 from sundial.scheduling import clock
 from sundial.store import pool as store_pool
 from sundial.store import schedules
+from support import crd_admission
+from support.recording_api import RecordingApi
 
 NOW = datetime.datetime(2026, 12, 1, 9, 0, tzinfo=datetime.UTC)
 NAMESPACE = "default"

@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from runner_process_helpers import invoke
 
 from sundial.runner import loop_lag, outcomes, registry
 from sundial.runner.executors import process_executor
+from support.invocations import invoke
 
 
 @pytest.fixture

@@ -7,10 +7,11 @@ import os
 import pathlib
 
 import pytest
-from runner_process_helpers import eventually, invoke
 
 from sundial.runner import outcomes, registry
 from sundial.runner.executors import subprocess_executor
+from support.invocations import invoke
+from support.polling import wait_until_async
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ async def test_timeout_kills_a_child_that_ignores_sigterm(
     pid_file = tmp_path / "pid"
     job = invoke("sample.sub_stubborn", {"pid_file": str(pid_file)}, timeout_seconds=3)
     running = asyncio.ensure_future(executor.run(job))
-    await eventually(lambda: bool(executor.child_pids))
+    await wait_until_async(lambda: bool(executor.child_pids))
     (pid,) = executor.child_pids
     outcome = await running
     assert isinstance(outcome, outcomes.TimedOut)
@@ -75,7 +76,7 @@ async def test_cancellation_sends_sigterm_and_a_cooperative_child_exits(
     pid_file = tmp_path / "pid"
     job = invoke("sample.sub_cooperative", {"pid_file": str(pid_file)})
     running = asyncio.ensure_future(executor.run(job))
-    await eventually(lambda: pid_file.exists() and pid_file.read_text() != "")
+    await wait_until_async(lambda: pid_file.exists() and pid_file.read_text() != "")
     pid = int(pid_file.read_text())
     assert pid in executor.child_pids
     job.cancel.set()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 
 import psycopg
-from runner_loop_testing import Runners, create_job, eventually, states, submit
+
+from support.runner_loop import Runners, create_job, eventually, states, submit
 
 RUNS = 3000
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import urllib.request
 
 from click.testing import CliRunner
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
 
 from sundial import cli
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 
 def test_args_rejected_by_the_model_fail_without_retry(dsn: str, runners: Runners) -> None:

@@ -7,7 +7,7 @@ import os
 import pathlib
 import time
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 
 def _alive(pid: int) -> bool:

@@ -4,7 +4,8 @@ runner tells /metrics and PostgreSQL (the circuits table) about it."""
 from __future__ import annotations
 
 import psycopg
-from runner_loop_testing import Runners, create_job, eventually, states, submit
+
+from support.runner_loop import Runners, create_job, eventually, states, submit
 
 WRITE_COUNTER = """
 CREATE TABLE circuit_writes (n bigserial PRIMARY KEY, state text NOT NULL);

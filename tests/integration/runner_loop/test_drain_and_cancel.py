@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
-
 from sundial.store import pool as store_pool
 from sundial.store import runs
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 
 async def test_cancelling_a_running_run_stops_the_job(dsn: str, runners: Runners) -> None:

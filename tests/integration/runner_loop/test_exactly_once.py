@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import pathlib
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, states, submit
+from support.runner_loop import Runners, create_job, eventually, run_row, states, submit
 
 
 def test_many_noop_jobs_complete_exactly_once(

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pathlib
 
 import psycopg
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 QUICK = ("--maintenance-seconds", "0.2", "--lease-seconds", "3")
 

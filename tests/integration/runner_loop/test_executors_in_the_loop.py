@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 
 def _samples_over_one_second(runner_metrics: str) -> float:

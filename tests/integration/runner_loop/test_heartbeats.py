@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from runner_loop_testing import Runners, create_job, eventually, states, submit
+from support.runner_loop import Runners, create_job, eventually, states, submit
 
 # A 3 s lease: an attempt is extended once its lease was last set 1 s ago (a third of it).
 LEASE = ("--lease-seconds", "3", "--maintenance-seconds", "0.2")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 SHORT_LEASE = ("--lease-seconds", "2", "--maintenance-seconds", "0.2")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 SHORT_LEASE = ("--lease-seconds", "2", "--maintenance-seconds", "0.2")
 DEFAULT_BUDGET = 3  # job_runs.max_lost_leases' default

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 
-from runner_loop_testing import HANDLERS, TESTS_DIR
+from support.runner_loop import HANDLERS, TESTS_DIR
 
 
 def test_a_taken_metrics_port_is_a_clear_error_and_exit_2(dsn: str) -> None:

@@ -6,10 +6,10 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from runner_loop_testing import Runners, create_job, eventually, states, submit
 
 from sundial.localdev import postgres
 from sundial.store import migrate
+from support.runner_loop import Runners, create_job, eventually, states, submit
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import psycopg
-from runner_loop_testing import Runners, create_job, eventually, states, submit
+
+from support.runner_loop import Runners, create_job, eventually, states, submit
 
 
 def test_retries_past_the_budget_wait_for_the_window_and_still_count(

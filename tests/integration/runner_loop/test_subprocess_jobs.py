@@ -7,7 +7,7 @@ import json
 import pathlib
 import time
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 
 def test_a_subprocess_job_gets_no_database_credentials(

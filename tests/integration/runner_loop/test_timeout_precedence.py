@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from runner_loop_testing import Runners, create_job, eventually, run_row, submit
+from support.runner_loop import Runners, create_job, eventually, run_row, submit
 
 
 def _ended(dsn: str, run_id: int) -> dict[str, object] | None:

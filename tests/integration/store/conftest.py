@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from store_testing import create_job
+
+from support.store import create_job
 
 
 @pytest.fixture

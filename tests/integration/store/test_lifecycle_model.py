@@ -24,10 +24,10 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from store_testing import create_job
 
 from sundial.store import claims, reaper, runs
 from sundial.store import pool as store_pool
+from support.store import create_job
 
 T = TypeVar("T")
 MAX_RETRIES = 2

@@ -83,7 +83,7 @@ def _unindexed_scans(plan: dict[str, Any]) -> list[str]:
 
 @pytest.fixture
 def hot_table(store_dsn: str) -> str:
-    from store_testing import create_job
+    from support.store import create_job
 
     _build(store_dsn, create_job(store_dsn))
     with psycopg.connect(store_dsn, autocommit=True) as conn:

@@ -5,9 +5,9 @@ time."""
 from __future__ import annotations
 
 import pytest
-from trigger_testing import START
 
 from sundial.scheduling import clock
+from support.trigger import START
 
 
 @pytest.fixture

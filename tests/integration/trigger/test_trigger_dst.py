@@ -11,11 +11,11 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from trigger_testing import UNPACED, add_schedule, fire_times
 
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import pool
+from support.trigger import UNPACED, add_schedule, fire_times
 
 
 def utc(text: str) -> datetime:

@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 from click.testing import CliRunner
-from trigger_testing import START, UNPACED, add_schedule, fire_times
 
 from sundial import cli
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, schedules
+from support.trigger import START, UNPACED, add_schedule, fire_times
 
 
 async def test_only_the_lease_holder_fires_and_a_successor_resumes(

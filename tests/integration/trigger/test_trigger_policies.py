@@ -6,12 +6,13 @@ import uuid
 from datetime import timedelta
 
 import prometheus_client
-import trigger_testing
-from trigger_testing import START, UNPACED, add_schedule, fire_times
+import pytest
 
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, runs, schedules
+from support import trigger as trigger_testing
+from support.trigger import START, UNPACED, add_schedule, fire_times
 
 
 async def test_two_hours_of_downtime_coalesce_one_backfill_five_skip_none(
@@ -77,10 +78,29 @@ async def _running_run(pool: pool.Pool, uid: uuid.UUID, loop: trigger.TriggerLoo
     return claimed.id
 
 
-async def test_forbid_skips_a_fire_while_a_run_is_running(
-    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+@pytest.mark.parametrize(
+    ("policy", "created", "skipped", "cancelled", "fire_minutes"),
+    [
+        # Forbid: the fire is skipped (JobAlreadyActive); the running run is left alone.
+        ("Forbid", 0, 1, 0, [1]),
+        # Allow: a second run starts beside the running one.
+        ("Allow", 1, 0, 0, [1, 2]),
+        # Replace: the running run is cancelled the way runs.cancel does it (its worker is
+        # told, on its next heartbeat), then the new one starts.
+        ("Replace", 1, 0, 1, [1, 2]),
+    ],
+)
+async def test_a_fire_that_meets_a_running_run_follows_the_concurrency_policy(
+    pool: pool.Pool,
+    store_dsn: str,
+    manual_clock: clock.ManualClock,
+    policy: str,
+    created: int,
+    skipped: int,
+    cancelled: int,
+    fire_minutes: list[int],
 ) -> None:
-    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Forbid")
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy=policy)
     loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
     manual_clock.set(START + timedelta(minutes=1))
     running = await _running_run(pool, uid, loop)
@@ -88,47 +108,16 @@ async def test_forbid_skips_a_fire_while_a_run_is_running(
     manual_clock.set(START + timedelta(minutes=2))
     report = await loop.tick()
 
-    assert report.skipped == 1 and report.created == 0
-    assert any("JobAlreadyActive" in outcome.events for outcome in report.outcomes)
-    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=1)]
+    assert (report.created, report.skipped, report.cancelled) == (created, skipped, cancelled)
+    assert any("JobAlreadyActive" in outcome.events for outcome in report.outcomes) == (
+        policy == "Forbid"
+    )
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in fire_minutes]
     info = await runs.get(pool, running)
-    assert info is not None and info.state == "running" and not info.cancel_requested
-
-
-async def test_allow_starts_a_second_run_beside_the_running_one(
-    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
-) -> None:
-    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Allow")
-    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
-    manual_clock.set(START + timedelta(minutes=1))
-    running = await _running_run(pool, uid, loop)
-
-    manual_clock.set(START + timedelta(minutes=2))
-    assert (await loop.tick()).created == 1
-
-    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
-    info = await runs.get(pool, running)
-    assert info is not None and info.state == "running" and not info.cancel_requested
-
-
-async def test_replace_cancels_the_running_run_then_starts_the_new_one(
-    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
-) -> None:
-    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="Replace")
-    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
-    manual_clock.set(START + timedelta(minutes=1))
-    running = await _running_run(pool, uid, loop)
-
-    manual_clock.set(START + timedelta(minutes=2))
-    report = await loop.tick()
-
-    assert report.created == 1 and report.cancelled == 1
-    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
-    info = await runs.get(pool, running)
-    # A running run is cancelled the way runs.cancel does it: its worker is told.
-    assert info is not None and info.state == "running" and info.cancel_requested
+    assert info is not None and info.state == "running"
+    assert info.cancel_requested == bool(cancelled)
     beat = await claims.heartbeat(pool, "worker-1", [(running, 1)])
-    assert running in beat.cancel_requested
+    assert (running in beat.cancel_requested) == bool(cancelled)
 
 
 async def test_replace_ends_a_run_that_has_not_started(

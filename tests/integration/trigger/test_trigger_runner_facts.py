@@ -41,9 +41,8 @@ async def test_the_leader_marks_runs_no_live_runner_serves(
 async def test_fired_and_submitted_runs_carry_the_jobs_lost_lease_budget(
     pool: store_pool.Pool, store_dsn: str
 ) -> None:
-    from trigger_testing import START, UNPACED, add_schedule
-
     from sundial.scheduling import clock
+    from support.trigger import START, UNPACED, add_schedule
 
     uid = await add_schedule(pool, START, "* * * * *", name="crashy", retry={"maxLostLeases": 1})
     [fired] = (

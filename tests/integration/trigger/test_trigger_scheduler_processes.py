@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
-from trigger_testing import bulk_schedules
+
+from support.trigger import bulk_schedules
 
 SUNDIAL = shutil.which("sundial", path=str(Path(sys.executable).parent))
 

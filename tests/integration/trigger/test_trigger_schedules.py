@@ -6,12 +6,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import psycopg
-from trigger_testing import START, UNPACED, add_schedule, fire_times, spec
 
 from sundial.api import scheduled_job
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, reaper, schedules
+from support.trigger import START, UNPACED, add_schedule, fire_times, spec
 
 
 async def test_a_due_schedule_creates_its_run_with_the_fire_time_and_advances(

@@ -7,11 +7,11 @@ import uuid
 from datetime import timedelta
 
 import psycopg
-from trigger_testing import START, bulk_schedules
 
 from sundial.scheduler import trigger
 from sundial.scheduling import clock, spread
 from sundial.store import pool
+from support.trigger import START, bulk_schedules
 
 SCHEDULES = 10_000
 LIMIT = SCHEDULES * 2 // 100  # no second of run_at may hold more than 2 % of the fires

@@ -6,17 +6,20 @@ loops tick without it, driven with the same simulated instants at the same time.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import psycopg
-from trigger_testing import START, bulk_schedules
 
 from sundial.scheduling import cron
+from support.trigger import START, bulk_schedules
 
-CHILD = Path(__file__).with_name("trigger_process.py")
+#: The trigger loop of a child process (support/trigger_process.py), and where it is found.
+CHILD = ["-m", "support.trigger_process"]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 SCHEDULES = {"* * * * *": 250, "*/2 * * * *": 250, "*/3 * * * *": 250, "*/5 * * * *": 250}
 STEP = timedelta(seconds=15)
 DURATION = timedelta(minutes=10)
@@ -29,7 +32,8 @@ def test_two_loops_in_two_processes_create_every_fire_exactly_once(store_dsn: st
     }
     children = [
         subprocess.Popen(
-            [sys.executable, str(CHILD), store_dsn, f"loop-{index}"],
+            [sys.executable, *CHILD, store_dsn, f"loop-{index}"],
+            env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

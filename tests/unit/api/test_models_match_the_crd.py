@@ -15,8 +15,8 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import crd_admission
 from sundial.api import job_run, messages, scheduled_job
+from support import crd_admission
 
 MODELS: dict[str, type[pydantic.BaseModel]] = {
     "ScheduledJob": scheduled_job.ScheduledJob,

@@ -11,9 +11,10 @@ import copy
 import pathlib
 from typing import Any
 
-import argocd_lua
 import pytest
 import yaml
+
+from support import argocd_lua
 
 CHART = pathlib.Path(__file__).resolve().parents[3] / "charts" / "sundial"
 CUSTOMIZATIONS = CHART / "argocd" / "sundial.dev"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 import uuid
 
+import pytest
+
 from sundial.operator import status
 from sundial.scheduling import run_state
 from sundial.store import circuits, history
@@ -208,32 +210,26 @@ def test_active_count_is_the_stores_count_not_the_listed_runs():
     assert len(result["active"]) == 100
 
 
-def test_a_quarantined_schedule_is_stalled_by_consecutive_failures():
-    quarantined = schedule(
-        quarantined=True, quarantine_message="suspended after 3 consecutive failed runs"
-    )
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("suspended after 3 consecutive failed runs", "ConsecutiveFailures"),
+        ("failurePolicy Quarantine: exit code 42", "QuarantineRule"),
+    ],
+    ids=["consecutive failures", "a failure policy rule"],
+)
+def test_a_quarantined_schedule_is_stalled_and_says_why(message: str, reason: str) -> None:
+    quarantined = schedule(quarantined=True, quarantine_message=message)
     result = status.scheduled_job_status(
         body(), spec_error=None, schedule=quarantined, window=None, missed=None, now=NOW
     )
     conditions = by_type(result)
     for condition_type in ("Stalled", "Quarantined", "Suspended"):
         assert conditions[condition_type]["status"] == "True"
-        assert conditions[condition_type]["reason"] == "ConsecutiveFailures"
+        assert conditions[condition_type]["reason"] == reason
+    assert conditions["Stalled"]["message"] == message
     assert conditions["Ready"]["status"] == "False"
     assert result["nextScheduleTime"] is None
-
-
-def test_a_schedule_quarantined_by_a_failure_policy_rule_says_so():
-    quarantined = schedule(
-        quarantined=True, quarantine_message="failurePolicy Quarantine: exit code 42"
-    )
-    result = status.scheduled_job_status(
-        body(), spec_error=None, schedule=quarantined, window=None, missed=None, now=NOW
-    )
-    conditions = by_type(result)
-    assert conditions["Stalled"]["reason"] == "QuarantineRule"
-    assert conditions["Quarantined"]["reason"] == "QuarantineRule"
-    assert conditions["Stalled"]["message"] == "failurePolicy Quarantine: exit code 42"
 
 
 def _job_run_conditions(state: str) -> dict[str, tuple[str, str]]:

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import asyncio
 
-from runner_helpers import invoke
-
 from sundial.runner import outcomes, registry
 from sundial.runner.executors import async_executor
+from support.invocations import invoke
 
 HANDLERS = registry.default_registry
 

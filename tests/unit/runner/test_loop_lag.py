@@ -3,10 +3,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from runner_helpers import invoke
-
 from sundial.runner import loop_lag, outcomes, registry
 from sundial.runner.executors import async_executor
+from support.invocations import invoke
 
 
 async def test_a_handler_blocking_the_loop_shows_up_in_loop_lag() -> None:

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from runner_helpers import invoke
-
 from sundial.observability import metrics
 from sundial.runner import outcomes, registry
 from sundial.runner.executors import async_executor, router, thread_executor
+from support.invocations import invoke
 
 
 async def test_each_handler_goes_to_the_executor_of_its_model() -> None:

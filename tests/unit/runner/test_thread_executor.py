@@ -6,11 +6,12 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from runner_helpers import eventually, invoke
 
 from handlers import sample_jobs
 from sundial.runner import outcomes, registry
 from sundial.runner.executors import thread_executor
+from support.invocations import invoke
+from support.polling import wait_until_async
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ async def test_timeout_leaks_the_slot_until_the_thread_returns(
     assert executor.leaked == 1
     assert executor.busy == 1
     event.set()
-    await eventually(lambda: executor.leaked == 0 and executor.busy == 0)
+    await wait_until_async(lambda: executor.leaked == 0 and executor.busy == 0)
 
 
 async def test_timeout_sets_the_cooperative_cancellation_signal(
@@ -75,7 +76,7 @@ async def test_timeout_sets_the_cooperative_cancellation_signal(
 ) -> None:
     outcome = await executor.run(invoke("sample.thread_cooperative", timeout_seconds=0.05))
     assert isinstance(outcome, outcomes.TimedOut)
-    await eventually(lambda: executor.leaked == 0)
+    await wait_until_async(lambda: executor.leaked == 0)
 
 
 async def test_cancellation_reports_cancelled_and_signals_the_thread(
@@ -83,10 +84,10 @@ async def test_cancellation_reports_cancelled_and_signals_the_thread(
 ) -> None:
     job = invoke("sample.thread_cooperative")
     running = asyncio.ensure_future(executor.run(job))
-    await eventually(lambda: executor.busy == 1)
+    await wait_until_async(lambda: executor.busy == 1)
     job.cancel.set()
     assert await running == outcomes.Cancelled()
-    await eventually(lambda: executor.busy == 0 and executor.leaked == 0)
+    await wait_until_async(lambda: executor.busy == 0 and executor.leaked == 0)
 
 
 async def test_a_queued_job_that_times_out_never_leaks(
@@ -97,7 +98,7 @@ async def test_a_queued_job_that_times_out_never_leaks(
         asyncio.ensure_future(executor.run(invoke("sample.thread_gate", {"gate": name})))
         for _ in range(2)
     ]
-    await eventually(lambda: executor.busy == 2)
+    await wait_until_async(lambda: executor.busy == 2)
     queued = await executor.run(invoke("sample.thread_ok", timeout_seconds=0.05))
     assert isinstance(queued, outcomes.TimedOut)
     assert "never started" in queued.error

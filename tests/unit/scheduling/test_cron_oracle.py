@@ -16,12 +16,12 @@ import os
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-import cron_oracle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sundial.scheduling import cron, errors
+from support import cron_oracle
 
 ZONES = [
     "UTC",

@@ -13,18 +13,6 @@ TERMINAL = ("completed", "failed", "timed_out", "cancelled", "dead_lettered")
 HOLDER = "maintainer-test"
 
 
-def create_job(dsn: str, name: str = "job") -> uuid.UUID:
-    """Insert a job definition as the operator would; returns its id."""
-    job = uuid.uuid4()
-    with psycopg.connect(dsn) as conn:
-        conn.execute(
-            "INSERT INTO job_definitions (id, namespace, name, handler, backoff_base_seconds,"
-            " backoff_cap_seconds) VALUES (%s, 'default', %s, %s, 0, 0)",
-            (job, name, f"handlers.{name}"),
-        )
-    return job
-
-
 def insert_run(
     dsn: str,
     job: uuid.UUID,

@@ -1,11 +1,11 @@
-"""Where the chart is, for the chart's tests (imported by name, like operator_testing)."""
+"""Where the chart is, and values that turn all of it on, for the chart's tests."""
 
 from __future__ import annotations
 
 import pathlib
 from typing import Any
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[3]
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 CHART = REPOSITORY / "charts" / "sundial"
 
 #: Non-default values that turn every optional part on.

@@ -1,13 +1,13 @@
-"""Helpers for pod-mode tests: a job in the store, a launcher task, and waits with deadlines."""
+"""Helpers for pod-mode tests: a job in the store, a launcher task, and waits for a run's
+state and Pods (``support.polling``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from sundial.api import scheduled_job
 from sundial.pods import launcher, manifests
 from sundial.store import pool as store_pool
 from sundial.store import reaper, runs, schedules
+from support import polling
 
 OUTCOME = "sundial.dev/kwok-outcome"
 EXIT_CODE = "sundial.dev/kwok-exit-code"
@@ -90,27 +91,15 @@ async def run_row(pool: store_pool.Pool, run_id: int) -> dict[str, Any]:
     return dict(zip(names, row, strict=True))
 
 
-async def wait_until(
-    check: Callable[[], Awaitable[Any]], *, within: float = 60, what: str = "condition"
-) -> Any:
-    """Poll ``check`` until it returns something truthy; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{what} not reached within {within}s; last: {last!r}")
-
-
 async def wait_state(pool: store_pool.Pool, run_id: int, *states: str, within: float = 60) -> Any:
     async def check() -> dict[str, Any] | None:
         row = await run_row(pool, run_id)
         return row if row["state"] in states else None
 
     try:
-        return await wait_until(check, within=within, what=f"run {run_id} in {states}")
+        return await polling.wait_until_async(
+            check, within=within, what=f"run {run_id} in {states}"
+        )
     except AssertionError as error:
         raise AssertionError(f"{error}; row: {await run_row(pool, run_id)}") from None
 
@@ -133,7 +122,7 @@ async def wait_pods(
         pods = await asyncio.to_thread(run_pods, core_api, namespace, run_id)
         return (pods,) if condition(pods) else None  # a tuple: an empty list is a match too
 
-    [pods] = await wait_until(check, within=within, what=f"Pods of run {run_id}")
+    [pods] = await polling.wait_until_async(check, within=within, what=f"Pods of run {run_id}")
     return pods
 
 
@@ -221,11 +210,7 @@ class PodEvents:
         """Start watching; returns once the watch has seen the run's existing Pods (at least
         one must exist), so no later change can be missed."""
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self.events:
-            if time.monotonic() > deadline:
-                raise AssertionError("the watch saw no Pod of the run within 10s")
-            time.sleep(0.05)
+        polling.wait_until(lambda: self.events, within=10, what="the watch to see a Pod of the run")
         return self
 
     def __exit__(self, *exc_info: object) -> None:

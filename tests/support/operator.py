@@ -27,23 +27,10 @@ from typing import Any
 
 from sundial.store import claims
 from sundial.store import pool as store_pool
+from support.polling import wait_until
 
-REPOSITORY = Path(__file__).resolve().parents[3]
+REPOSITORY = Path(__file__).resolve().parents[2]
 TESTS = REPOSITORY / "tests"
-
-
-def wait_until(
-    predicate: Callable[[], Any], *, timeout: float, what: str, every: float = 0.25
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
 
 
 class OperatorProcess:
@@ -388,7 +375,7 @@ def finished_run(
         return None
 
     found: dict[str, Any] = wait_until(
-        done, timeout=timeout, what=f"a {phase} JobRun of {job} with its Pod's data"
+        done, within=timeout, what=f"a {phase} JobRun of {job} with its Pod's data"
     )
     return found
 
@@ -417,7 +404,7 @@ def warnings_once(
         return events if len(events) >= len(subjects) else None
 
     events: list[dict[str, Any]] = wait_until(
-        found, timeout=timeout, what=f"{len(subjects)} {reason} Events on {name}"
+        found, within=timeout, what=f"{len(subjects)} {reason} Events on {name}"
     )
     assert {event["type"] for event in events} == {event_type}, events
     assert all(event["count"] == 1 for event in events), events

@@ -27,7 +27,7 @@ import pytest
 from sundial.localdev import oci_archive
 from sundial.store import migrate
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.slow
 

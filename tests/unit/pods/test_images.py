@@ -16,7 +16,7 @@ import pytest
 
 from sundial.pods import manifests
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def final_stage(dockerfile: pathlib.Path) -> list[str]:

@@ -25,7 +25,7 @@ import pytest
 
 from sundial.localdev import oci_archive
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 BUILD = ROOT / "hack" / "images" / "build"
 KEY = re.compile(r"[0-9a-f]{12}")
 

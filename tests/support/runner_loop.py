@@ -8,7 +8,6 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,34 +16,19 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-TESTS_DIR = pathlib.Path(__file__).resolve().parents[2]
+from support import polling, store
+
+TESTS_DIR = pathlib.Path(__file__).resolve().parents[1]
 HANDLERS = "handlers.loop_jobs"
 
 
 def create_job(dsn: str, handler: str, **overrides: Any) -> uuid.UUID:
-    """Insert a job definition as the operator would; returns its id."""
-    values: dict[str, Any] = {
-        "id": uuid.uuid4(),
-        "namespace": "default",
-        "name": f"{handler}-{uuid.uuid4().hex[:6]}",
-        "handler": handler,
-        "execution_model": "async",
-        "queue": "default",
-        "priority": 1,
-        "timeout_seconds": 60,
-        "max_retries": 3,
-        "backoff_base_seconds": 0.0,
-        "backoff_cap_seconds": 0.0,
-        **overrides,
-    }
-    columns = ", ".join(values)
-    placeholders = ", ".join(f"%({key})s" for key in values)
-    with psycopg.connect(dsn) as conn:
-        conn.execute(
-            f"INSERT INTO job_definitions ({columns}) VALUES ({placeholders})",  # type: ignore[arg-type]
-            values,
-        )
-    return values["id"]  # type: ignore[no-any-return]
+    """``store.create_job`` for ``handler``: a name of its own, the async model unless
+    ``overrides`` say otherwise; returns its id."""
+    name = f"{handler}-{uuid.uuid4().hex[:6]}"
+    return store.create_job(
+        dsn, name, **{"handler": handler, "execution_model": "async", **overrides}
+    )
 
 
 def submit(
@@ -90,19 +74,14 @@ def states(dsn: str) -> dict[str, int]:
     return {state: count for state, count in rows}
 
 
+#: What a predicate may raise while PostgreSQL or a runner restarts under it: "not yet".
+RESTARTING = (psycopg.OperationalError, OSError)
+
+
 def eventually(predicate: Callable[[], Any], *, within: float = 30.0, what: str = "") -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            value = predicate()
-        except (psycopg.OperationalError, OSError):
-            value = None  # the database or the runner is restarting; keep polling
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not met within {within}s: {what or predicate}")
-        time.sleep(0.05)
+    """``polling.wait_until`` through restarts: these tests restart PostgreSQL and runners
+    while they wait, so a refused connection counts as "not yet" (``RESTARTING``)."""
+    return polling.wait_until(predicate, within=within, what=what, every=0.05, tolerate=RESTARTING)
 
 
 class RunnerProcess:

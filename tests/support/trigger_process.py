@@ -1,8 +1,9 @@
 """A trigger loop in its own OS process, driven in lock step over stdin.
 
-``python trigger_process.py DSN HOLDER`` prints ``ready``; then each line ``tick <iso instant>``
-sets its ManualClock to that instant, runs one tick and prints ``done <runs created>``; ``quit``
-(or end of input) stops it. The two-loop test drives two of these with the same instants.
+``python -m support.trigger_process DSN HOLDER`` (with ``tests/`` on ``PYTHONPATH``) prints
+``ready``; then each line ``tick <iso instant>`` sets its ManualClock to that instant, runs one
+tick and prints ``done <runs created>``; ``quit`` (or end of input) stops it. The two-loop test
+drives two of these with the same instants.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import asyncio
 import sys
 from datetime import datetime
 
-from trigger_testing import START
-
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import pool as store_pool
+from support.trigger import START
 
 
 async def main(dsn: str, holder: str) -> None:

@@ -1,17 +1,17 @@
-"""Fixtures for the operator on the local control plane: CRDs, a migrated database per test,
-and the operator as a subprocess (``operator_testing.OperatorProcess``)."""
+"""Fixtures for the operator on the local control plane (a ``pytest_plugins`` module): CRDs,
+a migrated database per test, and the operator as a subprocess (``support.operator``'s
+``OperatorProcess``). They ask for the cluster tier's fixtures (``kubectl``, ``kubeconfig``,
+``namespace``; tests/cluster/conftest.py), so only tests under tests/cluster can use them."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testing import REPOSITORY, OperatorProcess, running
 
-from sundial.store import migrate
+from support.operator import REPOSITORY, OperatorProcess, running
 
 
 @pytest.fixture(scope="session")
@@ -26,18 +26,11 @@ def sundial_crds_applied(kubectl: Any) -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def operator_template(postgres_server: Any) -> Iterator[str]:
-    name = f"sundial_operator_template_{uuid.uuid4().hex[:8]}"
-    migrate.migrate(postgres_server.create_database(name))
-    yield name
-    postgres_server.drop_database(name)
-
-
 @pytest.fixture
-def operator_dsn(make_database: Callable[..., str], operator_template: str) -> str:
-    """A fresh, migrated database for one test."""
-    return make_database(template=operator_template)
+def operator_dsn(make_database: Callable[..., str], migrated_template: str) -> str:
+    """A fresh, migrated database for one test (``store_dsn`` by the name the operator's
+    tests know it by)."""
+    return make_database(template=migrated_template)
 
 
 @pytest.fixture
