@@ -22,6 +22,7 @@ Per fault, after it ends and the stack has had its recovery budget:
     .venv/bin/python bench/faults.py            # full sizes (10,000 schedules, 60 s outage)
     .venv/bin/python bench/faults.py --quick    # a few minutes
     .venv/bin/python bench/faults.py --quick --only runner-kill-9,poison
+    .venv/bin/python bench/faults.py --quick --only oom-storm,eviction-storm  # bench/pod_faults.py
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import bench_handlers
+import pod_faults
 import psycopg
 import stack
 
@@ -447,6 +449,7 @@ FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     "downstream-outage": downstream_outage,
     "thundering-schedules": thundering,
 }
+FAULTS.update(pod_faults.FAULTS)  # on the real node: run with --only or --real-node
 
 
 def run(options: argparse.Namespace) -> list[Result]:
@@ -455,7 +458,8 @@ def run(options: argparse.Namespace) -> list[Result]:
         if options.quick
         else Sizes(quick=False, runs=5000, schedules=10_000, outage=60, budget=120)
     )
-    names = options.only.split(",") if options.only else list(FAULTS)
+    default = [n for n in FAULTS if options.real_node or n not in pod_faults.FAULTS]
+    names = options.only.split(",") if options.only else default
     unknown = [n for n in names if n not in FAULTS]
     if unknown:
         raise SystemExit(f"unknown fault(s) {unknown}: pick from {', '.join(FAULTS)}")
@@ -490,6 +494,7 @@ def render(results: list[Result], options: argparse.Namespace) -> str:
         for r in results
     ]  # fmt: skip
     command = ".venv/bin/python bench/faults.py" + (" --quick" if options.quick else "")
+    command += " --real-node" if options.real_node else ""
     if options.only:
         command += f" --only {options.only}"
     return stack.table(headers, rows) + f"\nreproduce: {command} --seed {options.seed}"
@@ -500,6 +505,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="", help="comma-separated faults: " + ", ".join(FAULTS))
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
+    parser.add_argument("--real-node", action="store_true", help="also the real node's storms")
     parser.add_argument("--json", help="also write the results to this file")
     options = parser.parse_args()
     results = run(options)

@@ -111,6 +111,10 @@ class LauncherSettings:
     delete_grace_seconds: int = 5
     #: Our clock's timeout fires this long after activeDeadlineSeconds should have.
     timeout_slack_seconds: float = 5.0
+    #: How long past a deleted Pod's grace period the kubelet's final status is waited for
+    #: (then the Pod is GONE, reason PodDeleted, with no exit code). A loaded node reports late:
+    #: 20 Pods deleted at once at a load of 20-30 reported 2.7-10.8 s after the delete.
+    deletion_slack_seconds: float = outcomes.DELETION_SLACK.total_seconds()
     manifest: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
     #: Follow the tracked Pods with a watch that wakes the loop (off: poll only).
     watch: bool = True
@@ -186,6 +190,9 @@ class _Attempt:
     #: An adopted attempt whose Pod the store says was created (its name is recorded): if it
     #: is not found, it was deleted, and is not created again.
     pod_recorded: bool = False
+    #: The earliest delete request of its Pod seen on a step: the kubelet's own last delete
+    #: overwrites the Pod's record of it (``outcomes.classify``, docs/adr/0033).
+    delete_requested_at: datetime | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -526,7 +533,14 @@ class PodLauncher:
                 ended.append((attempt, attempt.ended))
                 continue
             pod = by_attempt.get(attempt.key)
-            outcome = outcomes.classify(pod, now=now, start_timeout=self._start_timeout(attempt))
+            _remember_delete_request(attempt, pod)
+            outcome = outcomes.classify(
+                pod,
+                now=now,
+                start_timeout=self._start_timeout(attempt),
+                deletion_slack=timedelta(seconds=self._settings.deletion_slack_seconds),
+                delete_requested_at=attempt.delete_requested_at,
+            )
             deadline = attempt.created_at + timedelta(
                 seconds=_timeout_seconds(attempt.run) + self._settings.timeout_slack_seconds
             )
@@ -710,6 +724,17 @@ class PodLauncher:
         if seconds is None:
             return timedelta(seconds=self._settings.default_start_timeout_seconds)
         return timedelta(seconds=seconds)
+
+
+def _remember_delete_request(attempt: _Attempt, pod: Mapping[str, Any] | None) -> None:
+    """Keep the earliest delete request of the attempt's Pod read so far."""
+    if pod is None:
+        return
+    requested = outcomes.latest_delete_request(pod.get("metadata") or {})
+    if requested is not None and (
+        attempt.delete_requested_at is None or requested < attempt.delete_requested_at
+    ):
+        attempt.delete_requested_at = requested
 
 
 def _timeout_seconds(run: claims.ClaimedRun) -> int:

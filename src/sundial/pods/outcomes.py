@@ -29,10 +29,21 @@ camelCase) or as a ``kubernetes.client.V1Pod``. The order of the checks is the c
    before exit codes because a deleted Pod's container is killed. The delete request is
    ``deletionTimestamp`` minus ``deletionGracePeriodSeconds``: a container that finished
    before it failed on its own, and its exit code decides.
+
+   The kubelet overwrites that record (docs/adr/0033-many-pods-ending-at-once.md): once the
+   containers of a deleted Pod have stopped it writes the final status and deletes the Pod
+   again with a grace period of 0, which the outcome finalizer turns into an update of
+   ``deletionTimestamp`` to that moment and ``deletionGracePeriodSeconds`` to 0. Read after
+   it, the container seems to have ended before the Pod was deleted. So the caller passes
+   the earliest delete request it saw (``delete_requested_at``: the launcher remembers it
+   from the step that first saw the Pod being deleted), and with a grace of 0 and nothing
+   earlier known, a container stopped by a signal (exit 143 or 137) is taken to have been
+   stopped by the deletion.
 3. Not yet terminal but being deleted (a ``deletionTimestamp``; the outcome finalizer keeps the
    object, docs/adr/0023-pod-outcome-finalizer.md): ``DisruptionTarget=True`` (an eviction
    through the Eviction API, a preemption) -> DISRUPTED at once; otherwise the kubelet's final
-   status is waited for until ``deletion_slack`` after the deletion's grace period ended, then
+   status is waited for until ``deletion_slack`` after the deletion's grace period ended (the
+   kubelet gives a container at least ``KUBELET_MINIMUM_GRACE``, whatever the Pod asks), then
    GONE (deleted by someone else, reason PodDeleted). A kubelet that reports in time gives the
    real end instead (a container that finished its work within the grace period SUCCEEDED).
 4. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
@@ -56,20 +67,28 @@ from kubernetes import client
 __all__ = [
     "DELETION_SLACK",
     "DISRUPTION_REASONS",
+    "KUBELET_MINIMUM_GRACE",
     "NEVER_START_REASONS",
     "OOM_EXIT_CODE",
     "SIGKILL_EXIT_CODE",
+    "SIGNAL_EXIT_CODES",
     "PodOutcome",
     "PodState",
     "as_dict",
     "classify",
+    "latest_delete_request",
 ]
 
 #: 128 + SIGKILL. Not an OOM kill by itself: only the runtime's ``OOMKilled`` reason is.
 SIGKILL_EXIT_CODE = 137
 OOM_EXIT_CODE = SIGKILL_EXIT_CODE  # what an OOMKilled container exits with
+#: How a container stopped by the kubelet exits: 128 + SIGTERM, 128 + SIGKILL.
+SIGNAL_EXIT_CODES = frozenset({143, SIGKILL_EXIT_CODE})
 #: How long past a deletion's grace period the kubelet's final status is waited for.
 DELETION_SLACK = timedelta(seconds=5)
+#: The kubelet stops a container no sooner than this after the delete request, even for a Pod
+#: deleted with a grace period of 1 s (``minimumGracePeriodInSeconds`` in its runtime manager).
+KUBELET_MINIMUM_GRACE = timedelta(seconds=2)
 #: Waiting reasons a container does not recover from without a change to the Pod.
 NEVER_START_REASONS = frozenset(
     {
@@ -146,8 +165,13 @@ def classify(
     now: datetime | None = None,
     start_timeout: timedelta | None = None,
     deletion_slack: timedelta = DELETION_SLACK,
+    delete_requested_at: datetime | None = None,
 ) -> PodOutcome:
-    """Where the Pod's attempt stands; see the module docstring for the order of the checks."""
+    """Where the Pod's attempt stands; see the module docstring for the order of the checks.
+
+    ``delete_requested_at``: the earliest delete request of this Pod the caller saw (the
+    ``latest_delete_request`` of an earlier read), because the kubelet's last delete
+    overwrites the Pod's own record of it."""
     if pod is None:
         return PodOutcome(
             PodState.GONE, "PodDeleted", message="the Pod was deleted before it ended"
@@ -189,12 +213,20 @@ def classify(
         if ("DisruptionTarget", "True") in conditions or pod_reason in DISRUPTION_REASONS:
             reason = pod_reason or _condition_reason(status, "DisruptionTarget") or "Disrupted"
             return outcome(PodState.DISRUPTED, reason, message=message)
-        deleted_at = _delete_requested_at(data.get("metadata") or {})
+        metadata = data.get("metadata") or {}
+        deleted_at = _earliest(latest_delete_request(metadata), delete_requested_at)
         if deleted_at is not None:
+            # A grace of 0 is a later delete's record (the kubelet's own, once the containers
+            # stopped), unless the caller saw an earlier one the container outlived.
+            overwritten = int(metadata.get("deletionGracePeriodSeconds") or 0) == 0
             for name, term in terminated:
                 code = int(term.get("exitCode", 0))
                 finished = _timestamp(term.get("finishedAt"))
-                if code != 0 and (finished is None or finished >= deleted_at):
+                if code != 0 and (
+                    finished is None
+                    or finished >= deleted_at
+                    or (overwritten and code in SIGNAL_EXIT_CODES)
+                ):
                     killed = (
                         " and SIGKILLed after its grace period" if code == SIGKILL_EXIT_CODE else ""
                     )
@@ -217,13 +249,16 @@ def classify(
                 )
         return outcome(PodState.FAILED, pod_reason or "Failed", message=message)
 
-    deleting = _timestamp(data.get("metadata", {}).get("deletionTimestamp"))
+    metadata = data.get("metadata") or {}
+    deleting = _timestamp(metadata.get("deletionTimestamp"))
     if deleting is not None:
         if ("DisruptionTarget", "True") in conditions:
             reason = _condition_reason(status, "DisruptionTarget") or "Disrupted"
             message = str((_condition(status, "DisruptionTarget") or {}).get("message") or "")
             return outcome(PodState.DISRUPTED, reason, message=message)
-        if now is not None and now > deleting + deletion_slack:
+        requested = _earliest(latest_delete_request(metadata), delete_requested_at) or deleting
+        killed_by = max(deleting, requested + KUBELET_MINIMUM_GRACE)
+        if now is not None and now > killed_by + deletion_slack:
             return outcome(
                 PodState.GONE, "PodDeleted", message="the Pod was deleted before it ended"
             )
@@ -264,13 +299,21 @@ def _past(created: datetime | None, now: datetime | None, limit: timedelta | Non
     return now - created > limit
 
 
-def _delete_requested_at(metadata: Mapping[str, Any]) -> datetime | None:
-    """When someone asked to delete the Pod, or None: ``deletionTimestamp`` is that moment
-    plus the grace period, the time the kubelet SIGKILLs what is still running."""
+def latest_delete_request(metadata: Mapping[str, Any]) -> datetime | None:
+    """When the Pod's latest delete was asked for, by its ``metadata``, or None when it is not
+    being deleted: ``deletionTimestamp`` is that moment plus the grace period, the time the
+    kubelet SIGKILLs what is still running. The earliest delete's moment is lost once a
+    shorter one (the kubelet's own, grace 0) comes after the grace period: a reader that
+    needs it keeps the first value it read (see ``classify``)."""
     deadline = _timestamp(metadata.get("deletionTimestamp"))
     if deadline is None:
         return None
     return deadline - timedelta(seconds=int(metadata.get("deletionGracePeriodSeconds") or 0))
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
 
 
 def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:

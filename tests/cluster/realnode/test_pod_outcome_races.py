@@ -1,8 +1,13 @@
-"""Many evictions at once on real containers: with the outcome finalizer
+"""Many evictions and deletions at once on real containers: with the outcome finalizer
 (docs/adr/0023-pod-outcome-finalizer.md) every end is read from the Pod's final status, so no
 run loses the race between the kubelet's last write and the object's removal. Before the
-finalizer, on this node 21 of 31 evictions were charged as crashes. (A single deletion by
-someone else is test_launcher_on_real_node.py's; twenty at once is still to be made to pass.)
+finalizer, on this node 21 of 31 evictions were charged as crashes.
+
+Twenty deletions at once failed until the launcher remembered each Pod's first delete request
+(docs/adr/0033-many-pods-ending-at-once.md): once a deleted Pod's containers stop, the kubelet
+deletes it again with a grace of 0, which moves ``deletionTimestamp`` past the container's
+end; a step that read the Pod only after that took the SIGKILL for the container's own
+failure (137, Error), retried it, and the retry ran ``sleep 600``.
 """
 
 from __future__ import annotations
@@ -135,3 +140,88 @@ async def test_a_timed_out_container_is_gone_within_its_timeout_and_sundials_gra
     assert row["state"] == "timed_out", row
     # Seen Running up to a PLEG relist (1 s) late; ctr polled every 0.2 s; 3 s for a loaded node.
     assert lived <= timeout + manifests.DEFAULT_TERMINATION_GRACE_SECONDS + 3, lived
+
+
+#: Stops on SIGTERM with an exit code of its own, not a signal's (128 + 15).
+EXITS_3_ON_TERM = ["sh", "-c", 'trap "exit 3" TERM; while :; do sleep 1; done']
+#: Long enough for a loaded kubelet's final status (10.8 s seen at a load of 20-30): every
+#: deletion is then read from the status the kubelet wrote, which is what is under test.
+AWAIT_FINAL_STATUS = 120.0
+
+
+async def delete_all_and_wait(
+    pool, core_api, namespace, run_ids: list[int]
+) -> list[dict[str, Any]]:
+    for pod in await running_first_attempts(core_api, namespace, run_ids):
+        await asyncio.to_thread(
+            core_api.delete_namespaced_pod, pod.metadata.name, namespace, grace_period_seconds=1
+        )
+
+    async def all_ended() -> list[dict[str, Any]] | None:
+        rows = [await run_row(pool, run_id) for run_id in run_ids]
+        return rows if all(row["state"] != "running" for row in rows) else None
+
+    rows: list[dict[str, Any]] = await wait_until_async(
+        all_ended, within=180, what="every deleted run ended"
+    )
+    return rows
+
+
+def assert_cancelled_by_the_policy(row: dict[str, Any], exit_code: int) -> None:
+    ended = (row["state"], row["attempt"], row["retries_used"], row["oom_retries_used"])
+    assert ended == ("cancelled", 1, 0, 0), row
+    assert "podDeletionPolicy: Cancel" in row["last_error"], row
+    assert (row["pod_reason"], row["pod_exit_code"]) == ("PodDeleted", exit_code), row
+
+
+async def test_twenty_deletions_all_follow_the_pod_deletion_policy_never_the_oom_path(
+    pool, api_client, core_api, namespace, real_node
+):
+    """Ten containers ignore SIGTERM (``sleep``: SIGKILLed after the grace period, 1 s which
+    the kubelet makes 2: 137 Error, which an older classify took for an OOM kill) and ten exit
+    3 on it (a code no signal gives: only the delete request the launcher saw before the
+    kubelet's own last delete says the deletion stopped them)."""
+    ignores = Job(pool, namespace, "ignores-term")
+    await ignores.define(
+        template(real_node, IGNORES_TERM, resources={"limits": {"memory": "32Mi"}}),
+        podDeletionPolicy="Cancel",
+        oom={"maxRetries": 2, "memoryIncreasePercent": 100},
+    )
+    exits = Job(pool, namespace, "exits-on-term")
+    await exits.define(template(real_node, EXITS_3_ON_TERM), podDeletionPolicy="Cancel")
+    killed = [await ignores.submit() for _ in range(MANY // 2)]
+    stopped = [await exits.submit() for _ in range(MANY - MANY // 2)]
+    launcher = settings(
+        namespace, worker(), max_pods=MANY * 2, deletion_slack_seconds=AWAIT_FINAL_STATUS
+    )
+    async with maintenance(pool), running_launcher(pool, api_client, launcher):
+        rows = await delete_all_and_wait(pool, core_api, namespace, killed + stopped)
+        for row in rows[: len(killed)]:
+            assert_cancelled_by_the_policy(row, 137)
+        for row in rows[len(killed) :]:
+            assert_cancelled_by_the_policy(row, 3)
+        await finish(pool, core_api, namespace, killed + stopped)
+
+
+async def test_twenty_deletions_read_by_a_launcher_that_only_polls(
+    pool, api_client, core_api, namespace, real_node
+):
+    """No watch, a relist every 3 s: most reads come after the kubelet's own last delete
+    (0.3-3 s after the final status here), when the Pod no longer says when it was first
+    deleted. Its SIGKILL (137) still reads as the deletion's. Failed on the old code: runs
+    retried as errors, their second attempt running ``sleep 600``."""
+    job = Job(pool, namespace)
+    await job.define(template(real_node, IGNORES_TERM), podDeletionPolicy="Cancel")
+    run_ids = [await job.submit() for _ in range(MANY)]
+    launcher = settings(
+        namespace,
+        worker(),
+        max_pods=MANY * 2,
+        watch=False,
+        poll_interval_seconds=3.0,
+        deletion_slack_seconds=AWAIT_FINAL_STATUS,
+    )
+    async with maintenance(pool), running_launcher(pool, api_client, launcher):
+        for row in await delete_all_and_wait(pool, core_api, namespace, run_ids):
+            assert_cancelled_by_the_policy(row, 137)
+        await finish(pool, core_api, namespace, run_ids)

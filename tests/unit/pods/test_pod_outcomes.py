@@ -217,6 +217,18 @@ def deleted_pod(phase: str, *containers: dict[str, Any], **status: Any) -> dict[
     return body
 
 
+FINALLY_DELETED = {"deletionTimestamp": "2026-11-29T12:00:09Z", "deletionGracePeriodSeconds": 0}
+"""The same Pod once the kubelet, its containers stopped, deleted it again with a grace of 0:
+the apiserver moved ``deletionTimestamp`` to that moment (the finalizer keeps the object), so
+the first delete's moment (12:00:05) is no longer on the Pod. As a real kubelet left it."""
+
+
+def finally_deleted_pod(*containers: dict[str, Any]) -> dict[str, Any]:
+    body = pod("Failed", *containers)
+    body["metadata"].update(FINALLY_DELETED)
+    return body
+
+
 def killed(exit_code: int, reason: str, finished: str = "2026-11-29T12:00:06Z") -> dict[str, Any]:
     container = terminated(exit_code, reason)
     container["state"]["terminated"]["finishedAt"] = finished
@@ -287,6 +299,27 @@ TABLE = [
         143,
     ),
     (
+        "deleted, SIGKILLed, then the kubelet's own last delete overwrote the first's record",
+        finally_deleted_pod(killed(137, "Error", finished="2026-11-29T12:00:08Z")),
+        PodState.GONE,
+        "PodDeleted",
+        137,
+    ),
+    (
+        "deleted, stopped by SIGTERM, then the kubelet's own last delete",
+        finally_deleted_pod(killed(143, "Error", finished="2026-11-29T12:00:08Z")),
+        PodState.GONE,
+        "PodDeleted",
+        143,
+    ),
+    (
+        "failed on its own (exit 1) before a delete the kubelet then finished",
+        finally_deleted_pod(killed(1, "Error", finished="2026-11-29T12:00:02Z")),
+        PodState.FAILED,
+        "Error",
+        1,
+    ),
+    (
         "deleted, no finish time reported",
         deleted_pod("Failed", {**killed(137, "Error"), "state": {"terminated": {"exitCode": 137}}}),
         PodState.GONE,
@@ -352,6 +385,20 @@ def test_only_the_runtimes_oom_reason_is_an_oom_kill() -> None:
         for code in (1, 2, 137, 139, 143, 255):
             outcome = outcomes.classify(pod("Failed", terminated(code, reason)))
             assert (outcome.state is PodState.OOM_KILLED) == (reason == "OOMKilled"), (reason, code)
+
+
+def test_the_earliest_delete_request_seen_decides_once_the_kubelet_overwrote_it() -> None:
+    """A container whose SIGTERM handler exits 1 (not a signal's code): only the delete request
+    the launcher read before the kubelet's last delete tells it was stopped by the deletion."""
+    body = finally_deleted_pod(killed(1, "Error", finished="2026-11-29T12:00:06Z"))
+    assert outcomes.classify(body).state is PodState.FAILED
+    first = outcomes.latest_delete_request(deleted_pod("Running", RUNNING)["metadata"])
+    assert first == datetime(2026, 11, 29, 12, 0, 5, tzinfo=UTC)
+    outcome = outcomes.classify(body, delete_requested_at=first)
+    assert (outcome.state, outcome.exit_code) == (PodState.GONE, 1)
+    # Seen only after the kubelet's delete, the later record changes nothing.
+    later = outcomes.latest_delete_request(body["metadata"])
+    assert outcomes.classify(body, delete_requested_at=later).state is PodState.FAILED
 
 
 def test_a_deleted_pods_sigkill_follows_pod_deletion_policy_not_the_oom_path() -> None:

@@ -92,9 +92,10 @@ def test_an_eviction_is_read_at_once_from_its_disruption_condition() -> None:
     assert (outcome.state, outcome.reason) == (PodState.DISRUPTED, "EvictionByEvictionAPI")
 
 
-@pytest.mark.parametrize("seconds_after", [-30, 0, 4.9])
+@pytest.mark.parametrize("seconds_after", [-30, 0, 4.9, 6.9])
 def test_a_deleted_pod_waits_for_the_kubelets_final_status(seconds_after: float) -> None:
-    """Until the grace period and the slack are over, the kubelet may still report the end."""
+    """Until the grace period (2 s at least: the kubelet's minimum) and the slack are over,
+    the kubelet may still report the end."""
     pod = deleting_pod(deleted_at=NOW)
     outcome = outcomes.classify(pod, now=NOW + timedelta(seconds=seconds_after))
     assert (outcome.state, outcome.reason) == (PodState.RUNNING, "Terminating")
@@ -102,8 +103,18 @@ def test_a_deleted_pod_waits_for_the_kubelets_final_status(seconds_after: float)
 
 def test_a_deleted_pod_with_no_final_status_past_the_slack_is_gone() -> None:
     pod = deleting_pod(deleted_at=NOW)
-    outcome = outcomes.classify(pod, now=NOW + outcomes.DELETION_SLACK + timedelta(seconds=0.1))
+    past = outcomes.KUBELET_MINIMUM_GRACE + outcomes.DELETION_SLACK + timedelta(seconds=0.1)
+    outcome = outcomes.classify(pod, now=NOW + past)
     assert (outcome.state, outcome.reason) == (PodState.GONE, "PodDeleted")
+
+
+def test_a_long_grace_period_is_waited_for_as_the_pod_says() -> None:
+    pod = deleting_pod(deleted_at=NOW + timedelta(seconds=30))
+    pod["metadata"]["deletionGracePeriodSeconds"] = 30
+    waiting = outcomes.classify(pod, now=NOW + timedelta(seconds=34.9))
+    assert waiting.state is PodState.RUNNING
+    past = timedelta(seconds=30) + outcomes.DELETION_SLACK + timedelta(seconds=0.1)
+    assert outcomes.classify(pod, now=NOW + past).state is PodState.GONE
 
 
 def test_a_deleted_pod_that_finished_within_its_grace_succeeded() -> None:
