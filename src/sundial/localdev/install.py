@@ -211,10 +211,13 @@ def install(
         values=values,
     )
     deadline = started + timeout_seconds
+    # The chart's fullname: the release's name when it contains the chart's (as Helm's
+    # convention has it), else <release>-sundial.
+    fullname = release if "sundial" in release else f"{release}-sundial"
     for kind, name in (
-        ("statefulset", f"{release}-sundial-postgresql"),
-        ("deployment", f"{release}-sundial-operator"),
-        ("deployment", f"{release}-sundial-runner"),
+        ("statefulset", f"{fullname}-postgresql"),
+        ("deployment", f"{fullname}-operator"),
+        ("deployment", f"{fullname}-runner"),
     ):
         left = max(1, int(deadline - time.monotonic()))
         done = installation.kubectl(
