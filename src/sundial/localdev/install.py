@@ -78,8 +78,11 @@ class Installation:
     #: Seconds from ``helm install`` to every component rolled out.
     ready_seconds: float = 0.0
 
-    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return _run([str(self.kubectl_path), "--kubeconfig", str(self.kubeconfig), *args], check)
+    def kubectl(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        command = [str(self.kubectl_path), "--kubeconfig", str(self.kubeconfig), *args]
+        return _run(command, check, stdin=stdin)
 
     def helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return _helm(self.helm_path, self.kubeconfig, *args, check=check)
@@ -315,10 +318,20 @@ def _helm(
 
 
 def _run(
-    command: list[str], check: bool, environment: dict[str, str] | None = None
+    command: list[str],
+    check: bool,
+    environment: dict[str, str] | None = None,
+    *,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        command, capture_output=True, text=True, env=environment, check=False, timeout=600
+        command,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+        timeout=600,
     )
     if check and result.returncode != 0:
         raise InstallError(
