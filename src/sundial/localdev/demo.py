@@ -168,7 +168,12 @@ class _Demo:
 
     def build_images(self) -> Path:
         """``hack/images/build``'s env file for the real node's images (cached by content;
-        minutes when cold or when src/ changed: the operator and runner images hold it)."""
+        minutes when cold or when src/ changed: the operator and runner images hold it).
+        ``SUNDIAL_IMAGES_ENV`` names one built before, as for hack/cluster/node-up."""
+        given = os.environ.get("SUNDIAL_IMAGES_ENV")
+        if given:
+            print(f"      images: SUNDIAL_IMAGES_ENV={given}", flush=True)
+            return Path(given)
         print(
             f"      building the images {', '.join(_IMAGE_NAMES)} (cached by content; a cold "
             "build takes minutes)",
