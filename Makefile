@@ -20,11 +20,12 @@ demo: $(VENV)/.installed
 	hack/ensure-postgres
 	$(PY) -m sundial.localdev.demo $(DEMO_ARGS)
 
-## The whole suite, as CI runs it: lint, types, layers, then every test tier.
+## The whole suite, as CI runs it: lint, types, layers, then every test tier, e2e/ last.
 test: $(VENV)/.installed
 	hack/ensure-postgres
 	$(MAKE) lint
 	$(PY) -m pytest tests
+	$(PY) -m pytest e2e
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench e2e

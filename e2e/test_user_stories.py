@@ -21,6 +21,7 @@ import pytest
 import yaml
 from e2e_target import JOBS, Target
 
+from sundial.api import validate
 from sundial.localdev import install as installs
 
 pytestmark = pytest.mark.timeout(420)
@@ -209,7 +210,8 @@ def test_a_pod_job_oom_killed_succeeds_on_retry_with_more_memory(
     first = by_attempt["1"]["status"]["containerStatuses"][0]["state"]["terminated"]
     assert first["reason"] == "OOMKilled", first  # the kernel's kill, on the real node
     limits = [by_attempt[a]["spec"]["containers"][0]["resources"]["limits"] for a in ("1", "2")]
-    assert limits == [{"memory": "64Mi"}, {"memory": "128Mi"}]
+    # Twice the memory (oom.memoryIncreasePercent: 100), written in bytes by the operator.
+    assert [validate.memory_bytes(limit["memory"]) for limit in limits] == [64 << 20, 128 << 20]
 
 
 def test_kubectl_get_jobruns_shows_each_phase(target: Target, stories: Phases) -> None:
