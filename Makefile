@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test demo lint unit integration cluster realnode clean venv images
+.PHONY: test demo lint unit integration cluster realnode e2e clean venv images
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,16 +20,17 @@ demo: $(VENV)/.installed
 	hack/ensure-postgres
 	$(PY) -m sundial.localdev.demo $(DEMO_ARGS)
 
-## The whole suite, as CI runs it: lint, types, layers, then every test tier.
+## The whole suite, as CI runs it: lint, types, layers, then every test tier, e2e/ last.
 test: $(VENV)/.installed
 	hack/ensure-postgres
 	hack/ensure-promtool
 	$(MAKE) lint
 	$(PY) -m pytest tests
+	$(PY) -m pytest e2e
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench e2e
+	$(VENV)/bin/ruff format --check src tests bench e2e
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -48,6 +49,11 @@ cluster: $(VENV)/.installed
 realnode: $(VENV)/.installed
 	hack/ensure-postgres
 	$(PY) -m pytest tests/cluster/realnode
+
+## The user stories end to end (e2e/): the local cluster with its real node, the chart, kubectl
+## only (root; skips saying what is missing). SUNDIAL_E2E_KUBECONFIG=path|current: your cluster.
+e2e: $(VENV)/.installed
+	$(PY) -m pytest e2e
 
 ## The container images (pause, busybox, python, postgres, runner, operator) as OCI archives,
 ## built here without a registry and cached by content; prints the path of an env file naming them.

@@ -4,6 +4,10 @@
 # storage is under the cache (--root/--runroot): nothing machine-wide changes. Source it.
 IMAGE_NEEDS=(python)
 BUILDAH_DIR="$IMAGE_CACHE/buildah"
+# The image a Dockerfile builds FROM, and the build argument naming it (a recipe may change
+# both, as recipes/examples.sh does: FROM the runner image).
+BASE_IMAGE=python
+BASE_ARG=PYTHON_IMAGE
 
 image_tools() {
     command -v buildah >/dev/null || echo buildah
@@ -31,7 +35,7 @@ run_buildah() {
 
 dockerfile_build() { # dockerfile_build ARCHIVE REF WORK
     local archive=$1 ref=$2 work=$3 base mounts=()
-    base=$(ref python)
+    base=$(ref "$BASE_IMAGE")
     mkdir -p "$work/context" "$BUILDAH_DIR"
     (cd "$REPO_ROOT" && context_files | tar --null -T - -cf -) | tar -xf - -C "$work/context"
     # A TLS-intercepting proxy's CA, and pip's setting that trusts it, must reach the RUN pip
@@ -42,9 +46,9 @@ dockerfile_build() { # dockerfile_build ARCHIVE REF WORK
     exec 7>"$IMAGE_CACHE/locks/buildah.lock"
     flock 7
     local status=0 stale
-    run_buildah pull -q "oci-archive:$(archive_of python)" >/dev/null &&
+    run_buildah pull -q "oci-archive:$(archive_of "$BASE_IMAGE")" >/dev/null &&
         run_buildah bud --quiet --pull=never --network host --layers=false "${mounts[@]}" \
-            --build-arg "PYTHON_IMAGE=$base" -f "$DOCKERFILE" -t "$ref" "$work/context" \
+            --build-arg "$BASE_ARG=$base" -f "$DOCKERFILE" -t "$ref" "$work/context" \
             >"$work/build.log" 2>&1 &&
         run_buildah push -q "$ref" "oci-archive:$archive:$ref" >/dev/null &&
         "$PYTHON" "$OCI_WRITER" "$archive" --rename --name "$ref" || status=$?
@@ -52,6 +56,7 @@ dockerfile_build() { # dockerfile_build ARCHIVE REF WORK
     # buildah's storage, so the next build skips most of its pull
     run_buildah rm --all >/dev/null 2>&1 || true
     run_buildah rmi "$ref" >/dev/null 2>&1 || true
+    [ "$BASE_IMAGE" = python ] || run_buildah rmi "$base" >/dev/null 2>&1 || true
     # Python bases of earlier keys are never built on again
     for stale in $(run_buildah images --format '{{.Name}}:{{.Tag}}' | grep '^localhost/sundial/python:' | grep -vxF "$base"); do
         run_buildah rmi "$stale" >/dev/null 2>&1 || true

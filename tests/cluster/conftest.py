@@ -97,9 +97,10 @@ def _prepare_real_node(session: pytest.Session) -> None:
     log_path = Path(tempfile.gettempdir()) / f"sundial-images-{os.getpid()}.log"
     started = time.monotonic()
     try:
-        # What the real-node tests run; the runner image brings the python one it builds on.
+        # What the real-node tests run; the example handlers' image brings the runner (and
+        # python) image it builds on; the chart's test adds operator and postgres.
         stash[_IMAGES_ENV] = real_node.images_env(
-            log_path=log_path, names=("pause", "busybox", "runner")
+            log_path=log_path, names=("pause", "busybox", "examples", "operator", "postgres")
         )
     except real_node.RealNodeError as error:
         stash[_REAL_NODE_SKIP_REASON] = str(error)
@@ -165,7 +166,9 @@ def real_node_of_session(
             name=nodes[0].metadata.name, images=real_node.read_images(real_node_images_env)
         )
     # Only what the tests run: every 100 MB imported costs seconds per session.
-    return real_node.start(local_cluster, real_node_images_env, images=("BUSYBOX", "RUNNER"))
+    return real_node.start(
+        local_cluster, real_node_images_env, images=("BUSYBOX", "RUNNER", "EXAMPLES")
+    )
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from sundial.cli.options import (
     archive_retention_option,
     dsn_option,
     hot_window_option,
+    job_pod_placement,
+    job_pod_placement_options,
     log_level_option,
     oom_increase_option,
     oom_max_memory_option,
@@ -341,6 +343,7 @@ def runner(
 @click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
+@job_pod_placement_options
 @oom_increase_option
 @oom_max_memory_option
 @log_level_option
@@ -356,6 +359,9 @@ def pod_launcher(
     max_pods: int,
     service_account: str | None,
     runner_image: str,
+    job_pod_node_selector: tuple[str, ...],
+    job_pod_tolerations: tuple[str, ...],
+    job_pod_affinity: str | None,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
     log_level: str,
@@ -377,6 +383,7 @@ def pod_launcher(
     from sundial.pods import manifests
     from sundial.store import pool as store_pool
 
+    placement = job_pod_placement(job_pod_node_selector, job_pod_tolerations, job_pod_affinity)
     serve_module.configure_logs(log_level)
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
@@ -396,6 +403,7 @@ def pod_launcher(
             runner_image=runner_image,
             oom_memory_factor=1 + oom_memory_increase_percent / 100,
             oom_memory_cap_bytes=oom_max_memory,
+            placement=placement,
         ),
     )
 
@@ -477,6 +485,7 @@ def pod_launcher(
     show_default=True,
     help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
 )
+@job_pod_placement_options
 @hot_window_option
 @archive_retention_option
 @oom_increase_option
@@ -496,6 +505,9 @@ def operator(
     max_pods: int,
     pod_service_account: str | None,
     runner_image: str,
+    job_pod_node_selector: tuple[str, ...],
+    job_pod_tolerations: tuple[str, ...],
+    job_pod_affinity: str | None,
     hot_window: float,
     archive_retention_days: int,
     oom_memory_increase_percent: int,
@@ -518,6 +530,7 @@ def operator(
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    placement = job_pod_placement(job_pod_node_selector, job_pod_tolerations, job_pod_affinity)
     config = runtime.OperatorConfig(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
@@ -536,6 +549,7 @@ def operator(
             runner_image=runner_image,
             oom_memory_factor=1 + oom_memory_increase_percent / 100,
             oom_memory_cap_bytes=oom_max_memory,
+            placement=placement,
         ),
     )
     sys.exit(asyncio.run(runtime.serve(config)))

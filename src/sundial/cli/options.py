@@ -3,7 +3,8 @@ log levels, the maintainer's windows."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -135,3 +136,44 @@ def _maintainer_settings(
             f"--hot-window ({hot_window:g}s) must be shorter than --archive-retention-days"
             f" ({archive_retention_days} days): raise the retention or shorten the window"
         ) from None
+
+
+def job_pod_placement_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--job-pod-node-selector``, ``--job-pod-toleration``, ``--job-pod-affinity``: where every
+    job Pod may run, under its template's own placement (``sundial.pods.placement``)."""
+    command = click.option(
+        "--job-pod-affinity",
+        default=None,
+        metavar="JSON",
+        help="A Pod affinity object for job Pods; a template's own kind of affinity wins.",
+    )(command)
+    command = click.option(
+        "--job-pod-toleration",
+        "job_pod_tolerations",
+        multiple=True,
+        metavar="KEY[=VALUE][:EFFECT]|JSON",
+        help="A toleration every job Pod gets besides its template's (repeatable).",
+    )(command)
+    return click.option(
+        "--job-pod-node-selector",
+        "job_pod_node_selector",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A node label every job Pod selects; a template's own key wins (repeatable).",
+    )(command)
+
+
+def job_pod_placement(
+    node_selector: tuple[str, ...], tolerations: tuple[str, ...], affinity: str | None
+) -> Any:
+    """The ``Placement`` of the three options; a bad value is a usage error naming it."""
+    from sundial.pods import placement
+
+    try:
+        return placement.Placement(
+            node_selector=placement.parse_node_selector(node_selector),
+            tolerations=tuple(placement.parse_toleration(t) for t in tolerations),
+            affinity=placement.parse_affinity(affinity),
+        )
+    except placement.PlacementError as error:
+        raise click.UsageError(str(error)) from None

@@ -10,10 +10,13 @@ What it starts, in order, each step named on screen (docs/adr/0029-the-demo.md):
    kwok's simulated nodes otherwise (or ``--no-real-node``); or the user's kube context with
    ``--kube-context``;
 4. Sundial's Helm chart (``charts/sundial``): CRDs, RBAC, the job Pods' ServiceAccount;
-   the CRDs are waited for until Established before anything is applied;
-5. the operator and a runner, as local processes against the same cluster and PostgreSQL (the
-   screen says so): kwok's nodes cannot run containers, and on the real node the runner image
-   does not hold the demo's handlers yet. On the real node the job Pods really run there;
+   the CRDs are waited for until Established before anything is applied. With the real node
+   the chart also runs the operator, a runner (the ``examples`` image: the runner image with
+   ``examples/handlers``) and its bundled PostgreSQL there as Pods (``localdev.install``),
+   and the throwaway PostgreSQL of step 2 is not started;
+5. on kwok's nodes, which cannot run containers, the operator and a runner as local processes
+   against the same cluster and PostgreSQL (the screen says so). Job Pods run on the real node
+   when there is one;
 6. ``examples/demo/``: a cron job in the runner, a Pod job OOMKilled once and then run with
    more memory, a delayed one-shot JobRun and a small DAG of JobRuns.
 
@@ -43,6 +46,8 @@ from typing import Any
 
 from sundial import errors
 from sundial.localdev import cluster, demo_screen, postgres
+from sundial.localdev import install as installs
+from sundial.localdev import real_node as real_nodes
 from sundial.store import migrate
 
 __all__ = ["main"]
@@ -58,6 +63,9 @@ _CRDS = ("crd/scheduledjobs.sundial.dev", "crd/jobruns.sundial.dev")
 #: The runs --until-first-runs waits for: the delayed one-shot, the OOM job, the whole DAG.
 _NAMED_RUNS = ("hello-in-20s", "needs-more-memory", "extract", "transform", "report", "load")
 _CRON_JOB = "hello"
+#: What the real node runs: job Pods' busybox, and the chart's operator, runner, PostgreSQL.
+_IMAGE_NAMES = ("pause", "busybox", "examples", "operator", "postgres")
+_NODE_IMAGES = ("BUSYBOX", *installs.IMAGES)
 _STEPS = 7
 
 
@@ -78,6 +86,11 @@ class _Demo:
         self.installed_release = False
         #: The env file of hack/images/build when the cluster has a real node.
         self.images_env: dict[str, str] | None = None
+        self.images_env_path: Path | None = None
+        #: Why there is no real node ("" when there is one; None: --no-real-node).
+        self.lacking: str | None = None
+        #: The chart's installation on the real node (operator and runner as Pods).
+        self.installation: installs.Installation | None = None
 
     # -- output ------------------------------------------------------------------------------
 
@@ -114,6 +127,14 @@ class _Demo:
         applied = migrate.migrate(server.dsn)
         print(f"      {server.dsn} ({len(applied)} migrations applied)", flush=True)
 
+    @property
+    def on_real_node(self) -> bool:
+        return not self.options.kube_context and self.lacking == ""
+
+    def decide_nodes(self) -> None:
+        if not self.options.kube_context and self.options.real_node:
+            self.lacking = real_node_lacks(cluster.find_hack_dir())
+
     def kubernetes(self) -> None:
         if self.options.kube_context:
             self.step(3, f"Kubernetes: the kube context {self.options.kube_context!r}")
@@ -121,7 +142,7 @@ class _Demo:
             self.kubectl("version")
             return
         environment: dict[str, str] = {}
-        lacking = real_node_lacks(cluster.find_hack_dir()) if self.options.real_node else None
+        lacking = self.lacking
         if lacking is None:
             self.step(3, "Kubernetes: the local cluster of hack/cluster, kwok's nodes (asked)")
         elif lacking:
@@ -131,10 +152,11 @@ class _Demo:
             self.step(3, "Kubernetes: the local cluster of hack/cluster with a real node")
             env_file = self.build_images()
             self.images_env = _read_env_file(env_file)
+            self.images_env_path = env_file
             environment = {
                 "SUNDIAL_REAL_NODE": "1",
                 "SUNDIAL_IMAGES_ENV": str(env_file),
-                "SUNDIAL_NODE_IMAGES": "BUSYBOX",
+                "SUNDIAL_NODE_IMAGES": " ".join(_NODE_IMAGES),
             }
         started = time.monotonic()
         self.own_cluster = cluster.start(
@@ -145,8 +167,18 @@ class _Demo:
         print(f"      up in {time.monotonic() - started:.1f}s; KUBECONFIG={self.kubeconfig}")
 
     def build_images(self) -> Path:
-        """``hack/images/build pause busybox``'s env file (cached by content; minutes when cold)."""
-        print("      building the busybox image (cached; a cold build takes minutes)", flush=True)
+        """``hack/images/build``'s env file for the real node's images (cached by content;
+        minutes when cold or when src/ changed: the operator and runner images hold it).
+        ``SUNDIAL_IMAGES_ENV`` names one built before, as for hack/cluster/node-up."""
+        given = os.environ.get("SUNDIAL_IMAGES_ENV")
+        if given:
+            print(f"      images: SUNDIAL_IMAGES_ENV={given}", flush=True)
+            return Path(given)
+        print(
+            f"      building the images {', '.join(_IMAGE_NAMES)} (cached by content; a cold "
+            "build takes minutes)",
+            flush=True,
+        )
         log = self.work / "images.log"
         script = cluster.find_hack_dir().parent / "images" / "build"
         lines: list[str] = []
@@ -154,7 +186,7 @@ class _Demo:
         def build() -> None:
             with log.open("w") as sink:
                 result = subprocess.run(
-                    [str(script), "pause", "busybox"],
+                    [str(script), *_IMAGE_NAMES],
                     stdout=subprocess.PIPE,
                     stderr=sink,
                     text=True,
@@ -165,6 +197,28 @@ class _Demo:
 
         _with_ticker(build, log)
         return Path(lines[-1])
+
+    def chart_on_real_node(self) -> None:
+        self.step(4, f"Installing the chart charts/sundial as release {RELEASE!r} on the real node")
+        assert self.own_cluster is not None and self.images_env_path is not None
+        node = real_nodes.start(self.own_cluster, self.images_env_path, images=_NODE_IMAGES)
+        self.installation = installs.install(
+            self.own_cluster, node, release=RELEASE, namespace=RELEASE_NAMESPACE,
+            job_namespaces=[NAMESPACE],
+        )  # fmt: skip
+        self.installed_release = True
+        print(
+            f"      operator, runner and PostgreSQL Ready as Pods after "
+            f"{self.installation.ready_seconds:.1f}s",
+            flush=True,
+        )
+        started = time.monotonic()
+        self.kubectl("wait", "--for=condition=Established", "--timeout=120s", *_CRDS)
+        print(f"      CRDs Established after {time.monotonic() - started:.1f}s")
+        self.step(5, "Operator and runner as Pods on the real node, from the images built here")
+        listed = self.kubectl("get", "pods", "-n", RELEASE_NAMESPACE, "-o", "wide")
+        for line in listed.stdout.splitlines():
+            print(f"      {line}", flush=True)
 
     def chart(self) -> None:
         self.step(4, f"Installing the chart charts/sundial as release {RELEASE!r}")
@@ -197,8 +251,8 @@ class _Demo:
 
     def processes(self, dsn: str) -> None:
         why = (
-            "the runner image lacks the demo's handlers; job Pods run on the real node"
-            if self.images_env is not None
+            "a cluster of yours: its nodes may not hold the example handlers' image"
+            if self.options.kube_context
             else "kwok's nodes run no containers"
         )
         self.step(5, f"Operator and runner as local processes ({why})")
@@ -429,6 +483,15 @@ def _run(options: argparse.Namespace) -> int:
             demo.step(1, "Kubernetes binaries: using kubectl and helm from the PATH")
             demo.kubectl_path = Path(shutil.which("kubectl") or "kubectl")
             demo.helm_path = Path(shutil.which("helm") or "helm")
+        demo.decide_nodes()
+        if demo.on_real_node:
+            demo.step(2, "PostgreSQL: the chart's bundled one, as a Pod on the real node (step 4)")
+            demo.kubernetes()
+            demo.chart_on_real_node()
+            demo.examples()
+            code = demo.watch()
+            print(_next_steps(options, demo.kubeconfig), flush=True)
+            return code
         demo.step(2, "PostgreSQL: a throwaway server in the temporary directory")
         with postgres.throwaway_postgres() as server:
             demo.database(server)

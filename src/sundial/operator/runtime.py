@@ -175,6 +175,10 @@ async def _lead(
                 registry=handlers.registry,
                 settings=handlers.settings(),
                 standalone=True,
+                # Our lease replaces kopf's peering, but kopf still names itself; left to
+                # itself it asks getpass.getuser(), which raises in an image whose numeric
+                # user (65532) has no passwd entry, and the operator died at start in its Pod.
+                identity=config.holder,  # type: ignore[arg-type]
                 clusterwide=config.namespaces is None,
                 namespaces=config.namespaces or (),
                 memo=kopf.Memo(context=ctx, stop=stop),

@@ -22,6 +22,9 @@ Guarantees:
   label ``sundial.dev/tracked=true``, so a Pod that is evicted or deleted cannot disappear
   before the launcher has read how it ended (docs/adr/0023-pod-outcome-finalizer.md). The
   launcher removes both once the attempt's outcome is committed.
+* **Placed by the installation** where the template does not say: ``ManifestSettings.placement``
+  (nodeSelector, tolerations, affinity) is merged under the template's own
+  (``pods/placement.py``), so handler jobs, which have no template, reach a tainted pool too.
 * ``terminationGracePeriodSeconds``: the template's when it sets one, else
   ``ManifestSettings.termination_grace_seconds`` (10 s): how long a container may take to stop
   once its deadline passed or its Pod is deleted, so a timed-out container is gone within the
@@ -45,6 +48,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial.api import validate
+from sundial.pods import placement as placements
 
 __all__ = [
     "ANNOTATION_FIRE_TIME",
@@ -101,6 +105,9 @@ class ManifestSettings:
     owner_references: bool = False
     #: The Pod's terminationGracePeriodSeconds when the template sets none.
     termination_grace_seconds: int = DEFAULT_TERMINATION_GRACE_SECONDS
+    #: nodeSelector, tolerations and affinity of every Pod, under the template's own
+    #: (``placement.apply``): how a handler job's Pod, which has no template, reaches a pool.
+    placement: placements.Placement = field(default_factory=placements.Placement)
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,7 @@ def pod_manifest(spec: LaunchSpec, settings: ManifestSettings) -> dict[str, Any]
     if owner is not None:
         pod_metadata["ownerReferences"] = [dict(owner)]
 
+    placements.apply(pod_spec, settings.placement)
     pod_spec["restartPolicy"] = "Never"
     pod_spec["activeDeadlineSeconds"] = int(spec.timeout_seconds)
     pod_spec.setdefault("terminationGracePeriodSeconds", settings.termination_grace_seconds)

@@ -333,3 +333,73 @@ def test_the_schema_closes_every_object_the_chart_defines() -> None:
                 covered(value, node["properties"][key], f"{path}/{key}")
 
     covered(defaults, schema, "")
+
+
+def test_job_pod_placement_values_reach_the_operator_as_flags_it_parses_back(
+    render: Callable[..., Any],
+) -> None:
+    from sundial.cli import options
+    from sundial.pods import placement
+
+    toleration = {"key": "sundial.dev/real-node", "operator": "Exists", "effect": "NoSchedule"}
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
+    values = {
+        "jobPods": {
+            "nodeSelector": {"sundial.dev/node-kind": "real", "pool": "batch"},
+            "tolerations": [toleration, {"key": "dedicated", "operator": "Exists"}],
+            "affinity": affinity,
+        }
+    }
+    args = _one(render(values), "Deployment", "operator")["spec"]["template"]["spec"]["containers"][
+        0
+    ]["args"]
+
+    def given(flag: str) -> tuple[str, ...]:
+        return tuple(a.removeprefix(f"{flag}=") for a in args if a.startswith(f"{flag}="))
+
+    [affinity_flag] = given("--job-pod-affinity")
+    parsed = options.job_pod_placement(
+        given("--job-pod-node-selector"), given("--job-pod-toleration"), affinity_flag
+    )
+    assert parsed == placement.Placement(
+        node_selector=values["jobPods"]["nodeSelector"],
+        tolerations=(toleration, {"key": "dedicated", "operator": "Exists"}),
+        affinity=affinity,
+    )
+    default_args = _one(render(), "Deployment", "operator")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert not [a for a in default_args if a.startswith("--job-pod-")]
+
+
+def test_host_network_and_the_bundled_databases_address_for_a_cluster_without_pod_network(
+    render: Callable[..., Any],
+) -> None:
+    bundled = {"enabled": True, "hostNetwork": True, "host": "127.0.0.1",
+               "listenAddress": "127.0.0.1"}  # fmt: skip
+    objects = render(
+        {
+            "postgresql": {"port": 25432, "bundled": bundled},
+            "operator": {"hostNetwork": True},
+            "runner": {"hostNetwork": True},
+        }
+    )
+    for spec in _pod_specs(objects):
+        if "migrate" not in json.dumps(spec["containers"][0]["name"]):
+            assert (spec.get("hostNetwork"), spec.get("dnsPolicy")) == (
+                True,
+                "ClusterFirstWithHostNet",
+            )
+    secret = _one(objects, "Secret", "postgresql")
+    assert secret["stringData"]["dsn"] == "postgresql://sundial:sundial@127.0.0.1:25432/sundial"
+    database = _one(objects, "StatefulSet", "postgresql")["spec"]["template"]["spec"]
+    container = database["containers"][0]
+    assert container["args"] == ["-p", "25432", "-c", "listen_addresses=127.0.0.1"]
+    assert container["readinessProbe"]["exec"]["command"][:5] == [
+        "pg_isready", "-h", "127.0.0.1", "-p", "25432"
+    ]  # fmt: skip
+    # By default nothing shares the node's network and the DSN names the Service.
+    default = render({"postgresql": {"bundled": {"enabled": True}}})
+    assert not [s for s in _pod_specs(default) if s.get("hostNetwork")]
+    dsn = _one(default, "Secret", "postgresql")["stringData"]["dsn"]
+    assert dsn == "postgresql://sundial:sundial@release-sundial-postgresql.sundial.svc:5432/sundial"

@@ -9,6 +9,7 @@ assertions are not.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from sundial.localdev import real_node as real_nodes
 from sundial.pods import manifests
+from sundial.pods import placement as placements
 from sundial.store import runs, schedules
 from support.pods import (
     Job,
@@ -441,38 +444,41 @@ async def test_a_handler_job_runs_sundial_exec_in_the_runner_image(
     pool, api_client, core_api, namespace, real_node
 ):
     """``executionModel: pod``: the launcher's Pod runs ``sundial exec HANDLER`` in the runner
-    image. A handler job has no template to place its Pod, so kwok's untainted nodes would take
-    it; the launcher's runner image is the runner image here, and the Pod is steered by a
-    template job with the very command and image the launcher gives a handler Pod."""
-    if "RUNNER" not in real_node.images:
-        pytest.skip("no runner image on the real node (hack/images/build runner)")
-    handler = "tests.real_node_hello"
+    image (here the example handlers' image, built FROM it). A handler job has no template to
+    place its Pod with: the installation's job-Pod placement (``--job-pod-node-selector``,
+    ``--job-pod-toleration``) is what brings it to the tainted real node, and the handler's
+    own ``ctx.logger`` lines are what ``kubectl logs`` shows."""
+    if "EXAMPLES" not in real_node.images:
+        pytest.skip("no example handlers' image on the real node (hack/images/build examples)")
     job = Job(pool, namespace)
-    command = ["sundial", "exec", "--handlers", "real_node_handlers", handler]
-    spec = template(real_node, command, image="RUNNER")
-    spec["spec"]["containers"][0]["env"] = [{"name": "PYTHONPATH", "value": "/handlers"}]
-    spec["spec"]["containers"][0]["volumeMounts"] = [{"name": "code", "mountPath": "/handlers"}]
-    spec["spec"]["volumes"] = [{"name": "code", "configMap": {"name": "handlers"}}]
-    code = (
-        "import sundial\n\n"
-        f"@sundial.job({handler!r})\n"
-        "async def hello(args, ctx):\n"
-        "    print(f\"hello {args['name']} from run {ctx.run_id}\", flush=True)\n"
-    )
-    core_api.create_namespaced_config_map(
-        namespace,
-        client.V1ConfigMap(
-            metadata=client.V1ObjectMeta(name="handlers"), data={"real_node_handlers.py": code}
+    await job.define_handler("examples.hello")
+    run_id = await job.submit(args={"name": "real node"})
+    where = real_nodes.placement()
+    pod_settings = manifests.ManifestSettings(
+        instance=namespace,
+        runner_image=real_node.images["EXAMPLES"],
+        placement=placements.Placement(
+            node_selector=where["nodeSelector"], tolerations=tuple(where["tolerations"])
         ),
     )
-    await job.define(spec)
-    run_id = await job.submit(args={"name": "real node"})
 
-    async with maintenance(pool), running_launcher(pool, api_client, launcher_settings(namespace)):
+    async with (
+        maintenance(pool),
+        running_launcher(pool, api_client, settings(namespace, worker(), manifest=pod_settings)),
+    ):
         row = await wait_state(pool, run_id, *ENDED, within=120)
 
     [pod] = run_pods(core_api, namespace, run_id)
     output = logs(core_api, namespace, pod)
     assert row["state"] == "completed", (row, output)
-    assert f"hello real node from run {run_id}" in output
-    assert pod.spec.containers[0].image == real_node.images["RUNNER"]
+    assert pod.spec.node_name == real_node.name
+    container = pod.spec.containers[0]
+    assert (container.image, container.command) == (
+        real_node.images["EXAMPLES"],
+        ["sundial", "exec", "examples.hello"],
+    )
+    # A JSON log line of the handler's ctx.logger, on stdout (sundial exec configures logging).
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    said = [line for line in lines if line.get("message", "").startswith("Hello, real node")]
+    assert said, output
+    assert f"(run {run_id}, attempt 1)" in said[0]["message"]

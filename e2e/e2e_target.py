@@ -1,0 +1,128 @@
+"""Where the e2e stories run, and how it is set up: see conftest.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sundial.localdev import cluster
+from sundial.localdev import install as installs
+from sundial.localdev import real_node as real_nodes
+
+#: Namespace of the stories' ScheduledJobs, JobRuns and job Pods.
+JOBS = "e2e-jobs"
+
+
+@dataclass
+class Target:
+    """Where the stories run: a kubectl, and what a job Pod needs to land and start there."""
+
+    kubectl: Callable[..., subprocess.CompletedProcess[str]]
+    installation: installs.Installation
+    busybox_image: str
+    #: nodeSelector and tolerations a job Pod's template adds (the real node's), else {}.
+    placement: dict[str, Any] = field(default_factory=dict)
+    pull_policy: str = "Never"
+
+
+def _local_reason() -> str | None:
+    """Why this machine cannot run the local tier; None: it can."""
+    if os.geteuid() != 0:
+        return "the real node needs root (run as root, or set SUNDIAL_E2E_KUBECONFIG)"
+    missing = cluster.missing_binaries()
+    if missing and cluster.find_go() is None:
+        return f"the control plane is not built ({', '.join(missing)}). {cluster.GO_INSTALL_HINT}"
+    real_nodes.install_packages()
+    lacking = real_nodes.missing()
+    if lacking:
+        return "this machine cannot run the real node: " + "; ".join(lacking)
+    return None
+
+
+def session_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """The session's Target (see the module docstring); the ``target`` fixture of conftest."""
+    given = os.environ.get("SUNDIAL_E2E_KUBECONFIG")
+    if given:
+        yield from _given_cluster(given)
+        return
+    reason = _local_reason()
+    if reason:
+        pytest.skip(f"e2e: {reason}")
+    work = tmp_path_factory.mktemp("e2e")
+    if cluster.missing_binaries():
+        cluster.build(log_path=work / "build.log")
+    env_file = real_nodes.images_env(
+        log_path=work / "images.log", names=("pause", "busybox", "examples", "operator", "postgres")
+    )
+    state_dir = Path(tempfile.mkdtemp(prefix="sundial-e2e-"))
+    local = cluster.start(state_dir, owner_pid=os.getpid())
+    try:
+        node = real_nodes.start(local, env_file, images=("BUSYBOX", *installs.IMAGES))
+        started = time.monotonic()
+        installation = installs.install(
+            local, node, release="sundial", namespace="sundial-system", job_namespaces=[JOBS]
+        )
+        print(f"\ne2e: chart installed to Ready in {time.monotonic() - started:.1f}s")
+        yield Target(
+            kubectl=installation.kubectl,
+            installation=installation,
+            busybox_image=node.images["BUSYBOX"],
+            placement=real_nodes.placement(),
+        )
+    finally:
+        local.stop()
+
+
+def _given_cluster(given: str) -> Iterator[Target]:
+    kubeconfig = Path.home() / ".kube" / "config" if given == "current" else Path(given)
+    kubectl = shutil.which("kubectl") or str(cluster.bin_dir() / "kubectl")
+    helm = shutil.which("helm") or str(cluster.bin_dir() / "helm")
+    values_path = os.environ.get("SUNDIAL_E2E_VALUES")
+    busybox = os.environ.get("SUNDIAL_E2E_BUSYBOX_IMAGE", "busybox:1.36")
+    if not values_path:
+        pytest.skip("e2e: SUNDIAL_E2E_KUBECONFIG needs SUNDIAL_E2E_VALUES (the chart's images)")
+    values = yaml.safe_load(Path(values_path).read_text()) or {}
+    values.setdefault("jobPods", {})["namespaces"] = [JOBS]
+    values["watchNamespaces"] = [JOBS]
+    release = f"sundial-e2e-{uuid.uuid4().hex[:4]}"
+    local = cluster.LocalCluster(kubeconfig=kubeconfig, kubectl_path=Path(kubectl))
+    installation = installs.Installation(
+        release=release, namespace=f"{release}-system", kubeconfig=kubeconfig,
+        helm_path=Path(helm), kubectl_path=Path(kubectl), values=values,
+    )  # fmt: skip
+    if local.kubectl("get", "namespace", JOBS, check=False).returncode != 0:
+        local.kubectl("create", "namespace", JOBS)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        yaml.safe_dump(values, handle)
+    try:
+        installation.helm(
+            "install", release, str(installs.chart_dir()), "-n", installation.namespace,
+            "--create-namespace", "--values", handle.name, "--wait", "--timeout", "300s",
+        )  # fmt: skip
+        yield Target(
+            kubectl=installation.kubectl,
+            installation=installation,
+            busybox_image=busybox,
+            pull_policy="IfNotPresent",
+        )
+    finally:
+        os.unlink(handle.name)
+        local.kubectl("delete", "namespace", JOBS, "--ignore-not-found", check=False)
+        if (
+            installation.helm(
+                "status", release, "-n", installation.namespace, check=False
+            ).returncode
+            == 0
+        ):
+            installs.uninstall(installation)

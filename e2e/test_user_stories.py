@@ -1,0 +1,235 @@
+"""Sundial's user stories, end to end, as a user runs them: the chart installed, manifests
+applied with ``kubectl``, outcomes read from ``kubectl get``.
+
+Every manifest is applied at once when the module starts (``stories``), so the stories run
+side by side and the tier takes about as long as its slowest story; each test then waits for,
+and checks, its own. They run in file order: install first, uninstall last.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from e2e_target import JOBS, Target
+
+from sundial.api import validate
+from sundial.localdev import install as installs
+
+pytestmark = pytest.mark.timeout(420)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "demo"
+DELAY_SECONDS = 15
+ENDED = {"Succeeded", "Failed", "TimedOut", "Cancelled", "DeadLettered"}
+
+
+def _json(target: Target, *args: str) -> Any:
+    return json.loads(target.kubectl(*args, "-o", "json").stdout)
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+class Phases:
+    """Every (JobRun, phase) that ``kubectl get jobruns`` showed, polled twice a second."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.seen: dict[str, list[str]] = {}
+        self.latest: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            listed = self.target.kubectl("get", "jobruns", "-n", JOBS, "-o", "json", check=False)
+            if listed.returncode == 0:
+                for run in json.loads(listed.stdout)["items"]:
+                    name = run["metadata"]["name"]
+                    phase = (run.get("status") or {}).get("phase")
+                    self.latest[name] = run
+                    phases = self.seen.setdefault(name, [])
+                    if phase and (not phases or phases[-1] != phase):
+                        phases.append(phase)
+            self._stop.wait(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def ended(self, name: str, *, within: float = 300) -> Any:
+        """The JobRun ``name`` once its phase is terminal (fails on the deadline)."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            run = self.latest.get(name)
+            if run and (run.get("status") or {}).get("phase") in ENDED:
+                return run
+            time.sleep(0.5)
+        pytest.fail(f"JobRun {name} did not end within {within:.0f}s: {self.seen.get(name)}")
+
+
+def _placed(document: dict[str, Any], target: Target) -> dict[str, Any]:
+    """A JobRun whose Pod template can run on ``target``: its busybox image, pull policy and
+    the real node's placement (the chart places job Pods there too; the template says so)."""
+    document = copy.deepcopy(document)
+    pod = document["spec"]["job"]["template"].setdefault("spec", {})
+    pod.update(copy.deepcopy(target.placement))
+    for container in pod["containers"]:
+        container["image"] = target.busybox_image
+        container["imagePullPolicy"] = target.pull_policy
+    return document
+
+
+@pytest.fixture(scope="module")
+def stories(target: Target) -> Iterator[Phases]:
+    """Apply every story's manifests at once; the recorder of phases they went through."""
+    phases = Phases(target)
+    documents: list[dict[str, Any]] = [
+        *yaml.safe_load_all((EXAMPLES / "cron.yaml").read_text()),  # ScheduledJob hello
+        *yaml.safe_load_all((EXAMPLES / "dag.yaml").read_text()),
+        {
+            "apiVersion": "sundial.dev/v1alpha1",
+            "kind": "JobRun",
+            "metadata": {"name": "hello-as-pod"},
+            "spec": {
+                "job": {"handler": {"name": "examples.hello", "executionModel": "pod"}},
+                "args": {"name": "pod"},
+            },
+        },
+        {
+            "apiVersion": "sundial.dev/v1alpha1",
+            "kind": "JobRun",
+            "metadata": {"name": "hello-later"},
+            "spec": {
+                "jobRef": {"name": "hello"},
+                "delaySeconds": DELAY_SECONDS,
+                "args": {"greeting": "Delayed hello", "name": "one-shot"},
+            },
+        },
+    ]
+    oom = yaml.safe_load((EXAMPLES / "oom.yaml").read_text())
+    documents.append(_placed(oom, target))
+    manifest = yaml.safe_dump_all([d for d in documents if d], sort_keys=False)
+    target.kubectl("apply", "--server-side", "-n", JOBS, "-f", "-", stdin=manifest)
+    try:
+        yield phases
+    finally:
+        phases.stop()
+
+
+def test_install_runs_the_operator_a_runner_and_postgresql_as_ready_pods(target: Target) -> None:
+    pods = _json(target, "get", "pods", "-n", target.installation.namespace)["items"]
+    components = sorted(p["metadata"]["labels"]["app.kubernetes.io/component"] for p in pods)
+    assert components == ["operator", "postgresql", "runner"]
+    for pod in pods:
+        ready = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True", pod["metadata"]["name"]
+    for crd in installs.CRDS:
+        established = _json(target, "get", "crd", crd)["status"]["conditions"]
+        assert {"type": "Established", "status": "True"}.items() <= {
+            k: v for c in established if c["type"] == "Established" for k, v in c.items()
+        }.items()
+
+
+def test_a_scheduled_job_fires_on_its_schedule_and_the_runner_runs_it(
+    target: Target, stories: Phases
+) -> None:
+    deadline = time.monotonic() + 120
+    fired: list[str] = []
+    while time.monotonic() < deadline:
+        fired = [
+            name
+            for name, run in stories.latest.items()
+            if name.startswith("hello-")
+            and name not in ("hello-as-pod", "hello-later")
+            and (run.get("status") or {}).get("phase") == "Succeeded"
+        ]
+        if fired:
+            break
+        time.sleep(1)
+    assert fired, stories.seen
+    status = stories.latest[fired[0]]["status"]
+    assert status["attempt"] == 1 and status.get("fireTime"), status
+    job = _json(target, "get", "scheduledjob", "hello", "-n", JOBS)
+    assert job["spec"]["schedule"] == "@every 10s"
+
+
+def test_a_handler_job_runs_as_a_pod_and_its_log_lines_are_in_kubectl_logs(
+    target: Target, stories: Phases
+) -> None:
+    run = stories.ended("hello-as-pod")
+    assert run["status"]["phase"] == "Succeeded", run["status"]
+    pod = run["status"]["podName"]
+    logs = target.kubectl("logs", "-n", JOBS, pod).stdout
+    assert "Hello, pod" in logs, logs
+
+
+def test_a_delayed_one_shot_waits_its_delay_then_succeeds(stories: Phases) -> None:
+    run = stories.ended("hello-later")
+    status = run["status"]
+    assert status["phase"] == "Succeeded", status
+    created = _time(run["metadata"]["creationTimestamp"])
+    waited = (_time(status["startedAt"]) - created).total_seconds()
+    assert waited >= DELAY_SECONDS - 1, (waited, status)  # timestamps are whole seconds
+    assert stories.seen["hello-later"][0] == "Pending", stories.seen["hello-later"]
+
+
+def test_a_dag_of_jobruns_runs_each_step_after_its_upstreams(stories: Phases) -> None:
+    runs = {name: stories.ended(name) for name in ("extract", "transform", "report", "load")}
+    assert {n: r["status"]["phase"] for n, r in runs.items()} == dict.fromkeys(runs, "Succeeded")
+
+    def started(name: str) -> datetime:
+        return _time(runs[name]["status"]["startedAt"])
+
+    def finished(name: str) -> datetime:
+        return _time(runs[name]["status"]["finishedAt"])
+
+    assert started("transform") >= finished("extract")
+    assert started("report") >= finished("extract")
+    assert started("load") >= finished("transform")
+
+
+def test_a_pod_job_oom_killed_succeeds_on_retry_with_more_memory(
+    target: Target, stories: Phases
+) -> None:
+    run = stories.ended("needs-more-memory")
+    status = run["status"]
+    assert (status["phase"], status["attempt"]) == ("Succeeded", 2), status
+    pods = _json(target, "get", "pods", "-n", JOBS, "-l", f"sundial.dev/run-id={status['runId']}")
+    by_attempt = {p["metadata"]["labels"]["sundial.dev/attempt"]: p for p in pods["items"]}
+    first = by_attempt["1"]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert first["reason"] == "OOMKilled", first  # the kernel's kill, on the real node
+    limits = [by_attempt[a]["spec"]["containers"][0]["resources"]["limits"] for a in ("1", "2")]
+    # Twice the memory (oom.memoryIncreasePercent: 100), written in bytes by the operator.
+    assert [validate.memory_bytes(limit["memory"]) for limit in limits] == [64 << 20, 128 << 20]
+
+
+def test_kubectl_get_jobruns_shows_each_phase(target: Target, stories: Phases) -> None:
+    for name in ("hello-later", "needs-more-memory", "load"):
+        stories.ended(name)
+    table = target.kubectl("get", "jobruns", "-n", JOBS).stdout
+    header = table.splitlines()[0].split()
+    assert "PHASE" in header, table
+    print(table)
+    print("phases seen:", json.dumps(stories.seen))
+    seen = {phase for phases in stories.seen.values() for phase in phases}
+    assert {"Pending", "Running", "Succeeded"} <= seen, stories.seen
+    assert stories.seen["needs-more-memory"][-1] == "Succeeded"
+
+
+def test_uninstall_leaves_nothing_but_the_kept_crds(target: Target) -> None:
+    target.kubectl("delete", "namespace", JOBS, "--timeout=120s")
+    remaining = installs.uninstall(target.installation)
+    assert remaining == []
+    for crd in installs.CRDS:
+        assert _json(target, "get", "crd", crd)["metadata"]["name"] == crd
