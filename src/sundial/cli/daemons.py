@@ -18,6 +18,7 @@ from sundial.cli.options import (
     log_level_option,
     oom_increase_option,
     oom_max_memory_option,
+    retention_interval_option,
 )
 
 
@@ -50,6 +51,7 @@ from sundial.cli.options import (
 )
 @hot_window_option
 @archive_retention_option
+@retention_interval_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
 @click.option(
     "--metrics-port",
@@ -72,6 +74,7 @@ def scheduler(
     maintainer: bool,
     hot_window: float,
     archive_retention_days: int,
+    retention_interval: float,
     once: bool,
     metrics_port: int,
     metrics_host: str,
@@ -96,7 +99,7 @@ def scheduler(
     from sundial.store import pool as store_pool
 
     serve_module.configure_logs(log_level)
-    maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    maintenance = _maintainer_settings(hot_window, archive_retention_days, retention_interval)
     settings = trigger.TriggerSettings(
         batch_size=batch_size,
         poll_interval=datetime.timedelta(seconds=poll_seconds),
@@ -479,6 +482,7 @@ def pod_launcher(
 )
 @hot_window_option
 @archive_retention_option
+@retention_interval_option
 @oom_increase_option
 @oom_max_memory_option
 def operator(
@@ -498,6 +502,7 @@ def operator(
     runner_image: str,
     hot_window: float,
     archive_retention_days: int,
+    retention_interval: float,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
 ) -> None:
@@ -517,7 +522,7 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
-    maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    maintenance = _maintainer_settings(hot_window, archive_retention_days, retention_interval)
     config = runtime.OperatorConfig(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,

@@ -115,8 +115,19 @@ archive_retention_option = click.option(
 )
 
 
+#: How often retention runs; an hour suits month partitions, a benchmark shortens it.
+retention_interval_option = click.option(
+    "--retention-interval",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="How often the maintainer creates the next month partitions and drops the expired"
+    " ones: 90s, 30m, 1h.",
+)
+
+
 def _maintainer_settings(
-    hot_window: float, archive_retention_days: int
+    hot_window: float, archive_retention_days: int, retention_interval: float = 3600.0
 ) -> maintainer_module.MaintainerSettings:
     """The maintainer's settings from the command line; a usage error names what to change."""
     import datetime
@@ -129,6 +140,7 @@ def _maintainer_settings(
             archive_retention=(
                 datetime.timedelta(days=archive_retention_days) if archive_retention_days else None
             ),
+            retention_interval=datetime.timedelta(seconds=retention_interval),
         )
     except ValueError:
         raise click.UsageError(
