@@ -15,6 +15,7 @@ from sundial.cli.options import (
     archive_retention_option,
     dsn_option,
     hot_window_option,
+    key_retention_option,
     log_level_option,
     oom_increase_option,
     oom_max_memory_option,
@@ -52,6 +53,7 @@ from sundial.cli.options import (
 @hot_window_option
 @archive_retention_option
 @retention_interval_option
+@key_retention_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
 @click.option(
     "--metrics-port",
@@ -75,6 +77,7 @@ def scheduler(
     hot_window: float,
     archive_retention_days: int,
     retention_interval: float,
+    key_retention: float,
     once: bool,
     metrics_port: int,
     metrics_host: str,
@@ -99,7 +102,9 @@ def scheduler(
     from sundial.store import pool as store_pool
 
     serve_module.configure_logs(log_level)
-    maintenance = _maintainer_settings(hot_window, archive_retention_days, retention_interval)
+    maintenance = _maintainer_settings(
+        hot_window, archive_retention_days, retention_interval, key_retention
+    )
     settings = trigger.TriggerSettings(
         batch_size=batch_size,
         poll_interval=datetime.timedelta(seconds=poll_seconds),
@@ -483,6 +488,7 @@ def pod_launcher(
 @hot_window_option
 @archive_retention_option
 @retention_interval_option
+@key_retention_option
 @oom_increase_option
 @oom_max_memory_option
 def operator(
@@ -503,6 +509,7 @@ def operator(
     hot_window: float,
     archive_retention_days: int,
     retention_interval: float,
+    key_retention: float,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
 ) -> None:
@@ -522,7 +529,9 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
-    maintenance = _maintainer_settings(hot_window, archive_retention_days, retention_interval)
+    maintenance = _maintainer_settings(
+        hot_window, archive_retention_days, retention_interval, key_retention
+    )
     config = runtime.OperatorConfig(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
