@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import signal
@@ -41,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import bench_handlers
+import faults_kube
 import psycopg
 import stack
 
@@ -76,8 +78,16 @@ class Result:
 class Fault:
     """One fault's database, processes and audit."""
 
-    def __init__(self, server: postgres.ThrowawayPostgres, name: str, rng: random.Random):
+    def __init__(
+        self,
+        server: postgres.ThrowawayPostgres,
+        name: str,
+        rng: random.Random,
+        resources: contextlib.ExitStack | None = None,
+    ):
         self.server = server
+        #: What outlives one fault and is closed with the run (faults_kube's cluster).
+        self.resources = resources if resources is not None else contextlib.ExitStack()
         self.name = name
         self.rng = rng
         self.dsn = stack.create_database(server, "fault_" + name.replace("-", "_"))
@@ -193,8 +203,8 @@ class Fault:
                 r.lost += 1
                 continue
             r.completed += 1
-            if handler == "bench.noop" or handler == "bench.sleep":
-                continue
+            if handler in ("bench.noop", "bench.sleep") or handler.startswith("pod:"):
+                continue  # no sink write (a pod run's sink is audited by faults_kube)
             if sink_attempt is None:
                 r.lost += 1
             elif sink_attempt != attempt:
@@ -446,6 +456,8 @@ FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     "poison": poison,
     "downstream-outage": downstream_outage,
     "thundering-schedules": thundering,
+    # Faults of other modules: each module has its own FAULTS.
+    **faults_kube.FAULTS,
 }
 
 
@@ -461,10 +473,10 @@ def run(options: argparse.Namespace) -> list[Result]:
         raise SystemExit(f"unknown fault(s) {unknown}: pick from {', '.join(FAULTS)}")
     rng = random.Random(options.seed)
     results = []
-    with stack.throwaway(max_connections=300) as server:
+    with stack.throwaway(max_connections=300) as server, contextlib.ExitStack() as resources:
         for name in names:
             started = time.monotonic()
-            fault = Fault(server, name, rng)
+            fault = Fault(server, name, rng, resources)
             try:
                 FAULTS[name](fault, size)
                 result = fault.audit()
