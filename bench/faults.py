@@ -22,6 +22,10 @@ Per fault, after it ends and the stack has had its recovery budget:
     .venv/bin/python bench/faults.py            # full sizes (10,000 schedules, 60 s outage)
     .venv/bin/python bench/faults.py --quick    # a few minutes
     .venv/bin/python bench/faults.py --quick --only runner-kill-9,poison
+
+The Kubernetes faults (kill -9 of the operator and of the pod launcher) are in
+bench/faults_kube.py; they start the local control plane of hack/cluster once per run, or use
+the cluster of ``--kubeconfig``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import bench_handlers
@@ -513,7 +518,13 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated faults: " + ", ".join(FAULTS))
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--kubeconfig",
+        help="a running local cluster for the Kubernetes faults (default: start one)",
+    )
     options = parser.parse_args()
+    if options.kubeconfig:
+        faults_kube.KUBECONFIG = Path(options.kubeconfig)
     results = run(options)
     print()
     print(render(results, options))

@@ -8,9 +8,11 @@ the run; the CRDs are applied from crds/. Each fault has its own namespace and d
   Pod's is; a 3 s lease) upserts ScheduledJobs (``@every 10s``, runner mode, ``bench.sink``)
   and submits user JobRuns (``bench.sink``), which two `sundial runner`s execute against the
   fenced sink. It is killed three times at random points while the objects are applied and
-  restarted. Lost: a JobRun whose run was never created, a ScheduledJob that has no schedule,
-  or a schedule that did not fire at the first grid time after the last restart, plus the
-  sink audit of every run (faults.Fault.audit).
+  restarted; it is also restarted whenever it exits on its own, as the kubelet would (it
+  exits by design when a lease renewal comes too late, which a 3 s lease on a busy machine
+  does). Lost: a JobRun whose run was never created, a ScheduledJob that has no schedule, or
+  a schedule that did not fire at the first grid time after the last restart, plus the sink
+  audit of every run (faults.Fault.audit).
 * ``pod-launcher-kill-9``: `sundial pod-launcher` launches pod-mode runs (kwok runs each Pod
   for 2 s; a 15 s launcher lease) and is killed three times while it holds leases. Each
   restart has a new worker id, as a Deployment's Pod would, so the dead launcher's leases
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -44,16 +47,22 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 _CLUSTERS: dict[int, cluster.LocalCluster] = {}
+#: A running cluster to use instead of starting one (`bench/faults.py --kubeconfig`).
+KUBECONFIG: Path | None = None
 
 
 def local_cluster(f: Fault) -> cluster.LocalCluster:
-    """The run's cluster: started at the first call, stopped when the run's resources close."""
+    """The run's cluster: started at the first call and stopped when the run's resources
+    close, or the one of ``KUBECONFIG`` (left running)."""
     key = id(f.resources)
     if key not in _CLUSTERS:
-        state = Path(tempfile.mkdtemp(prefix="sundial-faults-cluster-"))
-        started = cluster.start(state / "cluster", owner_pid=os.getpid())
+        if KUBECONFIG is not None:
+            started = cluster.LocalCluster(KUBECONFIG, cluster.bin_dir() / "kubectl")
+        else:
+            state = Path(tempfile.mkdtemp(prefix="sundial-faults-cluster-"))
+            started = cluster.start(state / "cluster", owner_pid=os.getpid())
+            f.resources.callback(started.stop)
         f.resources.callback(_CLUSTERS.pop, key, None)
-        f.resources.callback(started.stop)
         _CLUSTERS[key] = started
         started.kubectl("apply", "--server-side", "-f", str(ROOT / "crds"))
         started.kubectl(
@@ -64,8 +73,10 @@ def local_cluster(f: Fault) -> cluster.LocalCluster:
 
 
 def _namespace(kube: cluster.LocalCluster, f: Fault) -> str:
-    name = "fault-" + f.name
+    """A namespace of the fault's own, deleted with the run's resources."""
+    name = f"fault-{f.name}-{uuid.uuid4().hex[:6]}"
     kube.kubectl("create", "namespace", name)
+    f.resources.callback(kube.kubectl, "delete", "namespace", name, "--wait=false", check=False)
     return name
 
 
@@ -88,6 +99,39 @@ def _list(kube: cluster.LocalCluster, namespace: str, kind: str) -> list[dict[st
     return list(json.loads(listed.stdout)["items"])
 
 
+class Supervised:
+    """A process restarted whenever it exits, as the kubelet restarts a crashed container: the
+    operator exits by design when its lease renewal comes too late (ADR 0008), which a 3 s
+    lease on a loaded machine does. ``exits`` counts those exits; our kills are not counted."""
+
+    def __init__(self, start: Callable[[], subprocess.Popen[bytes]]) -> None:
+        self._start = start
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self.exits = 0
+        self.child = start()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(0.5):
+            with self._lock:
+                if self.child.poll() is not None and not self._stopped.is_set():
+                    self.exits += 1
+                    self.child = self._start()
+
+    def kill_and_restart(self) -> None:
+        with self._lock:
+            self.child.kill()
+            self.child.wait()
+            self.child = self._start()
+
+    def stop(self) -> None:
+        """Stop watching (the fault's Processes stop the child)."""
+        self._stopped.set()
+        self._thread.join()
+
+
 def operator_kill_9(f: Fault, size: Sizes) -> None:
     kube = local_cluster(f)
     namespace = _namespace(kube, f)
@@ -100,7 +144,7 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
         "--holder", "operator-0", "--lease-ttl", "3", "--mirror-seconds", "2",
         "--no-pod-launcher",
     ]  # fmt: skip
-    operator = f.processes.start("operator", arguments, env=env)
+    operator = Supervised(lambda: f.processes.start("operator", arguments, env=env))
     scheduled = [
         {
             "apiVersion": "sundial.dev/v1alpha1", "kind": "ScheduledJob",
@@ -147,10 +191,8 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
             time.sleep(0.2)
         [(reached,)] = f.query(count_query)
         kills.append(f"{reached} {what}")
-        operator.kill()
-        operator.wait()
+        operator.kill_and_restart()
         f.last_injection = time.monotonic()
-        operator = f.processes.start("operator", arguments, env=env)
     applier.join(timeout=size.budget * 3)
     if failures:
         raise failures[0]
@@ -173,7 +215,11 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
         time.sleep(1)
     # Every schedule must fire at the first grid time after the last restart and the upserts.
     check = stack.grid_instant(10, 3)
-    while time.time() < check.timestamp() + 8:
+    deadline = check.timestamp() + size.budget
+    while time.time() < deadline:
+        [(fired,)] = f.query("SELECT count(*) FROM schedule_fires WHERE fire_time = %s", (check,))
+        if fired >= schedules:
+            break
         time.sleep(0.5)
     stack.suspend_schedules(f.dsn)
     f.wait_terminal(size.budget)
@@ -196,8 +242,10 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
         if succeeded == len(wanted):
             break
         time.sleep(2)
+    operator.stop()
     f.result.notes.append(
-        f"operator kill -9 at {', '.join(kills)}, restarted under the same holder;"
+        f"operator kill -9 at {', '.join(kills)}, restarted under the same holder"
+        f" (it also exited {operator.exits} times on its own, restarted as a kubelet would);"
         f" {stored}/{schedules} ScheduledJobs stored, {fired}/{schedules} fired at"
         f" {check:%H:%M:%S}; {submitted}/{len(wanted)} JobRuns submitted,"
         f" {succeeded} shown Succeeded"
