@@ -94,10 +94,13 @@ def main() -> int:
                 " FROM generate_series(1, %s) n",
                 (schedule, options.fires),
             )
-            # Every run finished and gone from the hot table, every key older than a day.
+            # Every run finished and gone from the hot table, every key older than a day, each
+            # written at its own instant (equal instants would shrink the created_at index:
+            # B-tree deduplication; submissions of one batch do share theirs).
             conn.execute("DELETE FROM job_runs")
-            conn.execute("UPDATE idempotency_keys SET created_at = now() - interval '8 days'")
-            conn.execute("UPDATE schedule_fires SET created_at = now() - interval '8 days'")
+            aged = "now() - interval '8 days' - random() * interval '1 day'"
+            conn.execute(f"UPDATE idempotency_keys SET created_at = {aged}")
+            conn.execute(f"UPDATE schedule_fires SET created_at = {aged}")
             conn.execute("VACUUM FULL ANALYZE idempotency_keys")
             conn.execute("VACUUM FULL ANALYZE schedule_fires")
             before = conn.execute(SIZES).fetchone()
