@@ -10,12 +10,21 @@ the benchmark does not archive anything itself, it reports what the product did.
 Every interval: claim latency p50/p99 (a probe claims one run of its own queue with
 ``claims.claim`` 20 times, so the statement works against the same table and index as the
 runners' claims), the hot table's heap and index size, live and dead tuples, autovacuum and
-autoanalyze counts, and the rows in ``finished_runs`` and ``job_run_attempts``. At the end:
+autoanalyze counts, the rows in ``finished_runs`` and ``job_run_attempts``, the rows and size
+of ``idempotency_keys``, the rows of ``schedule_fires`` (``--schedules`` ``* * * * *``
+schedules fire through the trigger) and the month partitions of ``finished_runs``. At the end:
 bytes per run in the hot table, in ``finished_runs`` and per row of ``job_run_attempts``
 (docs/operations.md sizes disk from these), and whether the hot table stayed bounded: its
 live rows and size in the last third of the run within 20% of the first third's peak.
 
+Both of the maintainer's removals happen inside the hour: the scheduler runs with
+``--hot-window 60s`` (finished runs archived after a minute) and ``--retention-interval 5m``,
+and every ``--age-every`` minutes the bench writes a month partition of history three or more
+months old (copies of archived runs: a month cannot age inside an hour), which the
+maintainer's retention must drop on its next pass; the partitions column shows it come and go.
+
     .venv/bin/python bench/soak.py                # 60 minutes at 2,000/s
+    .venv/bin/python bench/soak.py --rate 500     # what a shared 2-CPU machine holds
     .venv/bin/python bench/soak.py --quick        # 3 minutes at 300/s, a row every 30 s
 """
 
