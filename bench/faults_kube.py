@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -59,6 +60,7 @@ def local_cluster(f: Fault) -> cluster.LocalCluster:
             started = cluster.LocalCluster(KUBECONFIG, cluster.bin_dir() / "kubectl")
         else:
             state = Path(tempfile.mkdtemp(prefix="sundial-faults-cluster-"))
+            f.resources.callback(shutil.rmtree, state, ignore_errors=True)
             started = cluster.start(state / "cluster", owner_pid=os.getpid())
             f.resources.callback(started.stop)
         f.resources.callback(_CLUSTERS.pop, key, None)
