@@ -92,9 +92,16 @@ def soak(output: str) -> str:
     verdict = next((line for line in output.splitlines() if line.startswith("hot table")), "")
     if not rows:
         return verdict or "no table"
+    keys = f"; idempotency keys {rows[0][12]} -> {rows[-1][12]}" if len(rows[0]) > 15 else ""
     return (
         f"claim p99 {rows[0][3]} ms at {rows[0][0]} min -> {rows[-1][3]} ms at {rows[-1][0]} min;"
-        f" hot rows {rows[0][4]} -> {rows[-1][4]}; {verdict}"
+        f" hot rows {rows[0][4]} -> {rows[-1][4]}{keys}; {verdict}"
+    )
+
+
+def key_retention(output: str) -> str:
+    return "; ".join(
+        line for line in output.splitlines() if line.startswith(("idempotency", "schedule", "exp"))
     )
 
 
@@ -127,6 +134,7 @@ BENCHES = [
     Bench("runner_throughput", ["--jobs", "10000"], ["--jobs", "40000"], runner_throughput),
     Bench("soak", ["--quick"], [], soak),
     Bench("faults", ["--quick"], [], faults),
+    Bench("key_retention", ["--keys", "50000", "--fires", "50000"], [], key_retention),
 ]
 
 

@@ -23,12 +23,17 @@ Per fault, after it ends and the stack has had its recovery budget:
     .venv/bin/python bench/faults.py --quick    # a few minutes
     .venv/bin/python bench/faults.py --quick --only runner-kill-9,poison
     .venv/bin/python bench/faults.py --quick --only oom-storm,eviction-storm  # bench/pod_faults.py
+
+The Kubernetes faults (kill -9 of the operator and of the pod launcher) are in
+bench/faults_kube.py; they start the local control plane of hack/cluster once per run, or use
+the cluster of ``--kubeconfig``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import signal
@@ -39,9 +44,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import bench_handlers
+import faults_kube
 import pod_faults
 import psycopg
 import stack
@@ -78,8 +85,16 @@ class Result:
 class Fault:
     """One fault's database, processes and audit."""
 
-    def __init__(self, server: postgres.ThrowawayPostgres, name: str, rng: random.Random):
+    def __init__(
+        self,
+        server: postgres.ThrowawayPostgres,
+        name: str,
+        rng: random.Random,
+        resources: contextlib.ExitStack | None = None,
+    ):
         self.server = server
+        #: What outlives one fault and is closed with the run (faults_kube's cluster).
+        self.resources = resources if resources is not None else contextlib.ExitStack()
         self.name = name
         self.rng = rng
         self.dsn = stack.create_database(server, "fault_" + name.replace("-", "_"))
@@ -195,8 +210,8 @@ class Fault:
                 r.lost += 1
                 continue
             r.completed += 1
-            if handler == "bench.noop" or handler == "bench.sleep":
-                continue
+            if handler in ("bench.noop", "bench.sleep") or handler.startswith("pod:"):
+                continue  # no sink write (a pod run's sink is audited by faults_kube)
             if sink_attempt is None:
                 r.lost += 1
             elif sink_attempt != attempt:
@@ -299,6 +314,15 @@ def scheduler_kill_9(f: Fault, size: Sizes) -> None:
         f.last_injection = time.monotonic()
         schedulers[name] = f.scheduler(name)
     time.sleep(max(0.0, (first_fire - datetime.now(UTC)).total_seconds() + 3))
+    # Suspended once the fire is in: on a busy machine the leader's batches of a thousand
+    # schedules take seconds, and a suspension before them would stop the fire itself.
+    deadline = time.monotonic() + size.budget
+    while (
+        time.monotonic() < deadline
+        and f.query("SELECT count(*) FROM schedule_fires WHERE fire_time = %s", (first_fire,))[0][0]
+        < size.schedules // 10
+    ):
+        time.sleep(0.2)
     stack.suspend_schedules(f.dsn)
     f.wait_terminal(size.budget)
     [(fired,)] = f.query("SELECT count(*) FROM schedule_fires WHERE fire_time = %s", (first_fire,))
@@ -448,6 +472,8 @@ FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     "poison": poison,
     "downstream-outage": downstream_outage,
     "thundering-schedules": thundering,
+    # Faults of other modules: each module has its own FAULTS.
+    **faults_kube.FAULTS,
 }
 FAULTS.update(pod_faults.FAULTS)  # on the real node: run with --only or --real-node
 
@@ -465,10 +491,10 @@ def run(options: argparse.Namespace) -> list[Result]:
         raise SystemExit(f"unknown fault(s) {unknown}: pick from {', '.join(FAULTS)}")
     rng = random.Random(options.seed)
     results = []
-    with stack.throwaway(max_connections=300) as server:
+    with stack.throwaway(max_connections=300) as server, contextlib.ExitStack() as resources:
         for name in names:
             started = time.monotonic()
-            fault = Fault(server, name, rng)
+            fault = Fault(server, name, rng, resources)
             try:
                 FAULTS[name](fault, size)
                 result = fault.audit()
@@ -507,7 +533,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
     parser.add_argument("--real-node", action="store_true", help="also the real node's storms")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--kubeconfig",
+        help="a running local cluster for the Kubernetes faults (default: start one)",
+    )
     options = parser.parse_args()
+    if options.kubeconfig:
+        faults_kube.KUBECONFIG = Path(options.kubeconfig)
     results = run(options)
     print()
     print(render(results, options))

@@ -10,12 +10,21 @@ the benchmark does not archive anything itself, it reports what the product did.
 Every interval: claim latency p50/p99 (a probe claims one run of its own queue with
 ``claims.claim`` 20 times, so the statement works against the same table and index as the
 runners' claims), the hot table's heap and index size, live and dead tuples, autovacuum and
-autoanalyze counts, and the rows in ``finished_runs`` and ``job_run_attempts``. At the end:
+autoanalyze counts, the rows in ``finished_runs`` and ``job_run_attempts``, the rows and size
+of ``idempotency_keys``, the rows of ``schedule_fires`` (``--schedules`` ``* * * * *``
+schedules fire through the trigger) and the month partitions of ``finished_runs``. At the end:
 bytes per run in the hot table, in ``finished_runs`` and per row of ``job_run_attempts``
 (docs/operations.md sizes disk from these), and whether the hot table stayed bounded: its
 live rows and size in the last third of the run within 20% of the first third's peak.
 
+Both of the maintainer's removals happen inside the hour: the scheduler runs with
+``--hot-window 60s`` (finished runs archived after a minute) and ``--retention-interval 5m``,
+and every ``--age-every`` minutes the bench writes a month partition of history three or more
+months old (copies of archived runs: a month cannot age inside an hour), which the
+maintainer's retention must drop on its next pass; the partitions column shows it come and go.
+
     .venv/bin/python bench/soak.py                # 60 minutes at 2,000/s
+    .venv/bin/python bench/soak.py --rate 500     # what a shared 2-CPU machine holds
     .venv/bin/python bench/soak.py --quick        # 3 minutes at 300/s, a row every 30 s
 """
 
@@ -23,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -40,8 +48,25 @@ SELECT pg_relation_size('job_runs'), pg_indexes_size('job_runs'),
        s.n_live_tup, s.n_dead_tup, s.autovacuum_count, s.autoanalyze_count,
        (SELECT count(*) FROM finished_runs),
        (SELECT count(*) FROM job_run_attempts),
-       (SELECT count(*) FROM job_runs)
+       (SELECT count(*) FROM job_runs),
+       (SELECT count(*) FROM idempotency_keys),
+       pg_total_relation_size('idempotency_keys'),
+       (SELECT count(*) FROM schedule_fires),
+       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'finished_runs'::regclass)
 FROM pg_stat_user_tables s WHERE s.relname = 'job_runs'
+"""
+
+# History a month can not age inside an hour: a partition of a month long past, filled with
+# copies of archived runs, as it would be after a month. The maintainer's retention must drop
+# it on its next pass; the bench only writes it, it never drops anything itself.
+AGED_HISTORY = """
+INSERT INTO finished_runs
+SELECT id + %(shift)s, job_id, schedule_id, fire_time, NULL, queue, handler, execution_model,
+       state, priority, run_at, attempt, retries_used, infra_retries_used, lease_expiries,
+       lease_owner, args, failure_reason, last_error, created_at, started_at,
+       %(month)s::timestamptz + interval '1 day', pod_name, pod_exit_code, pod_reason,
+       oom_max_retries, oom_retries_used, failure_detail
+FROM finished_runs WHERE finished_at > now() - interval '1 day' LIMIT %(rows)s
 """
 
 
@@ -59,6 +84,11 @@ class Sample:
     archived: int
     attempts: int
     hot_rows: int
+    keys: int
+    keys_bytes: int
+    fires: int
+    partitions: int
+    aged_written: int
     submitted: int
     load: str
 
@@ -75,6 +105,20 @@ async def probe(pool: store_pool.Pool, job: Any) -> list[float]:
     return sorted(timings)
 
 
+async def write_aged_history(pool: store_pool.Pool, months_ago: int, rows: int) -> None:
+    """One partition of a month ``months_ago`` months back, with ``rows`` copies of runs."""
+    from datetime import UTC, datetime
+
+    today = datetime.now(UTC)
+    index = today.year * 12 + today.month - 1 - months_ago
+    month = datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+    async with pool.connection() as conn:
+        await conn.execute("SELECT sundial_ensure_month_partition(%(month)s)", {"month": month})
+        await conn.execute(
+            AGED_HISTORY, {"month": month, "shift": 10**12 * months_ago, "rows": rows}
+        )
+
+
 async def soak(dsn: str, options: argparse.Namespace) -> list[Sample]:
     job = stack.create_job(dsn, "soak", "bench.noop")
     bad = stack.create_job(
@@ -88,6 +132,8 @@ async def soak(dsn: str, options: argparse.Namespace) -> list[Sample]:
         started = time.monotonic()
         end = started + options.minutes * 60
         next_sample = started + options.interval
+        next_aging = started + options.age_every * 60
+        aged = 0
         while (now := time.monotonic()) < end:
             target = int(options.rate * (now - started))
             if target > submitted:
@@ -101,6 +147,11 @@ async def soak(dsn: str, options: argparse.Namespace) -> list[Sample]:
                 if poison:
                     await runs.submit_many(pool, bad, poison)
                 submitted = target
+            if options.age_every and now >= next_aging:
+                next_aging += options.age_every * 60
+                aged += 1
+                # Three months back and further: past any retention of 30 days.
+                await write_aged_history(pool, 2 + aged, 10_000)
             if now >= next_sample:
                 next_sample += options.interval
                 timings = await probe(pool, probe_job)
@@ -111,13 +162,16 @@ async def soak(dsn: str, options: argparse.Namespace) -> list[Sample]:
                 samples.append(
                     Sample(
                         (now - started) / 60, stack.quantile(timings, 0.5),
-                        stack.quantile(timings, 0.99), *row, submitted, stack.load_average(),
+                        stack.quantile(timings, 0.99), *row, aged, submitted,
+                        stack.load_average(),
                     )
                 )  # fmt: skip
                 s = samples[-1]
                 print(
                     f"  {s.minute:5.1f} min: claim p50 {s.claim_p50_ms:.1f} ms, hot rows "
-                    f"{s.hot_rows:,}, heap {s.heap_bytes / 2**20:.0f} MB, dead {s.dead:,}",
+                    f"{s.hot_rows:,}, heap {s.heap_bytes / 2**20:.0f} MB, dead {s.dead:,}, "
+                    f"keys {s.keys:,}, fires {s.fires:,}, partitions {s.partitions}"
+                    f" (aged written {s.aged_written})",
                     flush=True,
                 )
             await asyncio.sleep(0.1)
@@ -184,24 +238,43 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=2000.0)
     parser.add_argument("--runners", type=int, default=1)
     parser.add_argument("--interval", type=float, default=60.0, help="seconds between rows")
+    parser.add_argument(
+        "--hot-window", default="60s", help="the scheduler's --hot-window (short: archive soon)"
+    )
+    parser.add_argument(
+        "--retention-interval", default="5m", help="the scheduler's --retention-interval"
+    )
+    parser.add_argument(
+        "--age-every", type=float, default=10.0,
+        help="minutes between two aged month partitions the bench writes (0: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--schedules", type=int, default=100, help="`* * * * *` schedules the trigger fires"
+    )
     parser.add_argument("--quick", action="store_true", help="3 minutes at 300/s")
     options = parser.parse_args()
     if options.quick:
         options.minutes, options.rate, options.interval = 3.0, 300.0, 30.0
+        options.retention_interval, options.age_every = "30s", 1.0
     with stack.throwaway() as server:
         dsn = stack.create_database(server, "soak")
         processes = stack.Processes(dsn)
         try:
             for _ in range(options.runners):
                 processes.runner(async_slots=1000)
-            # A scheduler with a maintainer archives after its hot window (default an hour):
-            # a minute here, so a soak of minutes sees archiving at work.
-            help_text = subprocess.run(
-                [sys.executable, "-m", "sundial", "scheduler", "--help"],
-                capture_output=True, text=True, check=False,
-            ).stdout  # fmt: skip
-            window = ["--hot-window", "60s"] if "--hot-window" in help_text else []
-            print(f"  sundial scheduler {' '.join(window) or '(no --hot-window option)'}")
+            if options.schedules:
+                stack.create_schedules(
+                    dsn, options.schedules, first_fire=stack.grid_instant(60, 5),
+                    spread_seconds=30, handler="bench.noop",
+                )  # fmt: skip
+            # The maintainer archives after its hot window (default an hour) and drops expired
+            # month partitions every retention interval (default an hour): both short here, so
+            # a soak of minutes sees both at work.
+            window = [
+                "--hot-window", options.hot_window,
+                "--retention-interval", options.retention_interval,
+            ]  # fmt: skip
+            print(f"  sundial scheduler {' '.join(window)}")
             processes.scheduler(extra=window)
             samples = asyncio.run(soak(dsn, options))
             sizes = bytes_per_row(dsn)
@@ -209,12 +282,14 @@ def main() -> int:
             processes.stop_all()
     headers = ["minute", "submitted", "claim p50 ms", "claim p99 ms", "hot rows", "heap MB",
                "index MB", "dead tuples", "autovacuum", "autoanalyze", "archived rows",
-               "attempt rows", "load"]  # fmt: skip
+               "attempt rows", "idempotency keys", "keys MB", "schedule fires",
+               "partitions (aged written)", "load"]  # fmt: skip
     rows = [
         [f"{s.minute:.1f}", f"{s.submitted:,}", f"{s.claim_p50_ms:.1f}", f"{s.claim_p99_ms:.1f}",
          f"{s.hot_rows:,}", f"{s.heap_bytes / 2**20:.1f}", f"{s.index_bytes / 2**20:.1f}",
          f"{s.dead:,}", s.autovacuums, s.autoanalyzes, f"{s.archived:,}", f"{s.attempts:,}",
-         s.load]
+         f"{s.keys:,}", f"{s.keys_bytes / 2**20:.1f}", f"{s.fires:,}",
+         f"{s.partitions} ({s.aged_written})", s.load]
         for s in samples
     ]  # fmt: skip
     print()
@@ -244,6 +319,8 @@ def main() -> int:
     print(
         f"reproduce: .venv/bin/python bench/soak.py --minutes {options.minutes:g} --rate "
         f"{options.rate:g} --runners {options.runners} --interval {options.interval:g}"
+        f" --hot-window {options.hot_window} --retention-interval {options.retention_interval}"
+        f" --age-every {options.age_every:g} --schedules {options.schedules}"
     )
     return 0
 

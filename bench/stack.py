@@ -141,11 +141,14 @@ class Processes:
         self.children: list[subprocess.Popen[bytes]] = []
         self.log_dir = Path(os.environ.get("SUNDIAL_BENCH_LOGS", "/tmp"))
 
-    def _start(self, name: str, arguments: list[str]) -> subprocess.Popen[bytes]:
+    def start(
+        self, name: str, arguments: list[str], *, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """`sundial ARGUMENTS...`, logging to the bench log directory; ``env`` adds variables."""
         log = open(self.log_dir / f"sundial-bench-{name}-{len(self.children)}.log", "wb")  # noqa: SIM115
         child = subprocess.Popen(
             [sys.executable, "-m", "sundial", *arguments],
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -156,7 +159,7 @@ class Processes:
     def runner(
         self, *, async_slots: int = 1000, extra: Sequence[str] = ()
     ) -> subprocess.Popen[bytes]:
-        return self._start(
+        return self.start(
             "runner",
             [
                 "runner", "--dsn", self.dsn, "--handlers", "bench_handlers",
@@ -166,7 +169,7 @@ class Processes:
         )  # fmt: skip
 
     def scheduler(self, *, extra: Sequence[str] = ()) -> subprocess.Popen[bytes]:
-        return self._start("scheduler", ["scheduler", "--dsn", self.dsn, *extra])
+        return self.start("scheduler", ["scheduler", "--dsn", self.dsn, *extra])
 
     def pids(self) -> list[int]:
         return [child.pid for child in self.children if child.poll() is None]

@@ -17,9 +17,11 @@ from sundial.cli.options import (
     hot_window_option,
     job_pod_placement,
     job_pod_placement_options,
+    key_retention_option,
     log_level_option,
     oom_increase_option,
     oom_max_memory_option,
+    retention_interval_option,
 )
 
 
@@ -52,6 +54,8 @@ from sundial.cli.options import (
 )
 @hot_window_option
 @archive_retention_option
+@retention_interval_option
+@key_retention_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
 @click.option(
     "--metrics-port",
@@ -74,6 +78,8 @@ def scheduler(
     maintainer: bool,
     hot_window: float,
     archive_retention_days: int,
+    retention_interval: float,
+    key_retention: float,
     once: bool,
     metrics_port: int,
     metrics_host: str,
@@ -98,7 +104,9 @@ def scheduler(
     from sundial.store import pool as store_pool
 
     serve_module.configure_logs(log_level)
-    maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    maintenance = _maintainer_settings(
+        hot_window, archive_retention_days, retention_interval, key_retention
+    )
     settings = trigger.TriggerSettings(
         batch_size=batch_size,
         poll_interval=datetime.timedelta(seconds=poll_seconds),
@@ -488,6 +496,8 @@ def pod_launcher(
 @job_pod_placement_options
 @hot_window_option
 @archive_retention_option
+@retention_interval_option
+@key_retention_option
 @oom_increase_option
 @oom_max_memory_option
 def operator(
@@ -510,6 +520,8 @@ def operator(
     job_pod_affinity: str | None,
     hot_window: float,
     archive_retention_days: int,
+    retention_interval: float,
+    key_retention: float,
     oom_memory_increase_percent: int,
     oom_max_memory: int,
 ) -> None:
@@ -529,7 +541,9 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
-    maintenance = _maintainer_settings(hot_window, archive_retention_days)
+    maintenance = _maintainer_settings(
+        hot_window, archive_retention_days, retention_interval, key_retention
+    )
     placement = job_pod_placement(job_pod_node_selector, job_pod_tolerations, job_pod_affinity)
     config = runtime.OperatorConfig(
         dsn=dsn,

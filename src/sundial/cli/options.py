@@ -116,8 +116,33 @@ archive_retention_option = click.option(
 )
 
 
+#: How often retention runs; an hour suits month partitions, a benchmark shortens it.
+retention_interval_option = click.option(
+    "--retention-interval",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="How often the maintainer creates the next month partitions and drops the expired"
+    " ones: 90s, 30m, 1h.",
+)
+
+
+key_retention_option = click.option(
+    "--key-retention",
+    type=Duration(),
+    default="7d",
+    show_default=True,
+    help="Delete idempotency keys and schedule fire keys this long after they were written,"
+    " once their run left job_runs (0: keep them). A submission retried after it makes a"
+    " second run: keep it longer than any client retries a submit or the operator stays down.",
+)
+
+
 def _maintainer_settings(
-    hot_window: float, archive_retention_days: int
+    hot_window: float,
+    archive_retention_days: int,
+    retention_interval: float = 3600.0,
+    key_retention: float = 7 * 86400.0,
 ) -> maintainer_module.MaintainerSettings:
     """The maintainer's settings from the command line; a usage error names what to change."""
     import datetime
@@ -130,6 +155,8 @@ def _maintainer_settings(
             archive_retention=(
                 datetime.timedelta(days=archive_retention_days) if archive_retention_days else None
             ),
+            retention_interval=datetime.timedelta(seconds=retention_interval),
+            key_retention=datetime.timedelta(seconds=key_retention) if key_retention else None,
         )
     except ValueError:
         raise click.UsageError(

@@ -10,6 +10,8 @@ of ``TASKS``; ``outcome`` of a reaped lease is ``requeued``, ``dead_lettered`` o
 - ``sundial_maintainer_runs_promoted_total``: scheduled / retry_wait runs made pending.
 - ``sundial_maintainer_partitions_dropped_total`` and ``..._partitions_busy_total``: retention
   drops, and drops put off because the history table's lock was not granted in time.
+- ``sundial_maintainer_keys_expired_total{kind}``: idempotency keys (``idempotency_key``) and
+  schedule fire keys (``schedule_fire``) deleted after the key retention.
 - ``sundial_maintainer_pass_seconds{task}`` and ``sundial_maintainer_errors_total{task}``.
 - ``sundial_maintainer_leading``: 1 while this process's maintainer acts, else 0.
 - ``sundial_pending_runs{queue,priority,state}``: the backlog of the seed's monitoring table
@@ -47,6 +49,8 @@ __all__ = [
     "ERRORS",
     "FAILED_ATTEMPTS",
     "FINISHED_RUNS",
+    "KEYS_EXPIRED",
+    "KEY_KINDS",
     "LEADING",
     "LEASE_EXPIRIES",
     "MAX_JOB_SERIES",
@@ -75,7 +79,8 @@ OTHER = "(other)"
 
 _Labels = TypeVar("_Labels", bound=tuple[str, ...])
 
-TASKS = ("reap", "promote", "archive", "retention", "monitor", "unclaimable")
+TASKS = ("reap", "promote", "archive", "retention", "keys", "monitor", "unclaimable")
+KEY_KINDS = ("idempotency_key", "schedule_fire")
 REAP_OUTCOMES = ("requeued", "dead_lettered", "cancelled")
 
 ARCHIVED = Counter(
@@ -96,6 +101,13 @@ PARTITIONS_BUSY = Counter(
     "sundial_maintainer_partitions_busy",
     "Retention drops put off to a later pass because the table lock was not granted in time.",
 )
+KEYS_EXPIRED = Counter(
+    "sundial_maintainer_keys_expired",
+    "Idempotency keys and schedule fire keys deleted after the key retention.",
+    ["kind"],
+)
+for _kind in KEY_KINDS:
+    KEYS_EXPIRED.labels(_kind)
 PASS_SECONDS = Histogram(
     "sundial_maintainer_pass_seconds",
     "Duration of one maintainer pass of a task (all of its batches).",

@@ -19,6 +19,8 @@ Its tasks, each with its own interval (``MaintainerSettings``):
 * ``retention``: the partitions of this month and the next ones exist ahead of time, and month
   partitions whose whole month is older than the archive retention are dropped
   (``store.maintenance.ensure_partitions`` / ``drop_partitions_before``);
+* ``keys``: idempotency keys and schedule fire keys older than the key retention whose run has
+  left the hot table are deleted (``store.maintenance.expire_keys``; ADR 0034);
 * ``monitor``: the seed's monitoring table as gauges (``store.monitoring``): the backlog, and
   over the sliding ``monitor_window`` the runs that ended by job and state, failed attempts by
   reason, attempts per completed run and lease expiries. From the leader alone, so two
@@ -72,12 +74,22 @@ class MaintainerSettings:
     #: A month partition is dropped once its whole month ended this long ago; ``None`` keeps
     #: every partition (history is then removed by hand, or never).
     archive_retention: timedelta | None = timedelta(days=30)
+    #: Idempotency keys and fire keys are deleted this long after they were written (and never
+    #: while their run is in ``job_runs``); ``None`` keeps them. A submission repeated with a
+    #: deleted key makes a second run, so this must exceed the longest a submission is retried:
+    #: a client's retry loop, and a JobRun whose submit committed but whose ``status.runId``
+    #: write did not, submitted again when the operator is back (as long as any operator outage
+    #: you ride out). A fire key guards against two trigger loops firing one time within a
+    #: lease TTL, and against the operator's clock running behind the database's: seconds.
+    #: A week covers both with room; docs/adr/0034-key-retention.md says why not forever.
+    key_retention: timedelta | None = timedelta(days=7)
     #: Partitions are created this many months ahead, so no insert ever waits on DDL.
     months_ahead: int = 2
     reap_interval: timedelta = timedelta(seconds=1)
     promote_interval: timedelta = timedelta(seconds=1)
     archive_interval: timedelta = timedelta(seconds=10)
     retention_interval: timedelta = timedelta(hours=1)
+    key_interval: timedelta = timedelta(minutes=1)
     monitor_interval: timedelta = timedelta(seconds=15)
     #: The sliding window of the monitoring gauges (``sundial_window_*``).
     monitor_window: timedelta = timedelta(hours=1)
@@ -85,6 +97,7 @@ class MaintainerSettings:
     reap_batch: int = 1000
     promote_batch: int = 5000
     archive_batch: int = 5000
+    key_batch: int = 5000
     #: Batches one pass of a task may run; a pass that used them all is due again at once.
     max_batches_per_pass: int = 10
     #: The longest sleep between two steps; also how often a standby asks who leads.
@@ -102,7 +115,10 @@ class MaintainerSettings:
             )
         if self.monitor_window <= timedelta(0):
             raise ValueError(f"monitor_window must be positive, got {self.monitor_window}")
-        for name in ("reap_batch", "promote_batch", "archive_batch", "max_batches_per_pass"):
+        if self.key_retention is not None and self.key_retention <= timedelta(0):
+            raise ValueError(f"key_retention must be positive or None, got {self.key_retention}")
+        batches = ("reap_batch", "promote_batch", "archive_batch", "key_batch")
+        for name in (*batches, "max_batches_per_pass"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
@@ -118,6 +134,8 @@ class PassReport:
     archived: int = 0
     partitions_dropped: tuple[str, ...] = ()
     partitions_busy: tuple[str, ...] = ()
+    idempotency_keys_expired: int = 0
+    fire_keys_expired: int = 0
     #: The tasks that ran, in order; a task whose pass failed is listed in ``failed`` too.
     ran: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
@@ -146,6 +164,7 @@ class Maintainer:
             "promote": (s.promote_interval, self._promote),
             "archive": (s.archive_interval, self._archive),
             "retention": (s.retention_interval, self._retention),
+            "keys": (s.key_interval, self._keys),
             "monitor": (s.monitor_interval, self._monitor),
             "unclaimable": (s.unclaimable_interval, self._unclaimable),
         }
@@ -307,6 +326,24 @@ class Maintainer:
         # A full batch may have left more; a busy table is tried again after the interval.
         return not dropped.busy and len(dropped.dropped) >= s.max_batches_per_pass
 
+    async def _keys(self, report: PassReport) -> bool:
+        s = self.settings
+        if s.key_retention is None:
+            return False
+        for _ in range(s.max_batches_per_pass):
+            expired = await maintenance.expire_keys(
+                self.pool,
+                older_than_seconds=s.key_retention.total_seconds(),
+                batch_size=s.key_batch,
+            )
+            report.idempotency_keys_expired += expired.idempotency_keys
+            report.fire_keys_expired += expired.schedule_fires
+            metrics.KEYS_EXPIRED.labels("idempotency_key").inc(expired.idempotency_keys)
+            metrics.KEYS_EXPIRED.labels("schedule_fire").inc(expired.schedule_fires)
+            if max(expired.idempotency_keys, expired.schedule_fires) < s.key_batch:
+                return False
+        return True
+
     async def _monitor(self, report: PassReport) -> bool:
         depth = await monitoring.pending_depth(self.pool)
         seen = set()
@@ -369,12 +406,15 @@ class Maintainer:
         return False
 
     def _log(self, report: PassReport) -> None:
-        if report.archived or report.partitions_dropped:
+        expired = report.idempotency_keys_expired + report.fire_keys_expired
+        if report.archived or report.partitions_dropped or expired:
             log.info(
                 "maintainer pass",
                 extra={
                     "archived": report.archived,
                     "partitions_dropped": list(report.partitions_dropped),
+                    "idempotency_keys_expired": report.idempotency_keys_expired,
+                    "fire_keys_expired": report.fire_keys_expired,
                     "reaped": report.reaped,
                     "promoted": report.promoted,
                     "tasks": list(report.ran),

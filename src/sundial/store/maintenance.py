@@ -4,19 +4,23 @@
 table the status mirror and ``sundial runs replay`` read first) from ``job_runs`` to
 ``finished_runs``, a table partitioned by month of ``finished_at``. Retention is then
 ``drop_partitions_before``: dropping a month is instant and leaves no dead tuples, where a large
-DELETE would bloat the table. Fire keys and idempotency keys are NOT dropped with their runs,
-so a fire or a submit is never repeated.
+DELETE would bloat the table. Fire keys and idempotency keys are not dropped with their runs:
+``expire_keys`` deletes them on their own retention (docs/adr/0034-key-retention.md), after a
+window longer than any repeat of a fire or a submit they guard against, and never while their
+run is still in the hot table.
 
 Every call is bounded: ``archive_finished`` moves at most ``batch_size`` rows in one
-transaction (migration 0100), and ``drop_partitions_before`` drops each partition in its own
-short transaction with a lock timeout, so a backlog or a busy history reader never turns into
-a long lock. ``sundial.scheduler.maintainer`` calls them on schedule.
+transaction (migration 0100), ``expire_keys`` deletes at most ``batch_size`` keys of each kind
+in one statement each (migration 0170's index on ``created_at``), and
+``drop_partitions_before`` drops each partition in its own short transaction with a lock
+timeout, so a backlog or a busy history reader never turns into a long lock.
+``sundial.scheduler.maintainer`` calls them on schedule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from psycopg import errors as pg_errors
 from psycopg import sql
@@ -26,9 +30,11 @@ from sundial.store.pool import Pool
 
 __all__ = [
     "DroppedPartitions",
+    "ExpiredKeys",
     "archive_finished",
     "drop_partitions_before",
     "ensure_partitions",
+    "expire_keys",
     "partitions",
 ]
 
@@ -44,6 +50,14 @@ class DroppedPartitions:
 
     dropped: tuple[str, ...] = ()
     busy: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExpiredKeys:
+    """What one ``expire_keys`` deleted: idempotency keys and schedule fire keys."""
+
+    idempotency_keys: int = 0
+    schedule_fires: int = 0
 
 
 async def ensure_partitions(
@@ -72,6 +86,23 @@ async def archive_finished(
         )
         row = await cursor.fetchone()
     return 0 if row is None else int(row[0])
+
+
+async def expire_keys(
+    pool: Pool, *, older_than_seconds: float, batch_size: int = 5000
+) -> ExpiredKeys:
+    """Delete up to ``batch_size`` idempotency keys and up to ``batch_size`` fire keys written
+    longer than ``older_than_seconds`` ago (by the database clock, which wrote ``created_at``)
+    whose run has left ``job_runs``, oldest first, each kind in one short statement.
+
+    A submission with a deleted key makes a new run, and so would a fire whose key is gone if it
+    were fired again: the window must be longer than any retry of a submission (see
+    ``MaintainerSettings.key_retention``)."""
+    params = {"older": timedelta(seconds=float(older_than_seconds)), "batch": batch_size}
+    async with pool.connection() as conn:  # autocommit: one transaction per statement
+        keys = await conn.execute(queries.get("expire_idempotency_keys"), params)
+        fire_keys = await conn.execute(queries.get("expire_schedule_fires"), params)
+        return ExpiredKeys(keys.rowcount, fire_keys.rowcount)
 
 
 async def drop_partitions_before(

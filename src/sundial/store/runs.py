@@ -4,7 +4,9 @@ A submission is validated before anything is written, and everything it writes (
 idempotency key or fire key, the run, its dependency edges) commits in one transaction, so a
 refused or failed submission leaves no trace. A retried submission with the same idempotency
 key — or the same (schedule, fire time) — returns the run the first one created, even when the
-two race: the second waits on the key's unique index and then finds the first's row.
+two race: the second waits on the key's unique index and then finds the first's row. Keys
+are kept for the maintainer's key retention (a week by default), never while their run is in
+the hot table; a submission retried after that makes a new run (docs/adr/0034-key-retention.md).
 """
 
 from __future__ import annotations
@@ -221,7 +223,8 @@ async def submit(
 
     ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock.
     ``queue`` sends this run to another runner queue than the job's (``spec.queue``).
-    ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated forever;
+    ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated as long as its
+    fire key is kept (the maintainer's key retention, as for ``idempotency_key``);
     ``fire_time`` alone is the logical time handed to a one-off run (a backfill).
     """
     request = _validate(

@@ -1,5 +1,6 @@
 """The maintainer's knobs on ``sundial scheduler`` and ``sundial operator``
-(``--hot-window``, ``--archive-retention-days``) and the runner's opt-in ``--maintenance``:
+(``--hot-window``, ``--archive-retention-days``, ``--retention-interval``, ``--key-retention``)
+and the runner's opt-in ``--maintenance``:
 good values reach the settings, bad ones are usage errors that say what to write."""
 
 from __future__ import annotations
@@ -62,6 +63,30 @@ def test_the_flags_reach_the_maintainer(
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize(
+    ("flags", "interval", "keys"),
+    [
+        ([], timedelta(hours=1), timedelta(days=7)),
+        (["--retention-interval", "5m", "--key-retention", "2d"], timedelta(minutes=5),
+         timedelta(days=2)),
+        (["--key-retention", "0"], timedelta(hours=1), None),
+        (["--key-retention", "36h"], timedelta(hours=1), timedelta(hours=36)),
+    ],
+)  # fmt: skip
+def test_the_retention_interval_and_the_key_retention_reach_the_maintainer(
+    built: list[maintainer.MaintainerSettings],
+    command: str,
+    flags: list[str],
+    interval: timedelta,
+    keys: timedelta | None,
+) -> None:
+    result = CliRunner().invoke(cli.main, [*COMMANDS[command], *flags])
+    assert isinstance(result.exception, _Built), result.output
+    [settings] = built
+    assert (settings.retention_interval, settings.key_retention) == (interval, keys)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
     ("flags", "says"),
     [
         (["--hot-window", "soon"], "write a number of seconds, or a number with s, m, h or d"),
@@ -69,6 +94,8 @@ def test_the_flags_reach_the_maintainer(
         (["--hot-window", "1w"], "is not a duration"),
         (["--archive-retention-days", "-1"], "-1 is not in the range x>=0"),
         (["--hot-window", "31d"], "must be shorter than --archive-retention-days (30 days)"),
+        (["--key-retention", "a week"], "is not a duration"),
+        (["--retention-interval", "-1h"], "is not a duration"),
     ],
 )
 def test_bad_values_are_usage_errors_that_say_what_to_write(

@@ -116,6 +116,8 @@ ALTER TABLE job_runs
 ALTER TABLE schedule_fires
     ADD CONSTRAINT schedule_fires_pkey PRIMARY KEY (schedule_id, fire_time);
 
+CREATE INDEX idempotency_keys_created_idx ON idempotency_keys USING btree (created_at);
+
 CREATE INDEX job_run_deps_parent_idx ON job_run_deps USING btree (depends_on);
 
 CREATE INDEX job_runs_dispatch_idx ON job_runs USING btree (dispatch_key) WHERE (state = 'pending'::text);
@@ -129,6 +131,8 @@ CREATE INDEX job_runs_running_by_lease_idx ON job_runs USING btree (lease_until)
 CREATE INDEX job_runs_unfinished_by_schedule_idx ON job_runs USING btree (schedule_id) WHERE ((schedule_id IS NOT NULL) AND (finished_at IS NULL));
 
 CREATE INDEX job_runs_waiting_idx ON job_runs USING btree (run_at) WHERE (state = ANY (ARRAY['scheduled'::text, 'retry_wait'::text]));
+
+CREATE INDEX schedule_fires_created_idx ON schedule_fires USING btree (created_at);
 
 CREATE TRIGGER job_runs_attempt_only_grows BEFORE UPDATE OF attempt ON job_runs FOR EACH ROW WHEN ((new.attempt < old.attempt)) EXECUTE FUNCTION sundial_attempt_only_grows();
 
