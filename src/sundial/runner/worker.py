@@ -99,7 +99,7 @@ class Settings:
     poll_seconds: float = 1.0
     grace_seconds: float = 30.0
     quarantine_after_crashes: int = 3
-    # Quick retries per dependency per window; more are deferred (breaker.RetryBudget).
+    # Quick retries per dependency per window; more are deferred (retry_budgets.RetryBudget).
     retry_budget: int = 100
     retry_budget_window_seconds: float = 60.0
     #: 0: no runner-side maintenance (the maintainer's job); > 0: reap and promote this often.
