@@ -25,7 +25,10 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   schedulers never double a database-wide figure (``observability.maintainer_metrics``);
 * ``unclaimable``: why pending runs that no live runner serves are waiting
   (``store.runners.mark_unclaimable``); here too, not only in runners, because with no runner
-  alive nobody else would say so.
+  alive nobody else would say so;
+* ``runners``: the announcements of runners that died without withdrawing, expired longer than
+  ``dead_runner_after`` ago, are deleted with their circuit states
+  (``store.runners.purge_expired``), so neither table grows with every runner ever killed.
 
 Guarantees:
 
@@ -82,9 +85,15 @@ class MaintainerSettings:
     #: The sliding window of the monitoring gauges (``sundial_window_*``).
     monitor_window: timedelta = timedelta(hours=1)
     unclaimable_interval: timedelta = timedelta(seconds=5)
+    runners_interval: timedelta = timedelta(minutes=1)
+    #: A runner whose announcement expired this long ago is taken for dead and its rows
+    #: (``runners``, ``circuits``) are deleted. Long, so a runner that was only paused or cut
+    #: off for a while keeps its circuit states; one that comes back announces itself again.
+    dead_runner_after: timedelta = timedelta(hours=1)
     reap_batch: int = 1000
     promote_batch: int = 5000
     archive_batch: int = 5000
+    runners_batch: int = 1000
     #: Batches one pass of a task may run; a pass that used them all is due again at once.
     max_batches_per_pass: int = 10
     #: The longest sleep between two steps; also how often a standby asks who leads.
@@ -100,9 +109,19 @@ class MaintainerSettings:
                 f"archive_retention ({self.archive_retention}) must be longer than hot_window"
                 f" ({self.hot_window}): runs would be archived into partitions already dropped"
             )
+        if self.dead_runner_after < timedelta(0):
+            raise ValueError(
+                f"dead_runner_after must not be negative, got {self.dead_runner_after}"
+            )
         if self.monitor_window <= timedelta(0):
             raise ValueError(f"monitor_window must be positive, got {self.monitor_window}")
-        for name in ("reap_batch", "promote_batch", "archive_batch", "max_batches_per_pass"):
+        for name in (
+            "reap_batch",
+            "promote_batch",
+            "archive_batch",
+            "runners_batch",
+            "max_batches_per_pass",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
@@ -116,6 +135,8 @@ class PassReport:
     requeued: int = 0
     promoted: int = 0
     archived: int = 0
+    #: Rows of dead runners deleted (``runners`` task).
+    runners_purged: int = 0
     partitions_dropped: tuple[str, ...] = ()
     partitions_busy: tuple[str, ...] = ()
     #: The tasks that ran, in order; a task whose pass failed is listed in ``failed`` too.
@@ -148,6 +169,7 @@ class Maintainer:
             "retention": (s.retention_interval, self._retention),
             "monitor": (s.monitor_interval, self._monitor),
             "unclaimable": (s.unclaimable_interval, self._unclaimable),
+            "runners": (s.runners_interval, self._purge_runners),
         }
         # Every label set of sundial_pending_runs this maintainer has set.
         self._pending_labels: set[tuple[str, str, str]] = set()
@@ -367,6 +389,27 @@ class Maintainer:
                     extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
                 )
         return False
+
+    async def _purge_runners(self, report: PassReport) -> bool:
+        s = self.settings
+        older_than = s.dead_runner_after.total_seconds()
+        purged = 0
+        more = True
+        for _ in range(s.max_batches_per_pass):
+            deleted = await runners.purge_expired(
+                self.pool, older_than_seconds=older_than, limit=s.runners_batch
+            )
+            purged += deleted
+            if deleted < s.runners_batch:
+                more = False
+                break
+        report.runners_purged += purged
+        if purged:
+            log.info(
+                "purged dead runners",
+                extra={"count": purged, "expired_over_seconds": older_than, "holder": self.holder},
+            )
+        return more
 
     def _log(self, report: PassReport) -> None:
         if report.archived or report.partitions_dropped:
