@@ -81,8 +81,8 @@ async def run_row(pool: store_pool.Pool, run_id: int) -> dict[str, Any]:
     async with pool.connection() as conn:
         cursor = await conn.execute(
             "SELECT state, attempt, retries_used, infra_retries_used, oom_retries_used,"
-            " failure_reason, last_error, pod_name, pod_exit_code, pod_reason, lease_owner"
-            " FROM job_runs WHERE id = %s",
+            " failure_reason, failure_detail, last_error, pod_name, pod_exit_code, pod_reason,"
+            " lease_owner FROM job_runs WHERE id = %s",
             (run_id,),
         )
         row = await cursor.fetchone()

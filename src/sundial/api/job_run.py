@@ -101,7 +101,12 @@ class JobRunSpec(common.ApiModel):
     job_ref: JobRef | None = pydantic.Field(
         default=None, json_schema_extra=common.cel_rules(IMMUTABLE)
     )
-    """Run the job of this ScheduledJob (its current generation), now or at ``runAt``."""
+    """Run the job of this ScheduledJob (its current generation), now or at ``runAt``. The run
+    is not one of the ScheduledJob's own fires (as with ``kubectl create job
+    --from=cronjob/NAME``): its status (``lastSuccessfulTime``, ``active``,
+    ``consecutiveFailures``) ignores it, while its concurrencyPolicy, which counts every active
+    run of the job, does not. ``sundial.dev/run-now`` on the ScheduledJob makes a run that
+    counts in its status."""
     job: common.JobSpec | None = None
     """An inline job, for a run that belongs to no ScheduledJob."""
     run_at: common.Timestamp | None = pydantic.Field(

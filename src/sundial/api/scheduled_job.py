@@ -103,7 +103,11 @@ class ScheduledJobStatus(common.ApiModel):
     next_schedule_time: common.Timestamp | None = None
     """When the next run fires (after spread); absent while suspended or stalled."""
     last_successful_time: common.Timestamp | None = None
-    """When the latest successful run finished."""
+    """When the latest successful run of this ScheduledJob's own finished: a scheduled fire or a
+    ``sundial.dev/run-now`` one. A JobRun with ``jobRef`` naming it (``kubectl sundial run``, a
+    backfill) does not count, as a Job made by ``kubectl create job --from=cronjob/NAME`` does
+    not set its CronJob's ``lastSuccessfulTime``; nor does it count in ``active`` or
+    ``consecutiveFailures``. Its own JobRun's status tells how it went."""
     active: list[ActiveRunRef] | None = pydantic.Field(
         default=None,
         max_length=100,

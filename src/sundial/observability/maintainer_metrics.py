@@ -79,7 +79,7 @@ OTHER = "(other)"
 
 _Labels = TypeVar("_Labels", bound=tuple[str, ...])
 
-TASKS = ("reap", "promote", "archive", "retention", "keys", "monitor", "unclaimable")
+TASKS = ("reap", "promote", "archive", "retention", "keys", "runners", "monitor", "unclaimable")
 KEY_KINDS = ("idempotency_key", "schedule_fire")
 REAP_OUTCOMES = ("requeued", "dead_lettered", "cancelled")
 

@@ -11,6 +11,8 @@ import enum
 from dataclasses import dataclass
 from typing import ClassVar
 
+from sundial.store import claims
+
 
 class OutcomeStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
@@ -36,7 +38,8 @@ class FailureDetail(enum.StrEnum):
     """The arguments did not validate against the handler's model; retrying will not help."""
     UNKNOWN_HANDLER = "UnknownHandler"
     """No handler of that name is registered in this runner; retrying here will not help."""
-    TIMEOUT = "Timeout"
+    TIMEOUT = claims.TIMEOUT_DETAIL
+    """The attempt ran past its timeout; the pod launcher's deadline gives the same word."""
     PROCESS_CRASHED = "ProcessCrashed"
     """The worker process running this handler died (os._exit, a signal, OOM)."""
     POOL_RESTARTED = "PoolRestarted"

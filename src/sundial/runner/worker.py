@@ -99,7 +99,7 @@ class Settings:
     poll_seconds: float = 1.0
     grace_seconds: float = 30.0
     quarantine_after_crashes: int = 3
-    # Quick retries per dependency per window; more are deferred (breaker.RetryBudget).
+    # Quick retries per dependency per window; more are deferred (retry_budgets.RetryBudget).
     retry_budget: int = 100
     retry_budget_window_seconds: float = 60.0
     #: 0: no runner-side maintenance (the maintainer's job); > 0: reap and promote this often.
@@ -151,6 +151,8 @@ class Worker:
         self._pool: store_pool.Pool | None = None
         self._db_error: str | None = "not connected yet"
         self._draining = False
+        # Stopped by the drain before it withdraws the announcement (see _drain).
+        self._announcer: asyncio.Task[None] | None = None
         self._slot_limited = False
         self.max_unfinished = in_flight.unfinished_bound(
             sum(executor.size for executor in self.executors.values()),
@@ -258,7 +260,8 @@ class Worker:
                     asyncio.create_task(beats.run(), name="heartbeats"),
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
-                background.append(asyncio.create_task(self._announce(), name="announce"))
+                self._announcer = asyncio.create_task(self._announce(), name="announce")
+                background.append(self._announcer)
                 background.append(
                     asyncio.create_task(
                         self.circuits.run(self.pool, self.breakers, self.connection),
@@ -564,6 +567,11 @@ class Worker:
             )
         for attempt in remaining:
             attempt.invocation.cancel.set()
+        # The announcer first: left running it would put the row back while the jobs below
+        # stop, and other processes would take this runner for a live one until it expired.
+        if self._announcer is not None:
+            self._announcer.cancel()
+            await asyncio.gather(self._announcer, return_exceptions=True)
         with contextlib.suppress(*reconnect.ERRORS):
             await runners.withdraw(self.pool(), self.settings.worker_id)
         if self._tasks:

@@ -27,7 +27,10 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   schedulers never double a database-wide figure (``observability.maintainer_metrics``);
 * ``unclaimable``: why pending runs that no live runner serves are waiting
   (``store.runners.mark_unclaimable``); here too, not only in runners, because with no runner
-  alive nobody else would say so.
+  alive nobody else would say so;
+* ``runners``: the announcements of runners that died without withdrawing, expired longer than
+  ``dead_runner_after`` ago, are deleted with their circuit states
+  (``store.runners.purge_expired``), so neither table grows with every runner ever killed.
 
 Guarantees:
 
@@ -94,10 +97,16 @@ class MaintainerSettings:
     #: The sliding window of the monitoring gauges (``sundial_window_*``).
     monitor_window: timedelta = timedelta(hours=1)
     unclaimable_interval: timedelta = timedelta(seconds=5)
+    runners_interval: timedelta = timedelta(minutes=1)
+    #: A runner whose announcement expired this long ago is taken for dead and its rows
+    #: (``runners``, ``circuits``) are deleted. Long, so a runner that was only paused or cut
+    #: off for a while keeps its circuit states; one that comes back announces itself again.
+    dead_runner_after: timedelta = timedelta(hours=1)
     reap_batch: int = 1000
     promote_batch: int = 5000
     archive_batch: int = 5000
     key_batch: int = 5000
+    runners_batch: int = 1000
     #: Batches one pass of a task may run; a pass that used them all is due again at once.
     max_batches_per_pass: int = 10
     #: The longest sleep between two steps; also how often a standby asks who leads.
@@ -113,11 +122,15 @@ class MaintainerSettings:
                 f"archive_retention ({self.archive_retention}) must be longer than hot_window"
                 f" ({self.hot_window}): runs would be archived into partitions already dropped"
             )
+        if self.dead_runner_after < timedelta(0):
+            raise ValueError(
+                f"dead_runner_after must not be negative, got {self.dead_runner_after}"
+            )
         if self.monitor_window <= timedelta(0):
             raise ValueError(f"monitor_window must be positive, got {self.monitor_window}")
         if self.key_retention is not None and self.key_retention <= timedelta(0):
             raise ValueError(f"key_retention must be positive or None, got {self.key_retention}")
-        batches = ("reap_batch", "promote_batch", "archive_batch", "key_batch")
+        batches = ("reap_batch", "promote_batch", "archive_batch", "key_batch", "runners_batch")
         for name in (*batches, "max_batches_per_pass"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -132,6 +145,8 @@ class PassReport:
     requeued: int = 0
     promoted: int = 0
     archived: int = 0
+    #: Rows of dead runners deleted (``runners`` task).
+    runners_purged: int = 0
     partitions_dropped: tuple[str, ...] = ()
     partitions_busy: tuple[str, ...] = ()
     idempotency_keys_expired: int = 0
@@ -167,6 +182,7 @@ class Maintainer:
             "keys": (s.key_interval, self._keys),
             "monitor": (s.monitor_interval, self._monitor),
             "unclaimable": (s.unclaimable_interval, self._unclaimable),
+            "runners": (s.runners_interval, self._purge_runners),
         }
         # Every label set of sundial_pending_runs this maintainer has set.
         self._pending_labels: set[tuple[str, str, str]] = set()
@@ -404,6 +420,27 @@ class Maintainer:
                     extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
                 )
         return False
+
+    async def _purge_runners(self, report: PassReport) -> bool:
+        s = self.settings
+        older_than = s.dead_runner_after.total_seconds()
+        purged = 0
+        more = True
+        for _ in range(s.max_batches_per_pass):
+            deleted = await runners.purge_expired(
+                self.pool, older_than_seconds=older_than, limit=s.runners_batch
+            )
+            purged += deleted
+            if deleted < s.runners_batch:
+                more = False
+                break
+        report.runners_purged += purged
+        if purged:
+            log.info(
+                "purged dead runners",
+                extra={"count": purged, "expired_over_seconds": older_than, "holder": self.holder},
+            )
+        return more
 
     def _log(self, report: PassReport) -> None:
         expired = report.idempotency_keys_expired + report.fire_keys_expired

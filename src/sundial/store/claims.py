@@ -35,6 +35,7 @@ from sundial.store.pool import Pool
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
+    "TIMEOUT_DETAIL",
     "ClaimedRun",
     "FinishResult",
     "HeartbeatResult",
@@ -45,6 +46,11 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
+
+#: The ``failure_detail`` of an attempt that timed out, whoever timed it out (a runner's
+#: executor or the pod launcher's deadline): defined here, below both, so they share one word
+#: (``runner.outcomes.FailureDetail.TIMEOUT`` is this string).
+TIMEOUT_DETAIL = "Timeout"
 
 
 class ClaimedRun(NamedTuple):
@@ -98,6 +104,10 @@ class Outcome(NamedTuple):
         detail: str | None = None,
         rng: backoff.RandomSource | None = None,
     ) -> Outcome:
+        """A failed attempt of class ``failure``. A timeout always has a detail (``Timeout``
+        unless told otherwise), so `sundial runs` and the JobRun's reason say it timed out."""
+        if detail is None and failure == failures.FailureClass.TIMEOUT:
+            detail = TIMEOUT_DETAIL
         delay = backoff.delay_seconds(
             run.retries_used + 1,
             base_seconds=run.backoff_base_seconds,

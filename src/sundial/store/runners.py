@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 from sundial.store import queries
 from sundial.store.pool import Pool
 
-__all__ = ["Unclaimable", "announce", "mark_unclaimable", "withdraw"]
+__all__ = ["Unclaimable", "announce", "mark_unclaimable", "purge_expired", "withdraw"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,26 @@ async def withdraw(pool: Pool, worker: str) -> None:
     """Take ``worker``'s announcement away (and announcements long expired)."""
     async with pool.connection() as conn:
         await conn.execute(queries.get("runner_withdraw"), {"worker": worker})
+
+
+async def purge_expired(
+    pool: Pool, *, older_than_seconds: float = 3600.0, limit: int = 1000
+) -> int:
+    """Delete up to ``limit`` rows of runners whose announcement expired more than
+    ``older_than_seconds`` ago, with their ``circuits`` rows (the foreign key cascades); return
+    how many. A runner killed without withdrawing never deletes its own row, and ``withdraw``
+    purges the long expired only when another runner stops cleanly, so the scheduler's
+    maintainer calls this. A purged runner that comes back announces itself again."""
+    if older_than_seconds < 0 or limit < 1:
+        raise ValueError(
+            f"older_than_seconds must be >= 0 and limit >= 1, got {older_than_seconds} and {limit}"
+        )
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("runner_purge_expired"),
+            {"older_than_seconds": float(older_than_seconds), "limit": limit},
+        )
+        return cursor.rowcount
 
 
 async def mark_unclaimable(

@@ -182,6 +182,7 @@ async def test_a_pod_past_its_timeout_is_deleted_and_the_run_timed_out(
         "timeout",
         "DeadlineExceeded",
     )
+    assert row["failure_detail"] == "Timeout"  # as a runner's timeout says in `sundial runs`
 
 
 async def test_cancel_deletes_the_pod_and_cancels_the_run(pool, api_client, core_api, namespace):

@@ -72,7 +72,7 @@ def test_a_timeout_ends_the_attempt_as_timed_out(
     eventually(lambda: run_row(dsn, run_id)["failure_reason"] == "timeout", what="a timeout")
     run = run_row(dsn, run_id)
     # With its retries spent (maxRetries 0) a timed-out run ends timed_out, not dead_lettered.
-    assert (run["state"], run["attempt"]) == ("timed_out", 1)
+    assert (run["state"], run["attempt"], run["failure_detail"]) == ("timed_out", 1, "Timeout")
     assert run["last_error"].startswith("attempt 1 exceeded timeoutSeconds=1: ")
     assert "did not finish within 1s" in run["last_error"]
     assert runner.metric("sundial_runs_total", handler=handler, outcome="timed_out") == 1

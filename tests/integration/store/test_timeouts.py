@@ -37,6 +37,7 @@ async def test_a_run_that_times_out_past_its_retries_ends_timed_out(
     info = await runs.get(pool, run_id)
     assert info is not None
     assert (info.state, info.attempt, info.failure_reason) == ("timed_out", 2, "timeout")
+    assert info.failure_detail == "Timeout"  # the JobRun's reason and `sundial runs` show it
     assert info.last_error == "attempt 2 exceeded timeoutSeconds=30"
     assert info.finished_at is not None
     async with pool.connection() as conn:
@@ -49,6 +50,22 @@ async def test_a_run_that_times_out_past_its_retries_ends_timed_out(
     assert history == [(1, "retry_wait", "timeout"), (2, "timed_out", "timeout")]
     assert dead == []  # not a poison run: it ran out of time, not of luck
     assert await monitoring.terminal_runs_by_job(pool) == {(job, "timed_out"): 1}
+
+
+async def test_a_timeout_failed_by_class_alone_still_has_the_timeout_detail(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """The pod launcher fails a Pod past its deadline by failure class (the failure policy's
+    verdict), not through ``Outcome.timed_out``: the stored detail must say Timeout all the
+    same."""
+    run_id = (await runs.submit(pool, make_job("slow", max_retries=0))).run_id
+    [run] = await claims.claim(pool, "w")
+    outcome = claims.Outcome.failed(run, "Pod exceeded its deadline", FailureClass.TIMEOUT)
+    result = await claims.finish(pool, "w", [outcome])
+    assert result.states == {run_id: "timed_out"}
+    info = await runs.get(pool, run_id)
+    assert info is not None
+    assert (info.failure_reason, info.failure_detail) == ("timeout", "Timeout")
 
 
 async def test_a_run_that_times_out_once_then_succeeds_completes(

@@ -97,35 +97,6 @@ def test_breakers_are_per_dependency() -> None:
     assert breakers.states() == {"payments-api": "open", "search": "closed"}
 
 
-def test_retry_budget_caps_retries_per_window() -> None:
-    clock = FakeClock()
-    budget = breaker.RetryBudget(max_retries=2, window_seconds=10, clock=clock)
-    assert budget.try_spend() and budget.try_spend()
-    assert not budget.try_spend()
-    assert budget.remaining() == 0
-    clock.advance(10)
-    assert budget.remaining() == 2 and budget.try_spend()
-
-
-def test_a_spent_budget_says_when_the_next_retry_fits() -> None:
-    clock = FakeClock()
-    budget = breaker.RetryBudget(max_retries=2, window_seconds=10, clock=clock)
-    assert budget.retry_after_seconds() == 0
-    budget.try_spend()
-    clock.advance(3)
-    budget.try_spend()
-    # Full: the first spend (at 0) leaves the window at 10, seven seconds from now.
-    assert budget.retry_after_seconds() == 7
-    clock.advance(7)
-    assert budget.retry_after_seconds() == 0 and budget.try_spend()
-
-
-def test_a_zero_budget_defers_every_retry_by_a_window() -> None:
-    budget = breaker.RetryBudget(max_retries=0, window_seconds=10, clock=FakeClock())
-    assert not budget.try_spend()
-    assert budget.retry_after_seconds() == 10
-
-
 def test_policy_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="failure_rate_threshold"):
         breaker.BreakerPolicy(failure_rate_threshold=0)

@@ -53,7 +53,7 @@ def translator(
         (outcomes.Failed("boom"), Class.ERROR, Detail.HANDLER_ERROR),
         (outcomes.Failed("bad", Detail.BAD_ARGS), Class.PERMANENT, Detail.BAD_ARGS),
         (outcomes.Failed("who", Detail.UNKNOWN_HANDLER), Class.PERMANENT, Detail.UNKNOWN_HANDLER),
-        (outcomes.TimedOut("slow", 5.0), Class.TIMEOUT, None),
+        (outcomes.TimedOut("slow", 5.0), Class.TIMEOUT, Detail.TIMEOUT),
         (outcomes.Crashed("killed"), Class.CRASH, Detail.PROCESS_CRASHED),
         (outcomes.Cancelled(), Class.CANCELLED, None),
     ],
