@@ -1,4 +1,5 @@
-"""How long the pure scheduling layer takes for 10,000 schedules due on the same minute.
+"""How long the pure scheduling layer takes for 10,000 schedules due on the same minute, and
+for one minute schedule resumed after a year (``missed_fires.decide``, counts capped).
 
 Not a test: prints figures. The trigger loop's database work comes on top of this.
 
@@ -12,7 +13,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from sundial.scheduling import cron, plan
+from sundial.scheduling import cron, missed_fires, plan
 
 SCHEDULES = 10_000
 TOP_OF_HOUR = datetime(2026, 6, 1, 10, tzinfo=UTC)
@@ -46,6 +47,15 @@ def main() -> None:
             f"p50 {quantiles[49] * 1e6:.0f} us, p99 {quantiles[98] * 1e6:.0f} us"
         )
     print(f"parse_schedule x {SCHEDULES}: {parse_seconds:.3f} s")
+    every_minute = cron.parse_schedule("* * * * *")
+    tick = time.perf_counter()
+    decision = missed_fires.decide(
+        every_minute, TOP_OF_HOUR - timedelta(days=365), TOP_OF_HOUR, missed_fires.MissedFireRules()
+    )
+    print(
+        f"missed_fires.decide, a year of minutely fires: {time.perf_counter() - tick:.3f} s"
+        f" (due counted to {decision.due}, capped: {decision.counts_capped})"
+    )
     print("command: .venv/bin/python bench/scheduling_plan.py")
 
 

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from sundial.localdev import cluster
+from support.crds import apply_sundial_crds
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 _BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.M | re.S)
@@ -52,11 +53,7 @@ def test_the_examples_and_the_docs_hold_manifests() -> None:
 
 @pytest.fixture(scope="module")
 def crds_installed(kubectl: Callable[..., Any]) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPOSITORY / "crds"))
-    kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        "crd/scheduledjobs.sundial.dev", "crd/jobruns.sundial.dev",
-    )  # fmt: skip
+    apply_sundial_crds(kubectl, REPOSITORY / "crds")
 
 
 @pytest.mark.parametrize(("name", "text"), MANIFESTS, ids=[name for name, _ in MANIFESTS])

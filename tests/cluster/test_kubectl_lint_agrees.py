@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from support.crds import apply_sundial_crds
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
 
@@ -59,11 +61,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def crds(kubectl: Any) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPOSITORY / "crds"))
-    kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        "crd/scheduledjobs.sundial.dev", "crd/jobruns.sundial.dev",
-    )  # fmt: skip
+    apply_sundial_crds(kubectl, REPOSITORY / "crds")
 
 
 @pytest.mark.parametrize("case", list(CASES))

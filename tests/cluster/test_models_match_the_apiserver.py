@@ -21,6 +21,7 @@ from kubernetes.client.rest import ApiException
 
 from sundial.api import common, job_run, messages, scheduled_job
 from support import crd_admission
+from support.crds import apply_sundial_crds
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MODELS: dict[str, tuple[type[pydantic.BaseModel], str]] = {
@@ -31,14 +32,7 @@ MODELS: dict[str, tuple[type[pydantic.BaseModel], str]] = {
 
 @pytest.fixture(scope="module")
 def custom(kubectl: Any, api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPOSITORY / "crds"))
-    kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/scheduledjobs.sundial.dev",
-        "crd/jobruns.sundial.dev",
-    )
+    apply_sundial_crds(kubectl, REPOSITORY / "crds")
     yield client.CustomObjectsApi(api_client)
 
 

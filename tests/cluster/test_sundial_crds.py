@@ -12,20 +12,15 @@ from typing import Any
 
 import pytest
 
+from support.crds import apply_sundial_crds
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPOSITORY / "examples").glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
 def sundial_crds(kubectl: Any) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPOSITORY / "crds"))
-    kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/scheduledjobs.sundial.dev",
-        "crd/jobruns.sundial.dev",
-    )
+    apply_sundial_crds(kubectl, REPOSITORY / "crds")
 
 
 @pytest.mark.usefixtures("sundial_crds")

@@ -11,19 +11,13 @@ from typing import Any
 
 import pytest
 
+from support.crds import apply_sundial_crds
 from support.operator import REPOSITORY, OperatorProcess, running
 
 
 @pytest.fixture(scope="session")
 def sundial_crds_applied(kubectl: Any) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPOSITORY / "crds"))
-    kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/scheduledjobs.sundial.dev",
-        "crd/jobruns.sundial.dev",
-    )
+    apply_sundial_crds(kubectl, REPOSITORY / "crds")
 
 
 @pytest.fixture

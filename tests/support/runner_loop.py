@@ -78,9 +78,14 @@ def states(dsn: str) -> dict[str, int]:
 RESTARTING = (psycopg.OperationalError, OSError)
 
 
-def eventually(predicate: Callable[[], Any], *, within: float = 30.0, what: str = "") -> Any:
+def eventually(
+    predicate: Callable[[], Any], *, within: float = polling.DEFAULT_WITHIN, what: str = ""
+) -> Any:
     """``polling.wait_until`` through restarts: these tests restart PostgreSQL and runners
-    while they wait, so a refused connection counts as "not yet" (``RESTARTING``)."""
+    while they wait, so a refused connection counts as "not yet" (``RESTARTING``). The default
+    bound is the suite's "surely within" (``polling.DEFAULT_WITHIN``, 120 s): 30 s was once
+    too short for a runner's first claim at a load of 30. A window in which something must
+    NOT happen is not a wait and does not belong here."""
     return polling.wait_until(predicate, within=within, what=what, every=0.05, tolerate=RESTARTING)
 
 
@@ -113,7 +118,7 @@ class RunnerProcess:
         ]  # fmt: skip
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, stderr=self._log, stdout=self._log, env=env)
-        self.port = eventually(self._port, within=30, what=f"{worker_id} to start")
+        self.port = eventually(self._port, what=f"{worker_id} to start")
 
     def _port(self) -> int | None:
         # The log first: a runner may start and end (a handler that kills it) between polls.

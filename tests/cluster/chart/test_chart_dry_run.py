@@ -19,6 +19,7 @@ import yaml
 from kubernetes import client
 
 from support.chart import EVERYTHING
+from support.crds import wait_established
 
 PROMETHEUS_KINDS = {"PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
 
@@ -55,7 +56,7 @@ def prometheus_crds(kubectl: Callable[..., Any]) -> Iterator[None]:
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": crds})
     kubectl("apply", "-f", "-", stdin=listing)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    wait_established(kubectl, names)
     try:
         yield
     finally:

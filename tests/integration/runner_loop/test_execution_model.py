@@ -42,7 +42,7 @@ def test_a_job_naming_another_model_than_the_registration_says_why_it_waits(
     (run_id,) = submit(dsn, job, args={"path": "/dev/null"})
     runner = runners.start(dsn, *QUICK)
 
-    reason = eventually(lambda: _reason(dsn, run_id), within=30, what="a reason on the run")
+    reason = eventually(lambda: _reason(dsn, run_id), what="a reason on the run")
     assert run_row(dsn, run_id)["state"] == "pending"
     assert "loop.thread_record" in reason and "executionModel async" in reason
     assert "register it as thread" in reason
@@ -61,7 +61,7 @@ def test_a_handler_no_live_runner_registers_says_so(dsn: str, runners: Runners) 
     (run_id,) = submit(dsn, job)
     runners.start(dsn, *QUICK)
 
-    reason = eventually(lambda: _reason(dsn, run_id), within=30, what="a reason on the run")
+    reason = eventually(lambda: _reason(dsn, run_id), what="a reason on the run")
     assert reason.startswith("no live runner serves handler nobody.registers.this on queue default")
 
 
@@ -73,7 +73,7 @@ def test_runs_command_shows_why_a_run_waits(dsn: str, runners: Runners) -> None:
     job = create_job(dsn, "loop.thread_record", execution_model="process")
     (run_id,) = submit(dsn, job, args={"path": "/dev/null"})
     runners.start(dsn, *QUICK)
-    eventually(lambda: _reason(dsn, run_id), within=30, what="a reason on the run")
+    eventually(lambda: _reason(dsn, run_id), what="a reason on the run")
 
     result = CliRunner().invoke(cli.main, ["runs", "--dsn", dsn])
     assert result.exit_code == 0, result.output

@@ -43,7 +43,6 @@ def test_a_handler_that_kills_its_runner_every_time_is_dead_lettered_after_the_b
 
     ended = eventually(
         lambda: run_row(dsn, run_id)["state"] == "dead_lettered" and run_row(dsn, run_id),
-        within=30,
         what="the run to be dead-lettered",
     )
     assert ended["failure_reason"] == "lease_expired"

@@ -47,6 +47,6 @@ def test_the_kill_grace_is_the_handlers_not_the_runners(dsn: str, runners: Runne
     runners.start(dsn, "--grace-seconds", "30")
     eventually(lambda: run_row(dsn, run_id)["state"] == "running", what="the claim")
     started = time.monotonic()
-    eventually(lambda: run_row(dsn, run_id)["state"] == "timed_out", within=30, what="the end")
+    eventually(lambda: run_row(dsn, run_id)["state"] == "timed_out", what="the end")
     elapsed = time.monotonic() - started
     assert elapsed < 6, f"stopping took {elapsed:.1f}s: timeout 1 s + kill grace 1 s expected"

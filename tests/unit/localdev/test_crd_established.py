@@ -1,0 +1,39 @@
+"""``support.crds.established``: a CRD the apiserver has not written a status for yet is "not
+yet", not an error (``kubectl wait`` once failed on it with ``.status.conditions accessor
+error``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from support.crds import established
+
+
+def crd(status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "jobruns.sundial.dev"}, "status": status}
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        None,
+        {},
+        {"conditions": None},
+        {"conditions": []},
+        {"conditions": [{"type": "NamesAccepted", "status": "True"}]},
+        {"conditions": [{"type": "Established", "status": "False"}]},
+    ],
+)
+def test_a_crd_without_established_true_is_not_established_yet(status: Any) -> None:
+    assert not established(crd(status))
+    assert not established({"metadata": {"name": "jobruns.sundial.dev"}})
+
+
+def test_established_true_is_established() -> None:
+    conditions = [
+        {"type": "NamesAccepted", "status": "True"},
+        {"type": "Established", "status": "True"},
+    ]
+    assert established(crd({"conditions": conditions}))
