@@ -128,8 +128,8 @@ class Mirror:
         kept: dict[uuid.UUID, set[int]] = {}
         # Slice by slice from the parse to the writes: what a ScheduledJob costs during a pass
         # (its parsed spec, its window and schedule rows, its desired status) is alive for
-        # one slice at a time. The whole pass at once held that for every ScheduledJob, every
-        # pass, and at 10,000 it was most of the operator's memory (ADR 0038).
+        # one slice at a time. The whole pass at once held that for every ScheduledJob, on
+        # every pass, idle or not (ADR 0038).
         for first in range(0, len(live), _SLICE):
             part = live[first : first + _SLICE]
             parsed: dict[
