@@ -15,9 +15,9 @@ With ``--heap DIR`` the operator runs under ``bench/operator_heap.py`` (tracemal
 ``--heap-frames`` frames per allocation; 0: object counts and malloc figures only) and writes
 a heap report into DIR once all are Ready and again when idle: where the memory goes.
 
-The operator runs with ``MALLOC_ARENA_MAX=2``, as the image sets it (``images/``; without it
-glibc gives each thread its own arenas, and the API client's worker threads left tens of MiB
-of free but unreturned memory in them; ``--arenas 0`` runs without it, for a comparison).
+The operator runs with ``MALLOC_ARENA_MAX=2``, as its image sets it (``operator/Dockerfile``:
+without it glibc may give each of the API client's worker threads arenas of its own);
+``--arenas 0`` runs without it, for a comparison.
 
     .venv/bin/python bench/operator_memory.py [--jobs 1000] [--mirror-seconds 3] [--heap DIR]
 """

@@ -19,10 +19,9 @@ A pass reads three things in bulk - the ScheduledJobs and JobRuns from the cache
 watch events keep (``cache``; LISTed only on the first pass and every resync), the window rows
 (one SQL statement per slice of 256 schedules, the pass worked through a slice at a time) -
 and writes with bounded concurrency, so the API requests of a pass grow with what changed, not
-with how many objects there are. At most every
-``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
-run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
-window like its JobRuns.
+with how many objects there are. At most every ``pod_gc_interval`` a pass also lists this
+installation's ended Pods and deletes those whose run left its window, or was never in it
+(``pod_gc``), so a job's Pods stay bounded by its window like its JobRuns.
 
 The mirror does not archive: moving finished runs out of the hot table is the maintainer's
 (``scheduler.maintainer``), and the window reads the hot table and the month partitions alike,
