@@ -13,6 +13,10 @@ starts one real ``sundial runner`` (async=500) and then, ``--bursts`` times in a
   attempt's finish was fenced out and the reaper handed the run out again);
 * the load averages, as the machine may be shared.
 
+``--statements`` also loads ``pg_stat_statements`` and prints, after each burst, the server's
+CPU split by process kind (backends, autovacuum, the rest) and the statements that took the
+most time in the burst, in µs per job: which one grows with the table.
+
 It runs whatever ``sundial`` is importable, so the same file measures another checkout:
 ``PYTHONPATH=/path/to/other/src:bench .venv/bin/python bench/finish_backlog.py``.
 
@@ -56,6 +60,49 @@ def server_cpu_seconds(postmaster: int) -> dict[int, float]:
     return found
 
 
+def server_cpu_by_kind(postmaster: int, pids: dict[int, float]) -> dict[str, float]:
+    """CPU seconds of ``pids`` summed by process kind (from the process title)."""
+    kinds: dict[str, float] = {}
+    for pid, seconds in pids.items():
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            title = "gone"
+        if pid == postmaster:
+            kind = "postmaster"
+        elif "autovacuum" in title:
+            kind = "autovacuum"
+        elif any(word in title for word in ("writer", "checkpointer", "walwriter", "launcher")):
+            kind = "background"
+        else:
+            kind = "backends"
+        kinds[kind] = kinds.get(kind, 0.0) + seconds
+    return kinds
+
+
+def vacuum_counts(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+    row = conn.execute(
+        "SELECT autovacuum_count, autoanalyze_count FROM pg_stat_user_tables"
+        " WHERE relname = 'job_runs'"
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def top_statements(conn: psycopg.Connection[Any], jobs: int) -> list[str]:
+    """The statements that took most time since the last reset, µs per job."""
+    rows = conn.execute(
+        "SELECT total_exec_time, calls, shared_blks_hit + shared_blks_read, query"
+        " FROM pg_stat_statements WHERE query NOT LIKE '%%pg_stat_statements%%'"
+        " ORDER BY total_exec_time DESC LIMIT 6"
+    ).fetchall()
+    conn.execute("SELECT pg_stat_statements_reset()")
+    return [
+        f"        {total * 1000 / jobs:8.1f} µs/job {calls:>7} calls "
+        f"{blocks / max(calls, 1):>9.1f} blocks/call  {' '.join(query.split())[:110]}"
+        for total, calls, blocks, query in rows
+    ]
+
+
 def insert_runs(conn: psycopg.Connection[Any], job: uuid.UUID, count: int, state: str) -> None:
     finished = "now()" if state == "completed" else "NULL"
     conn.execute(
@@ -79,12 +126,18 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=100_000)
     parser.add_argument("--bursts", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=500)
+    parser.add_argument("--statements", action="store_true", help="pg_stat_statements per burst")
     options = parser.parse_args()
     if options.quick:
         options.hot, options.burst = 200_000, 20_000
 
     print(f"sundial from {Path(sundial.__file__).parent}")
-    with postgres.throwaway_postgres() as server:
+    extra = (
+        {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"}
+        if options.statements
+        else {}
+    )
+    with postgres.throwaway_postgres(extra_settings=extra) as server:
         dsn = server.dsn
         migrate.migrate(dsn)
         postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])
@@ -99,6 +152,9 @@ def main() -> None:
             for first in range(0, options.hot, 500_000):
                 insert_runs(conn, job, min(500_000, options.hot - first), "completed")
             conn.execute("VACUUM ANALYZE job_runs")
+            if options.statements:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                conn.execute("SELECT pg_stat_statements_reset()")
             print(f"hot table: {options.hot} completed runs in {time.monotonic() - started:.0f} s")
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([*sys.path[1:], str(BENCH_DIR)]))
             command = [
@@ -117,6 +173,7 @@ def main() -> None:
                     row = conn.execute("SELECT coalesce(max(id), 0) FROM job_runs").fetchone()
                     first_id = int(row[0]) + 1 if row else 1
                     before = server_cpu_seconds(postmaster)
+                    vacuums_before = vacuum_counts(conn)
                     began = time.monotonic()
                     insert_runs(conn, job, options.burst, "pending")
                     peak = 0
@@ -150,12 +207,29 @@ def main() -> None:
                         f"{row[1]:>9}  {load}",
                         flush=True,
                     )
+                    if options.statements:
+                        spent = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
+                        kinds = server_cpu_by_kind(postmaster, spent)
+                        vacuums = [
+                            b - a for a, b in zip(vacuums_before, vacuum_counts(conn), strict=True)
+                        ]
+                        print(
+                            f"        autovacuums {vacuums[0]}, autoanalyzes {vacuums[1]} of"
+                            " job_runs (workers that exited are not in the CPU); CPU µs/job: "
+                            + ", ".join(
+                                f"{kind} {seconds / options.burst * 1e6:.1f}"
+                                for kind, seconds in sorted(kinds.items())
+                            ),
+                            flush=True,
+                        )
+                        print("\n".join(top_statements(conn, options.burst)), flush=True)
             finally:
                 runner.terminate()
                 runner.wait(60)
     print(
         "reproduce: .venv/bin/python bench/finish_backlog.py "
         + ("--quick" if options.quick else f"--hot {options.hot} --burst {options.burst}")
+        + (" --statements" if options.statements else "")
     )
 
 

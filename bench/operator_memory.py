@@ -11,7 +11,15 @@ apiserver then). Readiness is polled every 5 s with one raw LIST (``kubectl get 
 every 2 s cost more than half a core on its own). Load averages are printed with the figures:
 the machine may be shared.
 
-    .venv/bin/python bench/operator_memory.py [--jobs 1000] [--mirror-seconds 3]
+With ``--heap DIR`` the operator runs under ``bench/operator_heap.py`` (tracemalloc with
+``--heap-frames`` frames per allocation; 0: object counts and malloc figures only) and writes
+a heap report into DIR once all are Ready and again when idle: where the memory goes.
+
+The operator runs with ``MALLOC_ARENA_MAX=2``, as its image sets it (``operator/Dockerfile``:
+without it glibc may give each of the API client's worker threads arenas of its own);
+``--arenas 0`` runs without it, for a comparison.
+
+    .venv/bin/python bench/operator_memory.py [--jobs 1000] [--mirror-seconds 3] [--heap DIR]
 """
 
 from __future__ import annotations
@@ -73,6 +81,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--mirror-seconds", type=float, default=3.0)
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--heap", type=Path, default=None, help="write heap reports into DIR")
+    parser.add_argument("--heap-frames", type=int, default=4)
+    parser.add_argument("--arenas", type=int, default=2, help="MALLOC_ARENA_MAX (0: unset)")
     options = parser.parse_args()
 
     state = Path(tempfile.mkdtemp(prefix="sundial-bench-operator-"))
@@ -91,12 +102,20 @@ def main() -> None:
             )
             kubectl("create", "namespace", "bench")
             log_path = state / "operator.log"
+            environment = {**os.environ, "KUBECONFIG": str(local.kubeconfig)}
+            environment.pop("MALLOC_ARENA_MAX", None)
+            if options.arenas:
+                environment["MALLOC_ARENA_MAX"] = str(options.arenas)
+            launch = [sys.executable, "-m", "sundial"]
+            if options.heap is not None:
+                options.heap.mkdir(parents=True, exist_ok=True)
+                launch = [sys.executable, str(REPOSITORY / "bench" / "operator_heap.py")]
+                environment["SUNDIAL_HEAP_DIR"] = str(options.heap)
+                environment["SUNDIAL_HEAP_FRAMES"] = str(options.heap_frames)
             with log_path.open("wb") as log:
                 operator = subprocess.Popen(
                     [
-                        sys.executable,
-                        "-m",
-                        "sundial",
+                        *launch,
                         "operator",
                         "--dsn",
                         dsn,
@@ -109,7 +128,7 @@ def main() -> None:
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env={**os.environ, "KUBECONFIG": str(local.kubeconfig)},
+                    env=environment,
                 )
             try:
                 started = time.monotonic()
@@ -145,12 +164,14 @@ def main() -> None:
                     time.sleep(5)
                 all_ready = time.monotonic() - started
                 load_ready = os.getloadavg()
+                _heap_report(operator, options.heap, 1)
                 time.sleep(options.mirror_seconds * 4)  # a few idle mirror passes
                 idle_seconds = max(30.0, options.mirror_seconds * 10)
                 before = request_counts(kubectl)
                 time.sleep(idle_seconds)
                 idle_requests = request_counts(kubectl) - before
                 memory = memory_kib(operator.pid)
+                _heap_report(operator, options.heap, 2)
                 passes = idle_seconds / options.mirror_seconds
                 print(f"ScheduledJobs:            {options.jobs} (Ready: {ready})")
                 print(f"applied in:               {applied:.1f} s (load {_load(load_applied)})")
@@ -165,15 +186,30 @@ def main() -> None:
                     f"(about {idle_requests / passes:.1f} per mirror pass; "
                     f"load {_load(os.getloadavg())})"
                 )
+                print(f"MALLOC_ARENA_MAX:         {environment.get('MALLOC_ARENA_MAX', 'unset')}")
+                if options.heap is not None:
+                    print(f"heap reports:             {options.heap}/heap-1.txt (Ready), -2 (idle)")
                 print(
                     "reproduce: .venv/bin/python bench/operator_memory.py "
-                    f"--jobs {options.jobs} --mirror-seconds {options.mirror_seconds}"
+                    f"--jobs {options.jobs} --mirror-seconds {options.mirror_seconds} "
+                    f"--arenas {options.arenas}"
                 )
             finally:
                 operator.send_signal(signal.SIGTERM)
                 operator.wait(timeout=60)
         finally:
             local.stop()
+
+
+def _heap_report(operator: subprocess.Popen[bytes], directory: Path | None, number: int) -> None:
+    """Ask the wrapped operator for heap report ``number`` and wait until it is written."""
+    if directory is None:
+        return
+    operator.send_signal(signal.SIGUSR1)
+    report = directory / f"heap-{number}.txt"
+    deadline = time.monotonic() + 300
+    while not report.exists() and time.monotonic() < deadline:
+        time.sleep(1)
 
 
 def _load(averages: tuple[float, float, float]) -> str:

@@ -17,11 +17,11 @@ and their windows, never with the run rate. User-created JobRuns are followed he
 
 A pass reads three things in bulk - the ScheduledJobs and JobRuns from the caches kopf's
 watch events keep (``cache``; LISTed only on the first pass and every resync), the window rows
-(one SQL statement for all schedules) - and writes with bounded concurrency, so the API
-requests of a pass grow with what changed, not with how many objects there are. At most every
-``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those whose
-run left its window, or was never in it (``pod_gc``), so a job's Pods stay bounded by its
-window like its JobRuns.
+(one SQL statement per slice of 256 schedules, the pass worked through a slice at a time) -
+and writes with bounded concurrency, so the API requests of a pass grow with what changed, not
+with how many objects there are. At most every ``pod_gc_interval`` a pass also lists this
+installation's ended Pods and deletes those whose run left its window, or was never in it
+(``pod_gc``), so a job's Pods stay bounded by its window like its JobRuns.
 
 The mirror does not archive: moving finished runs out of the hot table is the maintainer's
 (``scheduler.maintainer``), and the window reads the hot table and the month partitions alike,
@@ -109,34 +109,6 @@ class Mirror:
         for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
             await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
 
-        parsed: dict[
-            uuid.UUID, tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None]
-        ] = {}
-        for index, body in enumerate(live, 1):
-            spec, problem = scheduled_jobs.parse(body)
-            parsed[status.schedule_id(body)] = (body, spec, problem)
-            if index % _SLICE == 0:
-                await asyncio.sleep(0)  # 10,000 parses at once kept the lease keeper waiting
-        # Limits come from the raw spec (the schema bounds them), so a ScheduledJob stalled by
-        # an invalid edit keeps its window visible and up to date.
-        requests = [
-            history.WindowRequest(schedule_id, max(1, successful), max(1, failed))
-            for schedule_id, (successful, failed) in (
-                (schedule_id, _limits(body)) for schedule_id, (body, _, _) in parsed.items()
-            )
-        ]
-        # Listed before the window is read (pod_gc: a run that finishes in between is then
-        # in the window compared, never taken for one that left it).
-        ended_pods = await self._ended_pods() if self._pod_sweep_due() else None
-        try:
-            windows = await history.window(self.ctx.pool, requests)
-            views = await history.schedules(self.ctx.pool, parsed)
-            # One statement, a handful of rows: the dependencies open on some live runner.
-            open_circuits = await circuits.open_for(self.ctx.pool)
-        except store_errors.StoreUnavailableError as error:
-            await self._store_unavailable(live, error)
-            raise
-
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
         for body in runs_listed:
@@ -149,30 +121,65 @@ class Mirror:
                 users.append(body)
         self._index_user_runs(users, registered_before)
 
-        work: list[Awaitable[None]] = []
-        for schedule_id, (body, spec, problem) in parsed.items():
-            work.append(
-                self._sync_scheduled_job(
-                    body,
-                    spec,
-                    problem,
-                    views.get(schedule_id),
-                    windows.get(schedule_id),
-                    mirrored.get(schedule_id, {}),
-                    _open_circuit(body, open_circuits),
+        # Listed before any window is read (pod_gc: a run that finishes in between is then
+        # in the window compared, never taken for one that left it).
+        ended_pods = await self._ended_pods() if self._pod_sweep_due() else None
+        try:
+            # One statement, a handful of rows: the dependencies open on some live runner.
+            open_circuits = await circuits.open_for(self.ctx.pool)
+        except store_errors.StoreUnavailableError as error:
+            await self._store_unavailable(live, error)
+            raise
+        kept: dict[uuid.UUID, set[int]] = {}
+        # Slice by slice from the parse to the writes: what a ScheduledJob costs during a pass
+        # (its parsed spec, its window and schedule rows, its desired status) is alive for
+        # one slice at a time. The whole pass at once held that for every ScheduledJob, on
+        # every pass, idle or not (ADR 0038).
+        for first in range(0, len(live), _SLICE):
+            part = live[first : first + _SLICE]
+            parsed: dict[
+                uuid.UUID,
+                tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None],
+            ] = {}
+            for body in part:
+                spec, problem = scheduled_jobs.parse(body)
+                parsed[status.schedule_id(body)] = (body, spec, problem)
+            # Limits come from the raw spec (the schema bounds them), so a ScheduledJob
+            # stalled by an invalid edit keeps its window visible and up to date.
+            requests = [
+                history.WindowRequest(schedule_id, max(1, successful), max(1, failed))
+                for schedule_id, (successful, failed) in (
+                    (schedule_id, _limits(body)) for schedule_id, (body, _, _) in parsed.items()
+                )
+            ]
+            try:
+                windows = await history.window(self.ctx.pool, requests)
+                views = await history.schedules(self.ctx.pool, parsed)
+            except store_errors.StoreUnavailableError as error:
+                await self._store_unavailable(live, error)
+                raise
+            await asyncio.gather(
+                *(
+                    self._sync_scheduled_job(
+                        body,
+                        spec,
+                        problem,
+                        views.get(schedule_id),
+                        windows.get(schedule_id),
+                        mirrored.get(schedule_id, {}),
+                        _open_circuit(body, open_circuits),
+                    )
+                    for schedule_id, (body, spec, problem) in parsed.items()
                 )
             )
-        work.append(self._sync_user_runs(users))
-        # In slices: each ScheduledJob's coroutine holds its desired status while it waits for
-        # its write, and all of them at once were the pass's peak memory (ADR 0027).
-        for first in range(0, len(work), _SLICE):
-            await asyncio.gather(*work[first : first + _SLICE])
+            if ended_pods is not None:
+                kept.update(
+                    (schedule_id, {run.id for run in _window_runs(body, windows[schedule_id])})
+                    for schedule_id, (body, _, _) in parsed.items()
+                    if schedule_id in windows
+                )
+        await self._sync_user_runs(users)
         if ended_pods is not None:
-            kept = {
-                schedule_id: {run.id for run in _window_runs(body, windows[schedule_id])}
-                for schedule_id, (body, _, _) in parsed.items()
-                if schedule_id in windows
-            }
             await self._collect_pods(ended_pods, kept, users)
         self.passes += 1
         log.debug(
@@ -189,7 +196,9 @@ class Mirror:
         """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
         when the cache is new or due for its resync."""
         if objects.needs_list():
-            items, version = await self.ctx.api.list_versioned(plural, self.ctx.settings.namespaces)
+            items, version = await self.ctx.api.list_versioned(
+                plural, self.ctx.settings.namespaces, each=cache.slim
+            )
             objects.replace(items, version)
         return objects.bodies()
 
