@@ -25,9 +25,15 @@ import pytest
 from sundial.localdev import cluster
 from sundial.localdev import demo as demo_module
 
-pytestmark = pytest.mark.skipif(
-    bool(cluster.missing_binaries()), reason="the local cluster's binaries are not built"
-)
+
+@pytest.fixture(autouse=True)
+def _cluster_binaries_built() -> None:
+    """Checked when the test starts, not at import: on a cold cache the binaries are built
+    after collection (``tests/cluster/conftest.py``), and a mark evaluated at import skipped
+    these tests on every first run."""
+    if cluster.missing_binaries():
+        pytest.skip("the local cluster's binaries are not built")
+
 
 DEMO = [sys.executable, "-m", "sundial.localdev.demo"]
 

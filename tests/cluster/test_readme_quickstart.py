@@ -17,9 +17,14 @@ from sundial.localdev import cluster
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
-    bool(cluster.missing_binaries()), reason="the local cluster's binaries are not built"
-)
+
+@pytest.fixture(autouse=True)
+def _cluster_binaries_built() -> None:
+    """Checked when the test starts, not at import: on a cold cache the binaries are built
+    after collection (``tests/cluster/conftest.py``), and a mark evaluated at import skipped
+    these tests on every first run."""
+    if cluster.missing_binaries():
+        pytest.skip("the local cluster's binaries are not built")
 
 
 def quickstart() -> str:
