@@ -504,13 +504,13 @@ def test_a_waiting_job_run_says_why_in_its_status_and_in_get_wide(
             return None
         return reconciling[0]["reason"], status["waiting"]
 
-    parent_status = wait_until(lambda: waiting("parent"), timeout=60, what="the parent waiting")
+    parent_status = wait_until(lambda: waiting("parent"), within=60, what="the parent waiting")
     assert parent_status[0] in ("WaitingForRunner", "Unclaimable"), parent_status
     parent_run = get_json(kubectl, "-n", namespace, "jr", "parent")["status"]["runId"]
-    child = wait_until(lambda: waiting("child"), timeout=60, what="the child waiting")
+    child = wait_until(lambda: waiting("child"), within=60, what="the child waiting")
     assert child[0] == "WaitingForUpstream", child
     assert f"run {parent_run} (" in child[1] and "pending" in child[1], child
-    later = wait_until(lambda: waiting("later"), timeout=60, what="the delayed run waiting")
+    later = wait_until(lambda: waiting("later"), within=60, what="the delayed run waiting")
     assert later[0] == "RunAtInFuture", later
 
     wide = plugin("get", "jr", "-n", namespace, "-o", "wide")
