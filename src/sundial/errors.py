@@ -20,6 +20,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   ├── HandlerDefinitionError (ValueError)      a handler registered wrongly
     │   └── HandlersImportError (ImportError)        a handlers module failed to import
     ├── PortUnavailableError (OSError)               sundial.runner.health: metrics port taken
+    ├── PlacementError (ValueError)                  sundial.pods.placement: a job-Pod placement refused
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
@@ -41,7 +42,8 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
     ├── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
     │   ├── GoNotFoundError                          no Go toolchain to build it
-    │   └── RealNodeError                            sundial.localdev.real_node: no real node here
+    │   ├── RealNodeError                            sundial.localdev.real_node: no real node here
+    │   └── InstallError                             sundial.localdev.install: the chart failed
     └── PluginError (click.ClickException)           sundial.kubectl_plugin.outcome: what to do,
                                                      and the exit code
 

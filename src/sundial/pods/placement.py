@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sundial.errors import SundialError
+
 __all__ = [
     "Placement",
     "PlacementError",
@@ -46,7 +48,7 @@ _LABEL_KEY = re.compile(
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
-class PlacementError(ValueError):
+class PlacementError(SundialError, ValueError):
     """A job-Pod placement value that Kubernetes would refuse; the message says how to fix it."""
 
 
