@@ -20,7 +20,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   ├── HandlerDefinitionError (ValueError)      a handler registered wrongly
     │   └── HandlersImportError (ImportError)        a handlers module failed to import
     ├── PortUnavailableError (OSError)               sundial.runner.health: metrics port taken
-    ├── PlacementError (ValueError)                  sundial.pods.placement: a job-Pod placement refused
+    ├── PlacementError (ValueError)                  sundial.pods.placement: a refused placement
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
