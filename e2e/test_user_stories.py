@@ -27,7 +27,9 @@ from sundial.localdev import install as installs
 pytestmark = pytest.mark.timeout(420)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "demo"
-DELAY_SECONDS = 15
+#: Long enough that the operator, busy with every other story's objects at once, still
+#: reconciles the delayed JobRun (and shows it Pending) before its delay is over.
+DELAY_SECONDS = 30
 ENDED = {"Succeeded", "Failed", "TimedOut", "Cancelled", "DeadLettered"}
 
 

@@ -142,6 +142,7 @@ async def _submit(
     namespace = metadata["namespace"]
     uid = str(metadata["uid"])
     args: dict[str, Any] = {}
+    owner: Mapping[str, Any] | None = None
     if spec.job_ref is not None:
         owner = await ctx.api.get(kube.SCHEDULED_JOBS, namespace, spec.job_ref.name)
         if owner is None:
@@ -189,16 +190,17 @@ async def _submit(
         run_at = created + datetime.timedelta(seconds=spec.delay_seconds)
     key = run_key(metadata, spec.idempotency_key)
     try:
-        submitted = await runs.submit(
-            ctx.pool,
-            job,
-            args=args,
-            priority=spec.priority,
-            run_at=run_at,
-            idempotency_key=key,
-            depends_on=upstream,
-            fire_time=spec.fire_time,
-        )
+        try:
+            submitted = await _submit_run(ctx, job, args, spec, run_at, key, upstream)
+        except store_errors.UnknownJobError:
+            if owner is None:
+                raise
+            # The ScheduledJob exists but is not stored yet: both were applied together and
+            # this JobRun's event came first. Store the owner here (the same idempotent upsert
+            # its own handler makes) instead of reporting JobNotFound until the next mirror
+            # pass, by which time a delayed run would have missed showing Pending.
+            await scheduled_jobs.reconcile_once(ctx, owner)
+            submitted = await _submit_run(ctx, job, args, spec, run_at, key, upstream)
     except store_errors.UnknownJobError as error:
         await _report(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.JOB_NOT_FOUND, str(error))
@@ -231,6 +233,27 @@ async def _submit(
         kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
     )
     return str(submitted.run_id)
+
+
+async def _submit_run(
+    ctx: context.Context,
+    job: uuid.UUID | str,
+    args: dict[str, Any],
+    spec: job_run.JobRunSpec,
+    run_at: datetime.datetime | None,
+    key: str,
+    upstream: list[int],
+) -> runs.Submitted:
+    return await runs.submit(
+        ctx.pool,
+        job,
+        args=args,
+        priority=spec.priority,
+        run_at=run_at,
+        idempotency_key=key,
+        depends_on=upstream,
+        fire_time=spec.fire_time,
+    )
 
 
 def cycle_message(name: str, cycle: Sequence[str]) -> str:

@@ -132,7 +132,7 @@ def test_a_job_run_with_job_ref_runs_the_scheduled_job_with_merged_args(
         ),
     )
     with RunnerProcess(operator_dsn, tmp_path):
-        # Created before the ScheduledJob is stored, it may see JobNotFound first: it retries.
+        # Its event may come before the ScheduledJob is stored: the JobRun stores it first.
         kubectl(
             "apply",
             "-n",
