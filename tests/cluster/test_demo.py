@@ -109,17 +109,17 @@ def test_demo_runs_each_kind_once_and_removes_everything() -> None:
     _assert_cleaned_up(output)
 
 
-@pytest.mark.skip(
-    reason="in the whole suite the demo did not stop within 300 s of SIGINT (twice on 2026-12-01;"
-    " alone it passes): cause not found, see the closing note"
-)
+@pytest.mark.timeout(900)
 def test_ctrl_c_stops_and_removes_everything() -> None:
+    # Started with SIGINT ignored, as a shell without job control starts a background
+    # command (a CI step, ``make demo &``): the demo must still stop on Ctrl-C.
     demo = subprocess.Popen(
         [*DEMO, "--no-real-node"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         bufsize=1,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert demo.stdout is not None
     lines = []
@@ -130,8 +130,7 @@ def test_ctrl_c_stops_and_removes_everything() -> None:
     time.sleep(3)
     demo.send_signal(signal.SIGINT)
     try:
-        # Stopping the operator and the runner, the cluster and PostgreSQL: a minute here,
-        # but one CI run at load 1-3 still had not exited after 120 s (cause not found).
+        # Stopping the operator and the runner, the cluster and PostgreSQL: a minute here.
         rest, _ = demo.communicate(timeout=300)
     except subprocess.TimeoutExpired:
         demo.kill()  # never leave it running into the next test

@@ -513,15 +513,24 @@ def _run(options: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def _signals_as_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt``, so either one cleans up.
+
+    SIGINT is set explicitly: Python only installs its Ctrl-C handler when SIGINT was not
+    ignored at start, and a shell without job control starts background commands (``make demo &``,
+    a CI step) with SIGINT ignored, so Ctrl-C would be lost and the demo would run on."""
+
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {
+        signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -549,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between redraws")
     options = parser.parse_args(argv)
-    with _sigterm_as_interrupt():
+    with _signals_as_interrupt():
         return _run(options)
 
 
