@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import stack
 
-from sundial.localdev import cluster
+from sundial.localdev import cluster, crds
 
 if TYPE_CHECKING:
     from faults import Fault, Sizes
@@ -66,10 +66,7 @@ def local_cluster(f: Fault) -> cluster.LocalCluster:
         f.resources.callback(_CLUSTERS.pop, key, None)
         _CLUSTERS[key] = started
         started.kubectl("apply", "--server-side", "-f", str(ROOT / "crds"))
-        started.kubectl(
-            "wait", "--for=condition=Established", "--timeout=120s",
-            "crd/scheduledjobs.sundial.dev", "crd/jobruns.sundial.dev",
-        )  # fmt: skip
+        crds.wait_established(started.kubectl)
     return _CLUSTERS[key]
 
 

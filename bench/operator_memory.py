@@ -37,7 +37,7 @@ from typing import Any
 
 import kubernetes
 
-from sundial.localdev import cluster, postgres
+from sundial.localdev import cluster, crds, postgres
 from sundial.store import migrate
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -94,12 +94,7 @@ def main() -> None:
         try:
             kubectl = local.kubectl
             kubectl("apply", "--server-side", "-f", str(REPOSITORY / "crds"))
-            kubectl(
-                "wait",
-                "--for=condition=Established",
-                "crd/scheduledjobs.sundial.dev",
-                "crd/jobruns.sundial.dev",
-            )
+            crds.wait_established(kubectl)
             kubectl("create", "namespace", "bench")
             log_path = state / "operator.log"
             environment = {**os.environ, "KUBECONFIG": str(local.kubeconfig)}

@@ -31,9 +31,13 @@ from sundial.kubectl_plugin import outcome
 __all__ = ["RESOURCES", "Cluster", "Resource", "connect", "resource_named"]
 
 MERGE_PATCH: Final = "application/merge-patch+json"
+_CRD_NAMES: Final = "crd/scheduledjobs.sundial.dev crd/jobruns.sundial.dev"
+#: Two waits, as in the README: ``--for=condition`` alone fails at once on a CRD whose
+#: conditions the apiserver has not written yet (``sundial.localdev.crds``).
 CRDS_HINT: Final = (
     "install them first: kubectl apply --server-side -f crds/ && "
-    "kubectl wait --for=condition=Established crd/scheduledjobs.sundial.dev crd/jobruns.sundial.dev"
+    f"kubectl wait --for=jsonpath='{{.status.conditions[0].type}}' {_CRD_NAMES} && "
+    f"kubectl wait --for=condition=Established {_CRD_NAMES}"
 )
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sundial import errors
-from sundial.localdev import cluster, demo_screen, postgres
+from sundial.localdev import cluster, crds, demo_screen, postgres
 from sundial.localdev import install as installs
 from sundial.localdev import real_node as real_nodes
 from sundial.store import migrate
@@ -59,7 +59,6 @@ _CHART = _REPO / "charts" / "sundial"
 NAMESPACE = "sundial-demo"
 RELEASE_NAMESPACE = "sundial-system"
 RELEASE = "sundial"
-_CRDS = ("crd/scheduledjobs.sundial.dev", "crd/jobruns.sundial.dev")
 #: The runs --until-first-runs waits for: the delayed one-shot, the OOM job, the whole DAG.
 _NAMED_RUNS = ("hello-in-20s", "needs-more-memory", "extract", "transform", "report", "load")
 _CRON_JOB = "hello"
@@ -212,9 +211,8 @@ class _Demo:
             f"{self.installation.ready_seconds:.1f}s",
             flush=True,
         )
-        started = time.monotonic()
-        self.kubectl("wait", "--for=condition=Established", "--timeout=120s", *_CRDS)
-        print(f"      CRDs Established after {time.monotonic() - started:.1f}s")
+        waited = crds.wait_established(self.kubectl)
+        print(f"      CRDs Established after {waited:.1f}s")
         self.step(5, "Operator and runner as Pods on the real node, from the images built here")
         listed = self.kubectl("get", "pods", "-n", RELEASE_NAMESPACE, "-o", "wide")
         for line in listed.stdout.splitlines():
@@ -245,9 +243,8 @@ class _Demo:
         if result.returncode != 0:
             raise DemoError(f"helm install failed: {result.stderr.strip()}")
         self.installed_release = True
-        started = time.monotonic()
-        self.kubectl("wait", "--for=condition=Established", "--timeout=120s", *_CRDS)
-        print(f"      CRDs Established after {time.monotonic() - started:.1f}s")
+        waited = crds.wait_established(self.kubectl)
+        print(f"      CRDs Established after {waited:.1f}s")
 
     def processes(self, dsn: str) -> None:
         why = (

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from sundial.localdev import cluster
+from sundial.localdev import cluster, crds
 from sundial.localdev import real_node as real_nodes
 
 __all__ = [
@@ -52,7 +52,7 @@ __all__ = [
 
 #: The images an installation on the real node runs (the env file's names).
 IMAGES = ("OPERATOR", "EXAMPLES", "POSTGRES")
-CRDS = ("scheduledjobs.sundial.dev", "jobruns.sundial.dev")
+CRDS = crds.SUNDIAL_CRDS
 #: Kinds a release creates; what :func:`leftovers` looks for after an uninstall.
 _RELEASE_KINDS = (
     "deployments,statefulsets,pods,services,secrets,serviceaccounts,roles,rolebindings,"

@@ -18,8 +18,8 @@ import pytest
 import yaml
 from kubernetes import client
 
+from sundial.localdev import crds as localdev_crds
 from support.chart import EVERYTHING
-from support.crds import wait_established
 
 PROMETHEUS_KINDS = {"PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
 
@@ -56,7 +56,7 @@ def prometheus_crds(kubectl: Callable[..., Any]) -> Iterator[None]:
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": crds})
     kubectl("apply", "-f", "-", stdin=listing)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    wait_established(kubectl, names)
+    localdev_crds.wait_established(kubectl, names)
     try:
         yield
     finally:

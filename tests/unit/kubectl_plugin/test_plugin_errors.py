@@ -5,6 +5,8 @@ The bodies are the API server's own Status answers (as kube-apiserver 1.35 sends
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from kubernetes.client import ApiException
@@ -118,3 +120,13 @@ def test_an_unknown_context_lists_the_known_ones(tmp_path) -> None:
         assert cluster.namespace == "default"
     finally:
         cluster.close()
+
+
+def test_the_missing_crds_hint_waits_as_the_readme_does() -> None:
+    """Both waits, in the README's order: ``--for=condition`` alone fails at once on a CRD
+    whose conditions are not written yet (tests/cluster/test_readme_quickstart.py)."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("## Quickstart by hand", 1)[1].split("\n## ", 1)[0]
+    waits = re.findall(r"^kubectl wait .*$", quickstart, re.M)
+    assert len(waits) == 2
+    assert client.CRDS_HINT.endswith(" && ".join(waits))

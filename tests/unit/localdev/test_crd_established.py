@@ -1,5 +1,5 @@
-"""``support.crds.established``: a CRD the apiserver has not written a status for yet is "not
-yet", not an error (``kubectl wait`` once failed on it with ``.status.conditions accessor
+"""``sundial.localdev.crds.established``: a CRD the apiserver has not written a status for yet
+is "not yet", not an error (``kubectl wait`` once failed on it with ``.status.conditions accessor
 error``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from support.crds import established
+from sundial.localdev import crds
 
 
 def crd(status: Any) -> dict[str, Any]:
@@ -27,8 +27,8 @@ def crd(status: Any) -> dict[str, Any]:
     ],
 )
 def test_a_crd_without_established_true_is_not_established_yet(status: Any) -> None:
-    assert not established(crd(status))
-    assert not established({"metadata": {"name": "jobruns.sundial.dev"}})
+    assert not crds.established(crd(status))
+    assert not crds.established({"metadata": {"name": "jobruns.sundial.dev"}})
 
 
 def test_established_true_is_established() -> None:
@@ -36,4 +36,4 @@ def test_established_true_is_established() -> None:
         {"type": "NamesAccepted", "status": "True"},
         {"type": "Established", "status": "True"},
     ]
-    assert established(crd({"conditions": conditions}))
+    assert crds.established(crd({"conditions": conditions}))
