@@ -16,17 +16,19 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
 3. **Observe** the Pods (one LIST per namespace of this installation's Pods whose outcome is
    not recorded yet, ``sundial.dev/tracked=true``, plus a GET for each held attempt missing
    from it: level triggered, see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
-   (``pod_outcomes``), and finish the ended ones in one batch through the job's failure
-   policy (``failure_policy``), after recording the Pod's name, exit code and reason on the
-   run. The timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop),
-   and a Pod that never starts, delete the Pod. A Pod someone else deleted before it ended is
-   retried (a crash) or ends the run cancelled, as the job's ``podDeletionPolicy`` says. A Pod
-   of ours whose attempt is not current (its run moved on, or is not running) is deleted; its
-   outcome is never recorded. A Pod that is gone because the object owning it was deleted
-   (the garbage collector took it with a deleted user JobRun) ends its run cancelled, whatever
-   the job's ``podDeletionPolicy`` says, when the hooks say so (``deleted_with_owner``): a
-   run whose JobRun was deleted is cancelled, never retried with a new Pod, even if the Pod
-   went before the operator's cancel landed (docs/adr/0013-job-run-owns-its-pods.md).
+   (``pod_outcomes``), and finish the ended ones in one batch through the job's failure policy
+   (``failure_policy``), after recording the Pod's name, exit code and reason on the run. The
+   timeout (``activeDeadlineSeconds`` on the Pod, and our own clock as a backstop, both counted
+   from the Pod's ``status.startTime``, so time spent Pending is not taken from
+   ``timeoutSeconds``), and a Pod that never starts, delete the Pod. A Pod someone else deleted
+   before it ended is retried (a crash) or ends the run cancelled, as the job's
+   ``podDeletionPolicy`` says. A Pod of ours whose attempt is not current (its run moved on, or
+   is not running) is deleted; its outcome is never recorded. A Pod that is gone because the
+   object owning it was deleted (the garbage collector took it with a deleted user JobRun) ends
+   its run cancelled, whatever the job's ``podDeletionPolicy`` says, when the hooks say so
+   (``deleted_with_owner``): a run whose JobRun was deleted is cancelled, never retried with a
+   new Pod, even if the Pod went before the operator's cancel landed
+   (docs/adr/0013-job-run-owns-its-pods.md).
 
 **No Pod ends unaccounted** (docs/adr/0023-pod-outcome-finalizer.md): every Pod is created
 with the finalizer ``sundial.dev/pod-outcome``, so an evicted or deleted Pod stays readable,
@@ -176,6 +178,9 @@ class _Attempt:
     namespace: str
     claimed_at: datetime
     created_at: datetime | None = None  # None until the Pod exists
+    #: The Pod's ``status.startTime`` once the kubelet has taken it on: our own timeout counts
+    #: from it, as ``activeDeadlineSeconds`` does.
+    started_at: datetime | None = None
     #: How the attempt ended, kept until its finish commits: a failed write is retried on the
     #: next step with the same outcome, even once the Pod has been deleted.
     ended: PodOutcome | None = None
@@ -541,9 +546,8 @@ class PodLauncher:
                 deletion_slack=timedelta(seconds=self._settings.deletion_slack_seconds),
                 delete_requested_at=attempt.delete_requested_at,
             )
-            deadline = attempt.created_at + timedelta(
-                seconds=_timeout_seconds(attempt.run) + self._settings.timeout_slack_seconds
-            )
+            attempt.started_at = outcomes.started_at(pod) or attempt.started_at
+            deadline = self._deadline(attempt, attempt.created_at)
             if outcome.state is PodState.GONE:
                 outcome = await self._gone_with_owner(attempt, outcome)
             if not outcome.state.terminal and now > deadline:
@@ -718,6 +722,19 @@ class PodLauncher:
         """Whether ``pod`` is the Pod of an attempt this launcher holds."""
         attempt = self._attempts.get(pod_api.run_of(pod))
         return attempt is not None and attempt.run.attempt == pod_api.attempt_of(pod)
+
+    def _deadline(self, attempt: _Attempt, created_at: datetime) -> datetime:
+        """When our own clock times the attempt out: ``timeoutSeconds`` (plus the slack) from
+        the Pod's start, as the kubelet counts ``activeDeadlineSeconds``, so a Pod that waited
+        for a node or its image still gets its whole timeout. Before it starts, the start
+        timeout ends a Pod left Pending (``outcomes.classify``), so the backstop is its
+        creation plus both timeouts."""
+        timeout = timedelta(
+            seconds=_timeout_seconds(attempt.run) + self._settings.timeout_slack_seconds
+        )
+        if attempt.started_at is not None:
+            return attempt.started_at + timeout
+        return created_at + self._start_timeout(attempt) + timeout
 
     def _start_timeout(self, attempt: _Attempt) -> timedelta:
         seconds = attempt.context.start_timeout_seconds

@@ -77,6 +77,7 @@ __all__ = [
     "as_dict",
     "classify",
     "latest_delete_request",
+    "started_at",
 ]
 
 #: 128 + SIGKILL. Not an OOM kill by itself: only the runtime's ``OOMKilled`` reason is.
@@ -297,6 +298,15 @@ def _past(created: datetime | None, now: datetime | None, limit: timedelta | Non
     if created is None or now is None or limit is None:
         return False
     return now - created > limit
+
+
+def started_at(pod: Mapping[str, Any] | Any | None) -> datetime | None:
+    """When the kubelet took the Pod on (``status.startTime``, before its image pulls), the
+    moment ``activeDeadlineSeconds`` counts from; None while it has not (Pending unscheduled,
+    or gone)."""
+    if pod is None:
+        return None
+    return _timestamp((as_dict(pod).get("status") or {}).get("startTime"))
 
 
 def latest_delete_request(metadata: Mapping[str, Any]) -> datetime | None:

@@ -185,6 +185,39 @@ async def test_a_pod_past_its_timeout_is_deleted_and_the_run_timed_out(
     assert row["failure_detail"] == "Timeout"  # as a runner's timeout says in `sundial runs`
 
 
+async def test_the_timeout_counts_from_the_pods_start_not_its_creation(
+    pool, api_client, core_api, namespace
+):
+    """activeDeadlineSeconds counts from the Pod's ``status.startTime``, and so does the
+    launcher's own clock: a Pod that waited to start (held here by a scheduling gate, as a slow
+    node holds one in its image pulls) still gets its whole timeoutSeconds once it runs."""
+    timeout_seconds = 8
+    gated = template({RUNNING_SECONDS: "2"})
+    gated["spec"]["schedulingGates"] = [{"name": "sundial.dev/held-by-the-test"}]
+    job = Job(pool, namespace)
+    await job.define(
+        gated,
+        timeoutSeconds=timeout_seconds,
+        retry={"maxRetries": 0, "backoffBaseSeconds": 1, "backoffCapSeconds": 1},
+    )
+    run_id = await job.submit()
+
+    async with maintenance(pool), running_launcher(pool, api_client, settings(namespace, worker())):
+        [pod] = await wait_pods(core_api, namespace, run_id, lambda pods: len(pods) == 1)
+        created = pod.metadata.creation_timestamp
+        await asyncio.sleep(timeout_seconds + 2)  # Pending past the whole timeout
+        held = await run_row(pool, run_id)
+        assert held["state"] == "running", held  # the old clock counted from the creation
+        core_api.patch_namespaced_pod(
+            pod.metadata.name, namespace, [{"op": "remove", "path": "/spec/schedulingGates"}]
+        )
+        row = await wait_state(pool, run_id, "completed", "timed_out", "failed", "dead_lettered")
+
+    assert (row["state"], row["attempt"], row["pod_reason"]) == ("completed", 1, "Completed")
+    [pod] = run_pods(core_api, namespace, run_id)
+    assert (pod.status.start_time - created).total_seconds() > timeout_seconds
+
+
 async def test_cancel_deletes_the_pod_and_cancels_the_run(pool, api_client, core_api, namespace):
     job = Job(pool, namespace)
     await job.define(template({OUTCOME: "run-forever"}))

@@ -408,3 +408,13 @@ def test_a_deleted_pods_sigkill_follows_pod_deletion_policy_not_the_oom_path() -
     cancelled = failure_policy.decide(oom_rule, outcome, pod_deletion_policy="Cancel")
     assert cancelled.failure is FailureClass.CANCELLED
     assert "137" in outcome.describe()
+
+
+def test_started_at_is_the_pods_start_time_and_none_before_the_kubelet_took_it() -> None:
+    started = pod("Pending", startTime="2026-11-29T12:03:00Z")
+    assert outcomes.started_at(started) == CREATED + timedelta(minutes=3)
+    as_v1 = client.V1Pod(status=client.V1PodStatus(start_time=CREATED + timedelta(minutes=3)))
+    assert outcomes.started_at(as_v1) == CREATED + timedelta(minutes=3)
+    assert outcomes.started_at(pod("Pending")) is None  # unscheduled, or held by a gate
+    assert outcomes.started_at({"metadata": {"name": "job-abc-1"}}) is None
+    assert outcomes.started_at(None) is None  # gone
