@@ -62,27 +62,42 @@ oom_max_memory_option = click.option(
 
 
 class Duration(click.ParamType[float, object]):
-    """A duration in seconds, written ``90``, ``90s``, ``30m``, ``1h`` or ``2d``."""
+    """A duration in seconds, written ``90``, ``90s``, ``30m``, ``1h`` or ``2d``; never
+    negative. ``positive``: 0 is refused too (an interval of 0 would run its task without a
+    pause), and ``example`` is what the error suggests instead."""
 
     name = "duration"
     _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+    def __init__(self, *, positive: bool = False, example: str = "90s, 30m, 1h") -> None:
+        self.positive = positive
+        self.example = example
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
         if isinstance(value, int | float):
-            return float(value)
-        text = str(value).strip().lower()
-        unit = self._UNITS.get(text[-1:], None)
-        number = text[:-1] if unit is not None else text
-        try:
-            seconds = float(number) * (unit or 1.0)
-        except ValueError:
-            seconds = -1.0
-        if not seconds >= 0 or seconds == float("inf"):
+            seconds = float(value)
+        else:
+            text = str(value).strip().lower()
+            unit = self._UNITS.get(text[-1:], None)
+            number = text[:-1] if unit is not None else text
+            try:
+                seconds = float(number) * (unit or 1.0)
+            except ValueError:
+                seconds = float("nan")
+        if seconds != seconds or seconds == float("inf"):  # NaN: not a number at all
             self.fail(
                 f"{value!r} is not a duration: write a number of seconds, or a number with"
                 " s, m, h or d (90s, 30m, 1h, 2d)",
+                param,
+                ctx,
+            )
+        if seconds < 0:
+            self.fail(f"{value!r} is negative: write a duration such as {self.example}", param, ctx)
+        if self.positive and seconds == 0:
+            self.fail(
+                f"{value!r} is not more than 0: write a duration such as {self.example}",
                 param,
                 ctx,
             )
@@ -119,7 +134,7 @@ archive_retention_option = click.option(
 #: How often retention runs; an hour suits month partitions, a benchmark shortens it.
 retention_interval_option = click.option(
     "--retention-interval",
-    type=Duration(),
+    type=Duration(positive=True, example="1h (the default) or 5m"),
     default="1h",
     show_default=True,
     help="How often the maintainer creates the next month partitions and drops the expired"

@@ -130,10 +130,26 @@ class MaintainerSettings:
             raise ValueError(f"monitor_window must be positive, got {self.monitor_window}")
         if self.key_retention is not None and self.key_retention <= timedelta(0):
             raise ValueError(f"key_retention must be positive or None, got {self.key_retention}")
+        for name in _INTERVALS:  # 0 would run the task on every step, without a pause
+            if getattr(self, name) <= timedelta(0):
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         batches = ("reap_batch", "promote_batch", "archive_batch", "key_batch", "runners_batch")
         for name in (*batches, "max_batches_per_pass"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+_INTERVALS = (
+    "reap_interval",
+    "promote_interval",
+    "archive_interval",
+    "retention_interval",
+    "key_interval",
+    "monitor_interval",
+    "unclaimable_interval",
+    "runners_interval",
+    "poll_interval",
+)
 
 
 @dataclass

@@ -90,12 +90,17 @@ def test_the_retention_interval_and_the_key_retention_reach_the_maintainer(
     ("flags", "says"),
     [
         (["--hot-window", "soon"], "write a number of seconds, or a number with s, m, h or d"),
-        (["--hot-window", "-5m"], "is not a duration"),
+        (["--hot-window", "-5m"], "'-5m' is negative"),
         (["--hot-window", "1w"], "is not a duration"),
         (["--archive-retention-days", "-1"], "-1 is not in the range x>=0"),
         (["--hot-window", "31d"], "must be shorter than --archive-retention-days (30 days)"),
         (["--key-retention", "a week"], "is not a duration"),
-        (["--retention-interval", "-1h"], "is not a duration"),
+        (["--retention-interval", "-1h"], "'--retention-interval': '-1h' is negative"),
+        (["--retention-interval", "0"], "'--retention-interval': '0' is not more than 0"),
+        (["--retention-interval", "0s"], "write a duration such as 1h (the default) or 5m"),
+        (["--hot-window", "-1"], "'--hot-window': '-1' is negative: write a duration such as"),
+        (["--key-retention", "-7d"], "'--key-retention': '-7d' is negative"),
+        (["--retention-interval", "nan"], "is not a duration"),
     ],
 )
 def test_bad_values_are_usage_errors_that_say_what_to_write(
@@ -121,3 +126,12 @@ def test_the_runner_refuses_a_maintenance_interval_without_maintenance() -> None
     )
     assert result.exit_code == 2
     assert "add --maintenance" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("interval", ["retention_interval", "reap_interval", "poll_interval"])
+@pytest.mark.parametrize("length", [timedelta(0), timedelta(seconds=-1)])
+def test_the_maintainer_refuses_an_interval_that_is_not_positive(
+    interval: str, length: timedelta
+) -> None:
+    with pytest.raises(ValueError, match=f"{interval} must be positive"):
+        maintainer.MaintainerSettings(**{interval: length})  # type: ignore[arg-type]
