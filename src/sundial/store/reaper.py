@@ -81,9 +81,8 @@ async def promote_due(pool: Pool, *, limit: int = 10_000) -> int:
 
 
 async def seconds_until_next_due(pool: Pool) -> float | None:
-    """How long, by the database clock, until the earliest ``scheduled``/``retry_wait`` run that
-    is not due yet comes due; ``None`` when none waits. Runs due already are the pass's own
-    work (``promote_due``), not counted here."""
+    """How long, by the database clock, until the earliest ``scheduled``/``retry_wait`` run is
+    due (zero or less: one is due now); ``None`` when no run waits."""
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("next_waiting"))
         row = await cursor.fetchone()
