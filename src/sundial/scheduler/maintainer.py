@@ -13,10 +13,7 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   (``store.reaper.reap``);
 * ``promote``: ``scheduled`` and ``retry_wait`` runs whose ``run_at`` has come move to
   ``pending``, into the dispatch index (``store.reaper.promote_due``). This is a state change,
-  not a comparison: the claim reads only the ``pending`` partial index (ADR 0001). The next
-  pass is due when the earliest waiting run comes due (``store.reaper.seconds_until_next_due``),
-  no sooner than ``promote_min_interval`` and no later than ``promote_interval``, so a fire's
-  spread ``run_at`` is not kept waiting for the interval (docs/adr/0039-promote-when-due.md);
+  not a comparison: the claim reads only the ``pending`` partial index (ADR 0001);
 * ``archive``: finished runs older than the hot window move to the month partitions
   (``store.maintenance.archive_finished``);
 * ``retention``: the partitions of this month and the next ones exist ahead of time, and month
@@ -93,9 +90,6 @@ class MaintainerSettings:
     months_ahead: int = 2
     reap_interval: timedelta = timedelta(seconds=1)
     promote_interval: timedelta = timedelta(seconds=1)
-    #: The shortest gap between two promotion passes while runs keep coming due (a spread
-    #: burst of fires): what promotion may add to a run's lag, and what bounds its passes.
-    promote_min_interval: timedelta = timedelta(milliseconds=100)
     archive_interval: timedelta = timedelta(seconds=10)
     retention_interval: timedelta = timedelta(hours=1)
     key_interval: timedelta = timedelta(minutes=1)
@@ -194,8 +188,6 @@ class Maintainer:
         self._pending_labels: set[tuple[str, str, str]] = set()
         # Task -> when it is due next; unset: due now (every task runs on taking the lead).
         self._due: dict[str, datetime] = {}
-        # Task -> a wait shorter than its interval, set by its last pass (promote).
-        self._sooner: dict[str, timedelta] = {}
 
     async def step(self) -> PassReport:
         """Ask who leads; as leader, run every task that is due now. Never raises for a failed
@@ -225,7 +217,7 @@ class Maintainer:
                 failed.append(name)
                 more = False
             metrics.PASS_SECONDS.labels(name).observe(time.perf_counter() - started)
-            self._due[name] = now if more else now + self._sooner.pop(name, interval)
+            self._due[name] = now if more else now + interval
         report.ran, report.failed = tuple(ran), tuple(failed)
         self._log(report)
         return report
@@ -313,17 +305,8 @@ class Maintainer:
             report.promoted += promoted
             metrics.PROMOTED.inc(promoted)
             if promoted < s.promote_batch:
-                await self._promote_when_next_due()
                 return False
         return True
-
-    async def _promote_when_next_due(self) -> None:
-        s = self.settings
-        seconds = await reaper.seconds_until_next_due(self.pool)
-        if seconds is None:
-            return
-        wait = timedelta(seconds=max(seconds, 0.0))
-        self._sooner["promote"] = min(max(wait, s.promote_min_interval), s.promote_interval)
 
     async def _archive(self, report: PassReport) -> bool:
         s = self.settings

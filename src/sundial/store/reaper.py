@@ -8,11 +8,10 @@ recorded in the attempt history, which is what the "lease expiries" metric count
 
 ``promote_due`` moves ``scheduled`` and ``retry_wait`` runs whose ``run_at`` has come into
 ``pending``, i.e. into the dispatch index; keeping future-dated runs out of that index keeps
-the claim scan short (docs/adr/0001-run-store-schema.md). ``seconds_until_next_due`` says when
-the next one comes due, so a promoter can wake then rather than a whole interval later. Both
-are safe to run from several processes at once (SKIP LOCKED); the maintainer of the process
-holding the leader lease runs them (``sundial.scheduler.maintainer``), a ``sundial runner
---maintenance`` every second or so where there is no scheduler.
+the claim scan short (docs/adr/0001-run-store-schema.md). Both are safe to run from several
+processes at once (SKIP LOCKED); the maintainer of the process holding the leader lease runs
+them every second or so (``sundial.scheduler.maintainer``), a ``sundial runner --maintenance``
+where there is no scheduler.
 
 Runs made ``pending`` by an UPDATE wake no runner by themselves (migration 0020 notifies on
 INSERT only), so both announce on ``WAKEUP_CHANNEL`` when they made any run claimable.
@@ -26,7 +25,7 @@ from sundial.scheduling import run_state
 from sundial.store import attempts, dependencies, queries
 from sundial.store.pool import Connection, Pool
 
-__all__ = ["WAKEUP_CHANNEL", "ReapResult", "promote_due", "reap", "seconds_until_next_due"]
+__all__ = ["WAKEUP_CHANNEL", "ReapResult", "promote_due", "reap"]
 
 #: The channel runners LISTEN on (migration 0020); an empty payload wakes every queue.
 WAKEUP_CHANNEL = "sundial_runs"
@@ -78,15 +77,6 @@ async def promote_due(pool: Pool, *, limit: int = 10_000) -> int:
         if promoted > 0:
             await _announce(conn)
         return promoted
-
-
-async def seconds_until_next_due(pool: Pool) -> float | None:
-    """How long, by the database clock, until the earliest ``scheduled``/``retry_wait`` run is
-    due (zero or less: one is due now); ``None`` when no run waits."""
-    async with pool.connection() as conn:
-        cursor = await conn.execute(queries.get("next_waiting"))
-        row = await cursor.fetchone()
-    return None if row is None or row[0] is None else float(row[0])
 
 
 async def _announce(conn: Connection) -> None:

@@ -15,7 +15,6 @@ from sundial.scheduler import maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import leases
 from sundial.store import pool as store_pool
-from support import polling
 from support.maintainer import HOLDER, insert_run, states
 
 
@@ -108,38 +107,3 @@ async def test_the_backlog_gauge_follows_the_pending_runs(
     clock.advance(settings.monitor_interval)
     await keeper.step()
     assert REGISTRY.get_sample_value("sundial_pending_runs", labels) == 0
-
-
-async def test_promotion_is_due_again_when_the_next_waiting_run_comes_due(
-    pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
-) -> None:
-    """A fire's spread run_at is promoted when it comes due, not up to a whole
-    ``promote_interval`` later; an hour-away run does not make the maintainer poll sooner."""
-    soon = insert_run(store_dsn, job, "scheduled", run_at_in=timedelta(milliseconds=400))
-    later = insert_run(store_dsn, job, "scheduled", run_at_in=timedelta(hours=1))
-    clock = clocks.ManualClock(datetime.now(UTC))
-    # Every other task, and the step's own poll, an hour away: next_due() is the promotion's.
-    hour = timedelta(hours=1)
-    settings = maintainer.MaintainerSettings(
-        archive_retention=None, reap_interval=hour, poll_interval=hour
-    )
-    keeper = maintainer.Maintainer(pool, holder=HOLDER, clock=clock, settings=settings)
-    assert await leases.acquire(pool, trigger.LEASE_NAME, HOLDER, ttl_seconds=60) is not None
-
-    first = await keeper.step()
-    assert "promote" in first.ran and first.promoted == 0
-    wait = keeper.next_due() - clock.now()
-    assert wait <= timedelta(milliseconds=400), wait
-    assert wait >= settings.promote_min_interval
-
-    def due_by_the_database() -> bool:
-        with psycopg.connect(store_dsn) as conn:
-            row = conn.execute("SELECT run_at <= now() FROM job_runs WHERE id = %s", (soon,))
-            return bool(row.fetchone()[0])  # type: ignore[index]
-
-    polling.wait_until(due_by_the_database, within=10, what="the run to come due")
-    clock.advance(wait)
-    second = await keeper.step()
-    assert second.promoted == 1
-    assert (states(store_dsn)[soon], states(store_dsn)[later]) == ("pending", "scheduled")
-    assert keeper.next_due() - clock.now() == settings.promote_interval
