@@ -20,8 +20,16 @@ from /proc over the stage: runner processes, PostgreSQL (postmaster and every ch
 scheduler and the submitter, per job and in cores. "What saturates first" is read off those:
 a runner at ~1 core (one Python thread), PostgreSQL near the cores left, or connections.
 
+``--breakdown`` says where PostgreSQL's share goes: its CPU per backend, grouped by the
+client that opened it (each process sets its own ``application_name``) or by the background
+process (autovacuum, WAL writer ...), and the statements' execution time from
+pg_stat_statements (wall time inside the server, so lock waits count too; under a run queue
+longer than the cores it overstates CPU, which is why the per-backend CPU is printed beside it).
+
     .venv/bin/python bench/seed_peak.py                  # 6,000/s for 60 s, then 2x, 4x
     .venv/bin/python bench/seed_peak.py --quick          # 300/s for 20 s, then 2x ... 16x
+    .venv/bin/python bench/seed_peak.py --rate 1200 --seconds 25 --runners 2 \
+        --multipliers 1 --breakdown                      # where the CPU per job goes
 """
 
 from __future__ import annotations
@@ -66,6 +74,8 @@ class Stage:
     cpu: dict[str, float] = field(default_factory=dict)
     load: str = ""
     runner_exits: list[int | None] = field(default_factory=list)
+    backends: dict[str, float] = field(default_factory=dict)  # PostgreSQL CPU by client
+    statements: list[tuple[str, int, int, float]] = field(default_factory=list)
 
     @property
     def jobs(self) -> int:
@@ -94,7 +104,7 @@ class Stage:
 
 async def submitter(dsn: str, job: Any, rate: float, start: float, seconds: float) -> int:
     """Submit ``rate`` one-shots per second from ``start`` (monotonic) for ``seconds``."""
-    pool = await store_pool.open_pool(dsn, min_size=4, max_size=4)
+    pool = await store_pool.open_pool(dsn + "?application_name=submitter", min_size=4, max_size=4)
     submitted = 0
     pending: set[asyncio.Task[Any]] = set()
     try:
@@ -121,10 +131,48 @@ async def submitter(dsn: str, job: Any, rate: float, start: float, seconds: floa
     return submitted
 
 
+class BackendCpu:
+    """PostgreSQL's CPU over a stage, per backend, summed by who the backend serves."""
+
+    def __init__(self) -> None:
+        self._start: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self._label: dict[int, str] = {}
+
+    def sample(self, server: Any, conn: psycopg.Connection[Any], *, first: bool = False) -> None:
+        labels = dict(
+            conn.execute(
+                "SELECT pid, CASE WHEN backend_type = 'client backend'"
+                " THEN 'client ' || coalesce(nullif(application_name, ''), '?')"
+                " ELSE backend_type END FROM pg_stat_activity"
+            ).fetchall()
+        )
+        pids = stack.postgres_pids(server)
+        for pid in pids:
+            spent = stack.cpu_seconds(pid)
+            if first:
+                self._start[pid] = spent
+            else:
+                self._start.setdefault(pid, 0.0)
+            self._last[pid] = spent or self._last.get(pid, 0.0)
+            fallback = "postmaster" if pid == pids[0] else "other"
+            self._label.setdefault(pid, labels.get(pid, fallback))
+
+    def spent(self) -> dict[str, float]:
+        by_label: dict[str, float] = {}
+        for pid, last in self._last.items():
+            label = self._label[pid]
+            by_label[label] = by_label.get(label, 0.0) + last - self._start.get(pid, 0.0)
+        return by_label
+
+
 def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int) -> Stage:
     stage = Stage(rate=rate, seconds=options.seconds, runners=options.runners, schedules=0)
     dsn = stack.create_database(server, f"seed_peak_{index}")
     job = stack.create_job(dsn, "one-shot", "bench.sleep", max_retries=0)
+    if options.breakdown:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     schedule_rate = min(rate, options.schedules / options.seconds)
     stage.schedules = int(schedule_rate * options.seconds)
     oneshot_rate = rate - schedule_rate
@@ -145,17 +193,25 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
     processes = stack.Processes(dsn)
     slots = math.ceil(rate * JOB_SECONDS * 1.5 / options.runners) + 50
     try:
-        runners = [processes.runner(async_slots=slots) for _ in range(options.runners)]
+        runners = [
+            processes.runner(async_slots=slots, env={"PGAPPNAME": f"runner-{n}"})
+            for n in range(options.runners)
+        ]
         scheduler = processes.scheduler(
             extra=["--poll-seconds", "0.2", "--fires-per-second", str(rate * 2),
-                   "--fire-burst", str(max(1000, int(rate)))]
+                   "--fire-burst", str(max(1000, int(rate)))],
+            env={"PGAPPNAME": "scheduler"},
         )  # fmt: skip
         start = time.monotonic() + (first_fire - datetime.now(UTC)).total_seconds()
         sampled = {"in_flight": 0, "connections": 0}
 
         async def watch() -> None:
-            with psycopg.connect(dsn, autocommit=True) as conn:
+            with psycopg.connect(dsn, autocommit=True, application_name="bench-watch") as conn:
                 await asyncio.sleep(max(0.0, start - time.monotonic()))
+                backends = BackendCpu()
+                backends.sample(server, conn, first=True)
+                if options.breakdown:
+                    conn.execute("SELECT pg_stat_statements_reset()")
                 groups = {
                     "runners": [r.pid for r in runners],
                     "scheduler": [scheduler.pid],
@@ -183,7 +239,20 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
                     groups["postgres"] = stack.postgres_pids(server)
                     for name, pids in groups.items():
                         meters[name].sample(pids)
+                    backends.sample(server, conn)
                 stage.cpu = {name: m.spent() for name, m in meters.items()}
+                stage.backends = backends.spent()
+                if options.breakdown:
+                    stage.statements = [
+                        (query, calls, rows, total_ms)
+                        for query, calls, rows, total_ms in conn.execute(
+                            "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls::int,"
+                            " rows::int, total_exec_time FROM pg_stat_statements"
+                            " WHERE dbid = (SELECT oid FROM pg_database"
+                            "               WHERE datname = current_database())"
+                            " ORDER BY total_exec_time DESC LIMIT 15"
+                        ).fetchall()
+                    ]
 
         async def drive() -> int:
             watcher = asyncio.create_task(watch())
@@ -244,6 +313,11 @@ def main() -> int:
     parser.add_argument("--multipliers", default="1,2,4", help="rates to try, times --rate")
     parser.add_argument("--ceiling", type=float, default=1.0, help="lag p99 SLO (seconds)")
     parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print PostgreSQL's CPU by client and pg_stat_statements per stage",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="300/s x 1, 2, 4, 8, 16; 20 s stages; 2 runners"
     )
     options = parser.parse_args()
@@ -251,7 +325,13 @@ def main() -> int:
         options.rate, options.seconds, options.runners = 300.0, 20.0, 2
         options.schedules, options.multipliers = 1000, "1,2,4,8,16"
     stages: list[Stage] = []
-    with stack.throwaway(max_connections=400) as server:
+    settings = {}
+    if options.breakdown:
+        settings = {
+            "shared_preload_libraries": "pg_stat_statements",
+            "pg_stat_statements.track": "top",
+        }
+    with stack.throwaway(max_connections=400, extra_settings=settings) as server:
         for index, multiplier in enumerate(float(m) for m in options.multipliers.split(",")):
             stage = run_stage(server, options, options.rate * multiplier, index)
             stages.append(stage)
@@ -264,7 +344,30 @@ def main() -> int:
                 break
     print()
     print(report(stages, options))
+    if options.breakdown:
+        for stage in stages:
+            print()
+            print(breakdown(stage))
     return 0
+
+
+def breakdown(stage: Stage) -> str:
+    jobs = stage.jobs
+    lines = [f"{stage.rate:,.0f}/s: {jobs:,} runs started, load {stage.load}", ""]
+    rows = [
+        [label, f"{spent / jobs * 1e6:.0f}", f"{spent / stage.seconds:.2f}"]
+        for label, spent in sorted(stage.backends.items(), key=lambda item: -item[1])
+        if spent > 0
+    ]
+    lines.append(stack.table(["PostgreSQL process", "µs/job", "cores"], rows))
+    lines.append("")
+    rows = [
+        [query[:90], f"{calls:,}", f"{count:,}", f"{total_ms:,.0f}",
+         f"{total_ms * 1000 / jobs:.0f}", f"{total_ms / max(calls, 1):.2f}"]
+        for query, calls, count, total_ms in stage.statements
+    ]  # fmt: skip
+    lines.append(stack.table(["statement", "calls", "rows", "total ms", "µs/job", "ms/call"], rows))
+    return "\n".join(lines)
 
 
 def report(stages: list[Stage], options: argparse.Namespace) -> str:

@@ -127,8 +127,12 @@ def create_job(dsn: str, name: str, handler: str, **columns: Any) -> uuid.UUID:
 
 
 @contextlib.contextmanager
-def throwaway(max_connections: int = 400) -> Iterator[postgres.ThrowawayPostgres]:
-    with postgres.throwaway_postgres(max_connections=max_connections) as server:
+def throwaway(
+    max_connections: int = 400, extra_settings: dict[str, str] | None = None
+) -> Iterator[postgres.ThrowawayPostgres]:
+    with postgres.throwaway_postgres(
+        max_connections=max_connections, extra_settings=extra_settings
+    ) as server:
         yield server
 
 
@@ -157,7 +161,11 @@ class Processes:
         return child
 
     def runner(
-        self, *, async_slots: int = 1000, extra: Sequence[str] = ()
+        self,
+        *,
+        async_slots: int = 1000,
+        extra: Sequence[str] = (),
+        env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         return self.start(
             "runner",
@@ -166,10 +174,13 @@ class Processes:
                 "--concurrency", f"async={async_slots}", "--metrics-port", "-1",
                 "--log-level", "WARNING", *extra,
             ],
+            env=env,
         )  # fmt: skip
 
-    def scheduler(self, *, extra: Sequence[str] = ()) -> subprocess.Popen[bytes]:
-        return self.start("scheduler", ["scheduler", "--dsn", self.dsn, *extra])
+    def scheduler(
+        self, *, extra: Sequence[str] = (), env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        return self.start("scheduler", ["scheduler", "--dsn", self.dsn, *extra], env=env)
 
     def pids(self) -> list[int]:
         return [child.pid for child in self.children if child.poll() is None]

@@ -81,11 +81,7 @@ def _unindexed_scans(plan: dict[str, Any]) -> list[str]:
     return bad
 
 
-@pytest.fixture
-def hot_table(store_dsn: str) -> str:
-    from support.store import create_job
-
-    _build(store_dsn, create_job(store_dsn))
+def _log_every_plan(store_dsn: str) -> None:
     with psycopg.connect(store_dsn, autocommit=True) as conn:
         database = conn.info.dbname
         for setting, value in (
@@ -96,13 +92,18 @@ def hot_table(store_dsn: str) -> str:
             ("client_min_messages", "log"),
         ):
             conn.execute(f"ALTER DATABASE \"{database}\" SET {setting} = '{value}'")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def hot_table(store_dsn: str) -> str:
+    from support.store import create_job
+
+    _build(store_dsn, create_job(store_dsn))
+    _log_every_plan(store_dsn)
     return store_dsn
 
 
-async def test_hot_path_statements_probe_by_key(hot_table: str) -> None:
-    pool = await store_pool.open_pool(hot_table, min_size=1, max_size=1)
-    plans: list[tuple[str, dict[str, Any]]] = []
-
+def _plan_collector(plans: list[tuple[str, dict[str, Any]]]) -> Any:
     def logged(diagnostic: psycopg.errors.Diagnostic) -> None:
         message = diagnostic.message_primary or ""
         if "plan:" in message:
@@ -111,6 +112,13 @@ async def test_hot_path_statements_probe_by_key(hot_table: str) -> None:
             statement = [line for line in text.splitlines() if not line.startswith("--")]
             plans.append((" ".join(" ".join(statement).split())[:120], plan))
 
+    return logged
+
+
+async def test_hot_path_statements_probe_by_key(hot_table: str) -> None:
+    pool = await store_pool.open_pool(hot_table, min_size=1, max_size=1)
+    plans: list[tuple[str, dict[str, Any]]] = []
+    logged = _plan_collector(plans)
     running = iter(range(FINISHED + 101, FINISHED + 101 + RUNNING))
     try:
         for plan_mode in ("force_custom_plan", "force_generic_plan"):
@@ -142,3 +150,58 @@ async def test_hot_path_statements_probe_by_key(hot_table: str) -> None:
         assert any(needle in text for text in seen), f"no plan logged for {needle!r}: {seen}"
     bad = {text: _unindexed_scans(plan) for text, plan in plans if _unindexed_scans(plan)}
     assert not bad, f"statements that read job_runs without an index condition: {bad}"
+
+
+WAITING = 60_000
+PROMOTE_BATCH = 5_000  # the maintainer's
+
+
+async def test_promotion_probes_by_key_when_statistics_count_many_waiting_runs(
+    store_dsn: str,
+) -> None:
+    """A top-of-the-hour burst: thousands of fires wait in ``scheduled`` with spread run_ats,
+    and autovacuum analyzed the table meanwhile, so the planner expects the promotion to move
+    a full batch. Joined on id, that estimate hashed every row of the hot table per pass."""
+    from support.store import create_job
+
+    job = create_job(store_dsn)
+    with psycopg.connect(store_dsn, autocommit=True) as conn:
+        common = (
+            "job_id, queue, handler, execution_model, timeout_seconds, max_retries, "
+            "backoff_base_seconds, backoff_cap_seconds, priority, dispatch_key"
+        )
+        values = "%(job)s, 'default', 'h', 'async', 60, 3, 0, 0, 1, g"
+        conn.execute(
+            f"INSERT INTO job_runs (id, {common}, run_at, state, attempt, started_at, "  # type: ignore[arg-type]
+            f"finished_at) SELECT g, {values}, now(), 'completed', 1, now(), now() "
+            "FROM generate_series(1, %(n)s) AS g",
+            {"job": job, "n": FINISHED // 4},
+        )
+        # Spread over the last minute, all due now.
+        conn.execute(
+            f"INSERT INTO job_runs (id, {common}, run_at, state) "  # type: ignore[arg-type]
+            f"SELECT g, {values}, now() - interval '1 minute' "
+            "+ (g - %(first)s) * interval '1 millisecond', 'scheduled' "
+            "FROM generate_series(%(first)s, %(first)s + %(n)s - 1) AS g",
+            {"job": job, "first": FINISHED, "n": WAITING},
+        )
+        conn.execute("VACUUM ANALYZE job_runs")
+    _log_every_plan(store_dsn)
+
+    plans: list[tuple[str, dict[str, Any]]] = []
+    pool = await store_pool.open_pool(store_dsn, min_size=1, max_size=1)
+    try:
+        for plan_mode in ("force_custom_plan", "force_generic_plan"):
+            async with pool.connection() as conn:
+                conn.add_notice_handler(_plan_collector(plans))
+                await conn.execute(f"SET plan_cache_mode = {plan_mode}")  # type: ignore[arg-type]
+            for _ in range(6):
+                promoted = await reaper.promote_due(pool, limit=PROMOTE_BATCH)
+                assert promoted == PROMOTE_BATCH
+    finally:
+        await pool.close()
+
+    promotions = [(text, plan) for text, plan in plans if "SET state = 'pending'" in text]
+    assert len(promotions) >= 12, [text for text, _ in plans]
+    bad = {text: _unindexed_scans(plan) for text, plan in promotions if _unindexed_scans(plan)}
+    assert not bad, f"the promotion read job_runs without an index condition: {bad}"
