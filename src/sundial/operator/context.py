@@ -78,3 +78,9 @@ class Context:
     #: Event handlers storing objects at once, at most: a burst of events must leave pool
     #: connections to the mirror and the trigger.
     stores: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
+    #: Event handlers submitting user JobRuns (no ``status.runId`` yet) at once, at most: a
+    #: lane of their own, so a submission never waits behind the refresh of a submitted one.
+    submissions: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(8))
+    #: uids of the user JobRuns being submitted now: a handler and a mirror pass that find the
+    #: same JobRun waiting submit it once between them (``job_runs.reconcile``).
+    submitting: set[str] = field(default_factory=set)
