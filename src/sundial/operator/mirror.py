@@ -8,6 +8,11 @@ the ScheduledJob, labelled ``sundial.dev/mirror=true``) to match, then the Sched
 status. Nothing is remembered between passes, so a restarted operator, a missed watch event
 or an object deleted by hand all heal on the next pass.
 
+A pass starts with the user JobRuns that have no run yet (``job_runs.reconcile`` submits them;
+kopf's handlers do too, and ``Context.submitting`` makes it once between them): a pass over
+1,000 ScheduledJobs takes seconds, and after a restart its first one stores every ScheduledJob
+again, which a JobRun waiting for its run must not wait for (ADR 0040).
+
 The write bound: a pass writes only what differs from what the apiserver already has, and per
 ScheduledJob at most its window (active + history limits). A job whose runs finish faster than
 the pass interval has intermediate runs that are never mirrored at all (they are in
@@ -99,16 +104,6 @@ class Mirror:
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
-        # Every generation not stored yet (new, edited, or its store failed) is stored here.
-        stored = self.ctx.reconciled
-        unstored = [
-            body
-            for body in live
-            if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
-        ]
-        for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
-            await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
-
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
         for body in runs_listed:
@@ -120,6 +115,20 @@ class Mirror:
             elif not body["metadata"].get("deletionTimestamp"):
                 users.append(body)
         self._index_user_runs(users, registered_before)
+        # The user JobRuns waiting for their run first: the rest of the pass goes through every
+        # ScheduledJob, and a restart's first pass stores each of them again (ADR 0040).
+        waiting = [body for body in users if (body.get("status") or {}).get("runId") is None]
+        await self._sync_user_runs(waiting)
+
+        # Every generation not stored yet (new, edited, or its store failed) is stored here.
+        stored = self.ctx.reconciled
+        unstored = [
+            body
+            for body in live
+            if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
+        ]
+        for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
+            await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
@@ -178,7 +187,9 @@ class Mirror:
                     for schedule_id, (body, _, _) in parsed.items()
                     if schedule_id in windows
                 )
-        await self._sync_user_runs(users)
+        await self._sync_user_runs(
+            [body for body in users if (body.get("status") or {}).get("runId") is not None]
+        )
         if ended_pods is not None:
             await self._collect_pods(ended_pods, kept, users)
         self.passes += 1
