@@ -9,6 +9,12 @@ writes at a time, except across a lost renewal, which everything tolerates: fire
 deduplicated by their unique key and the mirror is level-triggered (docs/adr/0008-operator.md).
 A restart with the same holder name (a StatefulSet pod, or ``--holder``) takes its lease back
 at once.
+
+The renewals run on a thread of their own (``keep_apart``), with an event loop and a
+connection of their own: the operator's event loop is busy for seconds at a time while it
+starts beside thousands of objects (kopf's initial listing, the mirror's first pass), and a
+renewal that waited for it came after a 3 s lease had expired, so the operator exited, came
+back, and did it again (docs/adr/0040-prompt-job-run-submission.md).
 """
 
 from __future__ import annotations
@@ -16,8 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+from collections.abc import Callable
 
 from sundial.store import leases
+from sundial.store import pool as store_pool
 from sundial.store.pool import Pool
 
 __all__ = ["LEASE_NAME", "Leadership"]
@@ -58,6 +67,59 @@ class Leadership:
 
     async def keep(self, stop: asyncio.Event) -> None:
         """Renew until ``stop``; set ``lost`` if a renewal fails or comes too late."""
+        await self._renew(self.pool, stop, self.lost.set)
+
+    async def keep_apart(self, dsn: str, stop: asyncio.Event) -> None:
+        """``keep``, on a thread with its own event loop and its own connection to ``dsn``, so
+        a busy event loop here cannot delay a renewal. Returns when ``stop`` is set (the
+        thread has ended then) or the lease is lost (``lost`` is set)."""
+        home = asyncio.get_running_loop()
+        ended = home.create_future()
+        started = threading.Event()
+        own: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+        def end() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        async def renew_apart() -> None:
+            own_stop = asyncio.Event()
+            own.append((asyncio.get_running_loop(), own_stop))
+            started.set()
+            pool = await store_pool.open_pool(
+                dsn, min_size=1, max_size=1, name="sundial-operator-lease"
+            )
+            try:
+                await self._renew(pool, own_stop, lambda: home.call_soon_threadsafe(self.lost.set))
+            finally:
+                await pool.close()
+
+        def main() -> None:
+            try:
+                asyncio.run(renew_apart())
+            except Exception:
+                log.exception("the operator lease's thread failed; stopping")
+                home.call_soon_threadsafe(self.lost.set)
+            finally:
+                started.set()
+                home.call_soon_threadsafe(end)
+
+        thread = threading.Thread(target=main, name="operator-lease", daemon=True)
+        thread.start()
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({stopper, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not ended.done():
+                await asyncio.to_thread(started.wait)
+                if own:
+                    loop, own_stop = own[0]
+                    with contextlib.suppress(RuntimeError):  # its loop closed: it has ended
+                        loop.call_soon_threadsafe(own_stop.set)
+                await ended
+
+    async def _renew(self, pool: Pool, stop: asyncio.Event, lose: Callable[[], object]) -> None:
         loop = asyncio.get_running_loop()
         renewed_at = loop.time()
         while not stop.is_set():
@@ -67,7 +129,7 @@ class Leadership:
                 break
             try:
                 lease = await leases.acquire(
-                    self.pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
+                    pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
                 )
             except Exception:
                 log.exception("could not renew the operator lease")
@@ -78,7 +140,7 @@ class Leadership:
                 continue
             if lease is not None or loop.time() - renewed_at >= self.ttl_seconds:
                 log.error("lost the operator lease; stopping", extra={"holder": self.holder})
-                self.lost.set()
+                lose()
                 return
 
     async def release(self) -> None:
