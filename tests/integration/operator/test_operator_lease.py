@@ -42,7 +42,7 @@ async def test_the_operator_lease_is_renewed_while_the_event_loop_is_blocked(
     await asyncio.sleep(TTL_SECONDS / 3)
     try:
         for _ in range(2):
-            time.sleep(TTL_SECONDS)  # a synchronous stretch: nothing on this loop runs
+            time.sleep(TTL_SECONDS)  # noqa: ASYNC251 - the point: nothing on this loop runs
             assert _unexpired_epoch(store_dsn) == epoch, "the lease expired under a live leader"
         await asyncio.sleep(TTL_SECONDS)
         assert not lead.lost.is_set()
