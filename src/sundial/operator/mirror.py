@@ -8,10 +8,11 @@ the ScheduledJob, labelled ``sundial.dev/mirror=true``) to match, then the Sched
 status. Nothing is remembered between passes, so a restarted operator, a missed watch event
 or an object deleted by hand all heal on the next pass.
 
-A pass starts with the user JobRuns that have no run yet (``job_runs.reconcile`` submits them;
-kopf's handlers do too, and ``Context.submitting`` makes it once between them): a pass over
-1,000 ScheduledJobs takes seconds, and after a restart its first one stores every ScheduledJob
-again, which a JobRun waiting for its run must not wait for (ADR 0040).
+A pass submits the user JobRuns that have no run yet beside its work on the ScheduledJobs, not
+after it (``job_runs.reconcile``; kopf's handlers submit them too, and ``Context.submitting``
+makes it once between them): a pass over 1,000 ScheduledJobs takes seconds, and after a
+restart its first one stores every ScheduledJob again, which a JobRun waiting for its run
+must not wait for, nor the ScheduledJobs for a burst of JobRuns (ADR 0040).
 
 The write bound: a pass writes only what differs from what the apiserver already has, and per
 ScheduledJob at most its window (active + history limits). A job whose runs finish faster than
@@ -115,11 +116,38 @@ class Mirror:
             elif not body["metadata"].get("deletionTimestamp"):
                 users.append(body)
         self._index_user_runs(users, registered_before)
-        # The user JobRuns waiting for their run first: the rest of the pass goes through every
-        # ScheduledJob, and a restart's first pass stores each of them again (ADR 0040).
+        # The user JobRuns waiting for their run, beside the ScheduledJobs' part of the pass,
+        # not after it: that part goes through every ScheduledJob, and a restart's first pass
+        # stores each of them again (ADR 0040).
         waiting = [body for body in users if (body.get("status") or {}).get("runId") is None]
-        await self._sync_user_runs(waiting)
+        beside = asyncio.ensure_future(self._sync_user_runs(waiting))
+        try:
+            ended_pods, kept = await self._sync_scheduled_jobs(live, mirrored)
+        finally:
+            await beside
+        await self._sync_user_runs(
+            [body for body in users if (body.get("status") or {}).get("runId") is not None]
+        )
+        if ended_pods is not None:
+            await self._collect_pods(ended_pods, kept, users)
+        self.passes += 1
+        log.debug(
+            "mirror pass",
+            extra={
+                "scheduled_jobs": len(live),
+                "job_runs": len(runs_listed),
+                "api_requests": self.ctx.api.requests - requests_before,
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
 
+    async def _sync_scheduled_jobs(
+        self,
+        live: list[Mapping[str, Any]],
+        mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]],
+    ) -> tuple[list[pod_gc.EndedPod] | None, dict[uuid.UUID, set[int]]]:
+        """Store, mirror and write the status of every ScheduledJob of the pass; the ended
+        Pods listed if a sweep is due, and the runs each window keeps."""
         # Every generation not stored yet (new, edited, or its store failed) is stored here.
         stored = self.ctx.reconciled
         unstored = [
@@ -187,21 +215,7 @@ class Mirror:
                     for schedule_id, (body, _, _) in parsed.items()
                     if schedule_id in windows
                 )
-        await self._sync_user_runs(
-            [body for body in users if (body.get("status") or {}).get("runId") is not None]
-        )
-        if ended_pods is not None:
-            await self._collect_pods(ended_pods, kept, users)
-        self.passes += 1
-        log.debug(
-            "mirror pass",
-            extra={
-                "scheduled_jobs": len(live),
-                "job_runs": len(runs_listed),
-                "api_requests": self.ctx.api.requests - requests_before,
-                "seconds": round(time.perf_counter() - started, 3),
-            },
-        )
+        return ended_pods, kept
 
     async def _objects(self, objects: cache.ObjectCache, plural: str) -> list[Mapping[str, Any]]:
         """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
