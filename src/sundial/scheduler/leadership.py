@@ -10,8 +10,8 @@ deduplicated by their unique key and the mirror is level-triggered (docs/adr/000
 A restart with the same holder name (a StatefulSet pod, or ``--holder``) takes its lease back
 at once.
 
-The renewals run on a thread of their own (``keep_apart``), with an event loop and a
-connection of their own: the operator's event loop is busy for seconds at a time while it
+The renewals run on a thread of their own (``keep_apart``), on a blocking connection of their
+own: the operator's event loop is busy for seconds at a time while it
 starts beside thousands of objects (kopf's initial listing, the mirror's first pass), and a
 renewal that waited for it came after a 3 s lease had expired, so the operator exited, came
 back, and did it again (docs/adr/0040-prompt-job-run-submission.md).
@@ -23,10 +23,10 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from sundial.store import leases
-from sundial.store import pool as store_pool
 from sundial.store.pool import Pool
 
 __all__ = ["LEASE_NAME", "Leadership"]
@@ -65,81 +65,65 @@ class Leadership:
                 await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
         return False
 
-    async def keep(self, stop: asyncio.Event) -> None:
-        """Renew until ``stop``; set ``lost`` if a renewal fails or comes too late."""
-        await self._renew(self.pool, stop, self.lost.set)
-
     async def keep_apart(self, dsn: str, stop: asyncio.Event) -> None:
-        """``keep``, on a thread with its own event loop and its own connection to ``dsn``, so
-        a busy event loop here cannot delay a renewal. Returns when ``stop`` is set (the
-        thread has ended then) or the lease is lost (``lost`` is set)."""
+        """Renew every third of the TTL until ``stop``; set ``lost`` if a renewal fails or comes
+        too late. On a thread of its own with a blocking connection to ``dsn``, so a busy event
+        loop here cannot delay a renewal. Returns when ``stop`` is set (the thread has ended
+        then) or the lease is lost."""
         home = asyncio.get_running_loop()
         ended = home.create_future()
-        started = threading.Event()
-        own: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        stopping = threading.Event()
+
+        def lose() -> None:
+            home.call_soon_threadsafe(self.lost.set)
 
         def end() -> None:
             if not ended.done():
                 ended.set_result(None)
 
-        async def renew_apart() -> None:
-            own_stop = asyncio.Event()
-            own.append((asyncio.get_running_loop(), own_stop))
-            started.set()
-            pool = await store_pool.open_pool(
-                dsn, min_size=1, max_size=1, name="sundial-operator-lease"
-            )
-            try:
-                await self._renew(pool, own_stop, lambda: home.call_soon_threadsafe(self.lost.set))
-            finally:
-                await pool.close()
-
         def main() -> None:
+            renewals = leases.BlockingLeases(dsn)
             try:
-                asyncio.run(renew_apart())
+                self._renew_blocking(renewals, stopping, lose)
             except Exception:
                 log.exception("the operator lease's thread failed; stopping")
-                home.call_soon_threadsafe(self.lost.set)
+                lose()
             finally:
-                started.set()
+                renewals.close()
                 home.call_soon_threadsafe(end)
 
-        thread = threading.Thread(target=main, name="operator-lease", daemon=True)
-        thread.start()
+        threading.Thread(target=main, name="operator-lease", daemon=True).start()
         stopper = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait({stopper, ended}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopper.cancel()
-            if not ended.done():
-                await asyncio.to_thread(started.wait)
-                if own:
-                    loop, own_stop = own[0]
-                    with contextlib.suppress(RuntimeError):  # its loop closed: it has ended
-                        loop.call_soon_threadsafe(own_stop.set)
-                await ended
+            stopping.set()
+            await ended
 
-    async def _renew(self, pool: Pool, stop: asyncio.Event, lose: Callable[[], object]) -> None:
-        loop = asyncio.get_running_loop()
-        renewed_at = loop.time()
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
-            if stop.is_set():
-                break
+    def _renew_blocking(
+        self,
+        renewals: leases.BlockingLeases,
+        stopping: threading.Event,
+        lose: Callable[[], object],
+    ) -> None:
+        renewed_at = time.monotonic()
+        while not stopping.wait(self.ttl_seconds / 3):
             try:
-                lease = await leases.acquire(
-                    pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
-                )
+                lease = renewals.acquire(LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds)
             except Exception:
                 log.exception("could not renew the operator lease")
                 lease = None
             if lease is not None and (self.lease is None or lease.epoch == self.lease.epoch):
                 self.lease = lease
-                renewed_at = loop.time()
+                renewed_at = time.monotonic()
                 continue
-            if lease is not None or loop.time() - renewed_at >= self.ttl_seconds:
-                log.error("lost the operator lease; stopping", extra={"holder": self.holder})
+            since = time.monotonic() - renewed_at
+            if lease is not None or since >= self.ttl_seconds:
+                log.error(
+                    "lost the operator lease; stopping",
+                    extra={"holder": self.holder, "seconds_since_renewal": round(since, 3)},
+                )
                 lose()
                 return
 

@@ -4,7 +4,8 @@ An operator starting beside thousands of objects keeps its event loop busy for s
 time; a renewal that waited for the loop came after a short lease had expired, and the
 operator exited. The renewals run on a thread of their own (``Leadership.keep_apart``): here
 the loop is blocked for twice the TTL, and the lease must still be held, unexpired, by the
-same epoch, with ``lost`` never set.
+same epoch, with ``lost`` never set. (With the renewals on the event loop, as before, the
+lease expired during the first block.)
 """
 
 from __future__ import annotations
