@@ -14,7 +14,8 @@ down) or ran twice (a restart) leaves the same end state.
 * Every JobRun event feeds ``Context.job_run_cache``; for JobRuns a user created (mirrored
   ones carry ``sundial.dev/mirror=true``), each generation once -> ``job_runs.reconcile``, in
   one of two lanes: JobRuns not submitted yet (``Context.submissions``) and the rest
-  (``Context.stores``), so a submission never queues behind refreshes. kopf's initial
+  (``Context.stores``), so a submission never queues behind refreshes; while one is queued
+  or under way the mirror holds its writes (``Context.no_submissions``). kopf's initial
   listing of a submitted JobRun is left to the mirror, which follows those every pass;
   delete (behind the same finalizer, which only user JobRuns get) -> ``job_runs.delete``,
   which cancels a run that has not finished.
@@ -150,8 +151,16 @@ async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
         # ones, not refreshing a thousand others ahead of them.
         ctx.reconciled[metadata["uid"]] = metadata.get("generation")
         return
-    async with ctx.stores if submitted else ctx.submissions:
-        await job_runs.reconcile(ctx, plain)
+    if submitted:
+        async with ctx.stores:
+            await job_runs.reconcile(ctx, plain)
+    else:
+        ctx.submission_queued()  # the mirror holds its writes until the burst is submitted
+        try:
+            async with ctx.submissions:
+                await job_runs.reconcile(ctx, plain)
+        finally:
+            ctx.submission_done()
     ctx.reconciled[metadata["uid"]] = metadata.get("generation")
     ctx.wake.set()
 

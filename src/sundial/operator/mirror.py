@@ -42,7 +42,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from sundial.api import common, conditions, job_run, scheduled_job
 from sundial.operator import (
@@ -71,7 +71,7 @@ _SLICE = 256
 class Mirror:
     def __init__(self, ctx: context.Context) -> None:
         self.ctx = ctx
-        self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
+        self._writes = _WriteBound(ctx, ctx.settings.write_concurrency)
         self._last_pod_sweep: float | None = None
         self.passes = 0
 
@@ -156,6 +156,7 @@ class Mirror:
             if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
         ]
         for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
+            await self.ctx.no_submissions.wait()
             await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
@@ -173,6 +174,7 @@ class Mirror:
         # one slice at a time. The whole pass at once held that for every ScheduledJob, on
         # every pass, idle or not (ADR 0038).
         for first in range(0, len(live), _SLICE):
+            await self.ctx.no_submissions.wait()
             part = live[first : first + _SLICE]
             parsed: dict[
                 uuid.UUID,
@@ -479,6 +481,20 @@ class Mirror:
         )
         if deleted:
             log.info("deleted finished Pods outside their window", extra={"pods": deleted})
+
+
+class _WriteBound(asyncio.Semaphore):
+    """The pass's concurrent writes, each taken only while no handler is submitting a JobRun
+    or waiting to (``Context.no_submissions``): the process's CPU goes to a burst of
+    submissions first (ADR 0040)."""
+
+    def __init__(self, ctx: context.Context, limit: int) -> None:
+        super().__init__(limit)
+        self._ctx = ctx
+
+    async def acquire(self) -> Literal[True]:
+        await self._ctx.no_submissions.wait()
+        return await super().acquire()
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:
