@@ -198,11 +198,12 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
     wanted = {item["metadata"]["name"] for item in oneshots}
     deadline = time.monotonic() + size.budget * 2
     uids: dict[str, str] = {}
+    created: dict[str, str] = {}  # uid -> creationTimestamp
     stored = 0
     while time.monotonic() < deadline:
-        uids = {
-            o["metadata"]["name"]: o["metadata"]["uid"] for o in _list(kube, namespace, "jobruns")
-        }
+        listed = [o for o in _list(kube, namespace, "jobruns") if o["metadata"]["name"] in wanted]
+        uids = {o["metadata"]["name"]: o["metadata"]["uid"] for o in listed}
+        created = {o["metadata"]["uid"]: o["metadata"]["creationTimestamp"] for o in listed}
         [(stored,)] = f.query("SELECT count(*) FROM schedules WHERE active")
         [(submitted,)] = f.query(
             f"SELECT count(*) FROM {stack.ALL_RUNS} r WHERE r.idempotency_key = ANY(%s)",
@@ -211,6 +212,7 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
         if stored >= schedules and submitted >= len(wanted) and set(uids) >= wanted:
             break
         time.sleep(1)
+    in_budget = submitted
     # Every schedule must fire again after the last restart and the upserts. Not at one grid
     # time: an operator that fenced itself there has its missed fires coalesced on return.
     check = stack.grid_instant(10, 0)
@@ -231,6 +233,7 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
         (list(uids.values()),),
     )
     f.result.lost += (schedules - stored) + (schedules - fired) + (len(wanted) - submitted)
+    lags = _submission_lags(f, created)
     # The mirror catches up on its own: wait for it a little, report how far it got.
     succeeded = 0
     until = time.monotonic() + 60
@@ -249,8 +252,31 @@ def operator_kill_9(f: Fault, size: Sizes) -> None:
         f"operator kill -9 at {', '.join(kills)}, restarted under the same holder"
         f" (it also exited {operator.exits} times on its own, restarted as a kubelet would);"
         f" {stored}/{schedules} ScheduledJobs stored, {fired}/{schedules} fired from"
-        f" {check:%H:%M:%S} on; {submitted}/{len(wanted)} JobRuns submitted,"
-        f" {succeeded} shown Succeeded"
+        f" {check:%H:%M:%S} on; {submitted}/{len(wanted)} JobRuns submitted"
+        f" ({in_budget} within the {size.budget * 2:.0f} s budget after the last kill;"
+        f" from creation to run, {lags}), {succeeded} shown Succeeded"
+    )
+
+
+def _submission_lags(f: Fault, created: dict[str, str]) -> str:
+    """Percentiles of the time from each JobRun's creationTimestamp to its run's run_at (a
+    JobRun without delay is submitted to run at once, so run_at is when it was submitted)."""
+    from datetime import datetime
+
+    rows = f.query(
+        f"SELECT r.idempotency_key, r.run_at FROM {stack.ALL_RUNS} r"
+        " WHERE r.idempotency_key = ANY(%s)",
+        (list(created),),
+    )
+    lags = sorted(
+        (run_at - datetime.fromisoformat(created[key].replace("Z", "+00:00"))).total_seconds()
+        for key, run_at in rows
+    )
+    if not lags:
+        return "none submitted"
+    return (
+        f"p50 {lags[len(lags) // 2]:.0f} s, p95 {lags[int(len(lags) * 0.95)]:.0f} s,"
+        f" max {lags[-1]:.0f} s"
     )
 
 

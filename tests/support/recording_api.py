@@ -82,12 +82,13 @@ class RecordingApi(kube.KubeApi):
 
     async def patch_status(
         self, plural: str, namespace: str, name: str, status: Mapping[str, Any]
-    ) -> bool:
+    ) -> dict[str, Any] | None:
+        """As the ``/status`` subresource: the object as patched, or ``None`` if it is gone."""
         found = self.objects.get((plural, namespace, name))
         if found is None:
-            return False
+            return None
         merge(found, {"status": dict(status)})
-        return True
+        return copy.deepcopy(found)
 
     async def delete(self, plural: str, namespace: str, name: str) -> bool:
         return self.objects.pop((plural, namespace, name), None) is not None

@@ -136,5 +136,9 @@ class ObjectCache:
     def bodies(self) -> list[Mapping[str, Any]]:
         return list(self._objects.values())
 
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The newest body held of the object ``namespace/name``."""
+        return self._objects.get((namespace, name))
+
     def __len__(self) -> int:
         return len(self._objects)

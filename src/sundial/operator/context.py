@@ -52,6 +52,12 @@ class OperatorSettings:
     pod_gc_interval: timedelta = timedelta(seconds=30)
 
 
+def _set_event() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
 @dataclass
 class Context:
     pool: Pool
@@ -78,3 +84,23 @@ class Context:
     #: Event handlers storing objects at once, at most: a burst of events must leave pool
     #: connections to the mirror and the trigger.
     stores: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
+    #: Event handlers submitting user JobRuns (no ``status.runId`` yet) at once, at most: a
+    #: lane of their own, so a submission never waits behind the refresh of a submitted one.
+    submissions: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(8))
+    #: uids of the user JobRuns being submitted now: a handler and a mirror pass that find the
+    #: same JobRun waiting submit it once between them (``job_runs.reconcile``).
+    submitting: set[str] = field(default_factory=set)
+    #: Set while no handler is submitting a JobRun or waiting to: the mirror holds its writes
+    #: and its next slice until then, so a burst of JobRuns gets the process first and the
+    #: mirror catches up after (``submission_queued``, ``submission_done``).
+    no_submissions: asyncio.Event = field(default_factory=_set_event)
+    _queued_submissions: int = field(default=0, init=False, repr=False)
+
+    def submission_queued(self) -> None:
+        self._queued_submissions += 1
+        self.no_submissions.clear()
+
+    def submission_done(self) -> None:
+        self._queued_submissions -= 1
+        if self._queued_submissions == 0:
+            self.no_submissions.set()

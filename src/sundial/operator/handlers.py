@@ -12,7 +12,11 @@ down) or ran twice (a restart) leaves the same end state.
   resume); delete (behind our finalizer ``sundial.dev/finalizer``) ->
   ``scheduled_jobs.delete``.
 * Every JobRun event feeds ``Context.job_run_cache``; for JobRuns a user created (mirrored
-  ones carry ``sundial.dev/mirror=true``), each generation once -> ``job_runs.reconcile``;
+  ones carry ``sundial.dev/mirror=true``), each generation once -> ``job_runs.reconcile``, in
+  one of two lanes: JobRuns not submitted yet (``Context.submissions``) and the rest
+  (``Context.stores``), so a submission never queues behind refreshes; while one is queued
+  or under way the mirror holds its writes (``Context.no_submissions``). kopf's initial
+  listing of a submitted JobRun is left to the mirror, which follows those every pass;
   delete (behind the same finalizer, which only user JobRuns get) -> ``job_runs.delete``,
   which cancels a run that has not finished.
 * Low-level ``on.event`` handlers, not ``on.create``/``on.update``: kopf keeps no diff base
@@ -138,11 +142,27 @@ async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
         return
     if metadata.get("deletionTimestamp"):
         return
-    if ctx.reconciled.get(metadata["uid"]) != metadata.get("generation"):
+    if ctx.reconciled.get(metadata["uid"]) == metadata.get("generation"):
+        return
+    submitted = (plain.get("status") or {}).get("runId") is not None
+    if submitted and kind is None:
+        # kopf's initial listing replays every JobRun: the submitted ones are followed by the
+        # mirror's passes, so a restarted operator spends its start submitting the waiting
+        # ones, not refreshing a thousand others ahead of them.
+        ctx.reconciled[metadata["uid"]] = metadata.get("generation")
+        return
+    if submitted:
         async with ctx.stores:
             await job_runs.reconcile(ctx, plain)
-        ctx.reconciled[metadata["uid"]] = metadata.get("generation")
-        ctx.wake.set()
+    else:
+        ctx.submission_queued()  # the mirror holds its writes until the burst is submitted
+        try:
+            async with ctx.submissions:
+                await job_runs.reconcile(ctx, plain)
+        finally:
+            ctx.submission_done()
+    ctx.reconciled[metadata["uid"]] = metadata.get("generation")
+    ctx.wake.set()
 
 
 @kopf.on.delete(*_JOB_RUNS, labels=_USER_RUNS, registry=registry, backoff=5)

@@ -84,20 +84,16 @@ async def reconcile(
     ctx.job_runs[run_key(metadata, spec.idempotency_key)] = body
     run_id = current.get("runId")
     if run_id is None:
-        if spec.cancel:
-            cancelled = ConditionReason.CANCELLED
-            await _write(
-                ctx,
-                body,
-                {"phase": "Cancelled", "reason": "cancelled before it was submitted"},
-                [
-                    (ConditionType.READY, "False", cancelled, "cancelled before submission"),
-                    (ConditionType.COMPLETE, "False", cancelled, "cancelled before submission"),
-                    (ConditionType.FAILED, "True", cancelled, "cancelled before submission"),
-                ],
-            )
+        uid = str(metadata["uid"])
+        if uid in ctx.submitting or _submitted_since(ctx, body):
+            # A handler or a mirror pass submits it now, or did since ``body`` was read: the
+            # key would make a second submit harmless, not free (a statement and a patch).
             return
-        run_id = await _submit(ctx, body, spec)
+        ctx.submitting.add(uid)
+        try:
+            run_id = await _submit_unless_cancelled(ctx, body, spec)
+        finally:
+            ctx.submitting.discard(uid)
         if run_id is None:
             return
         run = None
@@ -133,6 +129,26 @@ async def reconcile(
             key=events.dead_lettered_key(run.id, run.attempt),
         )
     await _expire(ctx, body, spec, run)
+
+
+async def _submit_unless_cancelled(
+    ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec
+) -> str | None:
+    """Submit the run (its id), or show the JobRun cancelled (``None``) if it asks to be."""
+    if not spec.cancel:
+        return await _submit(ctx, body, spec)
+    cancelled = ConditionReason.CANCELLED
+    await _write(
+        ctx,
+        body,
+        {"phase": "Cancelled", "reason": "cancelled before it was submitted"},
+        [
+            (ConditionType.READY, "False", cancelled, "cancelled before submission"),
+            (ConditionType.COMPLETE, "False", cancelled, "cancelled before submission"),
+            (ConditionType.FAILED, "True", cancelled, "cancelled before submission"),
+        ],
+    )
+    return None
 
 
 async def _submit(
@@ -229,10 +245,23 @@ async def _submit(
         "JobRun submitted",
         extra={"object": _ref(body), "run_id": submitted.run_id, "run_created": submitted.created},
     )
-    await ctx.api.patch_status(
+    patched = await ctx.api.patch_status(
         kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
     )
+    if patched is not None:  # the cache knows the runId now, not when its event arrives
+        ctx.job_run_cache.observe("MODIFIED", patched)
     return str(submitted.run_id)
+
+
+def _submitted_since(ctx: context.Context, body: Mapping[str, Any]) -> bool:
+    """True if the newest body of this JobRun the cache holds has a runId ``body`` lacks."""
+    metadata = body["metadata"]
+    latest = ctx.job_run_cache.get(metadata["namespace"], metadata["name"])
+    return (
+        latest is not None
+        and latest["metadata"].get("uid") == metadata["uid"]
+        and (latest.get("status") or {}).get("runId") is not None
+    )
 
 
 async def _submit_run(

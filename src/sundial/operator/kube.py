@@ -4,6 +4,11 @@ kopf watches and dispatches; the status mirror, the event recorder and the JobRu
 also read and write objects on their own schedule. They go through this one class, which runs
 the official (synchronous) client in worker threads so the event loop never blocks. Status is
 written only through the ``/status`` subresource, with JSON merge patches.
+
+The threads are the class's own, ``API_THREADS`` of them, more than all the operator's bounded
+writers keep in flight together, so a call never queues for a thread: asyncio's default
+executor has ``min(32, cores + 4)``, 6 on 2 cores, and a JobRun's submission waited there
+behind the mirror's writes (docs/adr/0040-prompt-job-run-submission.md).
 """
 
 from __future__ import annotations
@@ -11,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import datetime
+import functools
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
 from typing import Any
 
 from kubernetes import client, config
@@ -28,6 +35,10 @@ JOB_RUNS = "jobruns"
 
 #: Objects per page of a LIST (``list_versioned``).
 LIST_PAGE = 500
+
+#: Worker threads (and kept HTTP connections) for API calls: above the mirror's
+#: write_concurrency (16), the handlers' two lanes (8 + 4) and the Event recorder (1) together.
+API_THREADS = 32
 
 #: Ask the apiserver for metadata only (labels, owners): a tenth of a Pod's JSON.
 _METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -50,11 +61,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a blocking client call in a worker thread."""
-    return await asyncio.to_thread(function, *args, **kwargs)
-
-
 class KubeApi:
     """Typed-enough access to ScheduledJobs, JobRuns and Events for one kubeconfig."""
 
@@ -66,20 +72,24 @@ class KubeApi:
             except config.ConfigException:
                 configuration = client.Configuration()
                 config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            # The mirror and the event recorder call from several threads at once.
-            configuration.connection_pool_maxsize = 16
+            # One connection per thread: a call never waits for, nor discards, a connection.
+            configuration.connection_pool_maxsize = API_THREADS
             api_client = client.ApiClient(configuration)
         self.api_client = api_client
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
+        self._threads = futures.ThreadPoolExecutor(API_THREADS, thread_name_prefix="kube-api")
         #: API requests sent so far (the mirror logs how many each pass sent).
         self.requests = 0
 
     async def _call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking client call in one of this API's threads."""
         self.requests += 1
-        return await _call(function, *args, **kwargs)
+        call = functools.partial(function, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, call)
 
     def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
         self.api_client.close()  # type: ignore[no-untyped-call]
 
     async def list(self, plural: str, namespaces: Sequence[str] | None, **kwargs: Any) -> list[Any]:

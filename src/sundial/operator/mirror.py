@@ -8,6 +8,12 @@ the ScheduledJob, labelled ``sundial.dev/mirror=true``) to match, then the Sched
 status. Nothing is remembered between passes, so a restarted operator, a missed watch event
 or an object deleted by hand all heal on the next pass.
 
+A pass submits the user JobRuns that have no run yet beside its work on the ScheduledJobs, not
+after it (``job_runs.reconcile``; kopf's handlers submit them too, and ``Context.submitting``
+makes it once between them): a pass over 1,000 ScheduledJobs takes seconds, and after a
+restart its first one stores every ScheduledJob again, which a JobRun waiting for its run
+must not wait for, nor the ScheduledJobs for a burst of JobRuns (ADR 0040).
+
 The write bound: a pass writes only what differs from what the apiserver already has, and per
 ScheduledJob at most its window (active + history limits). A job whose runs finish faster than
 the pass interval has intermediate runs that are never mirrored at all (they are in
@@ -36,7 +42,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from sundial.api import common, conditions, job_run, scheduled_job
 from sundial.operator import (
@@ -65,7 +71,7 @@ _SLICE = 256
 class Mirror:
     def __init__(self, ctx: context.Context) -> None:
         self.ctx = ctx
-        self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
+        self._writes = _WriteBound(ctx, ctx.settings.write_concurrency)
         self._last_pod_sweep: float | None = None
         self.passes = 0
 
@@ -99,16 +105,6 @@ class Mirror:
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
-        # Every generation not stored yet (new, edited, or its store failed) is stored here.
-        stored = self.ctx.reconciled
-        unstored = [
-            body
-            for body in live
-            if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
-        ]
-        for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
-            await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
-
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
         for body in runs_listed:
@@ -120,6 +116,48 @@ class Mirror:
             elif not body["metadata"].get("deletionTimestamp"):
                 users.append(body)
         self._index_user_runs(users, registered_before)
+        # The user JobRuns waiting for their run, beside the ScheduledJobs' part of the pass,
+        # not after it: that part goes through every ScheduledJob, and a restart's first pass
+        # stores each of them again (ADR 0040).
+        waiting = [body for body in users if (body.get("status") or {}).get("runId") is None]
+        beside = asyncio.ensure_future(self._sync_user_runs(waiting))
+        try:
+            ended_pods, kept = await self._sync_scheduled_jobs(live, mirrored)
+        finally:
+            await beside
+        await self._sync_user_runs(
+            [body for body in users if (body.get("status") or {}).get("runId") is not None]
+        )
+        if ended_pods is not None:
+            await self._collect_pods(ended_pods, kept, users)
+        self.passes += 1
+        log.debug(
+            "mirror pass",
+            extra={
+                "scheduled_jobs": len(live),
+                "job_runs": len(runs_listed),
+                "api_requests": self.ctx.api.requests - requests_before,
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
+
+    async def _sync_scheduled_jobs(
+        self,
+        live: list[Mapping[str, Any]],
+        mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]],
+    ) -> tuple[list[pod_gc.EndedPod] | None, dict[uuid.UUID, set[int]]]:
+        """Store, mirror and write the status of every ScheduledJob of the pass; the ended
+        Pods listed if a sweep is due, and the runs each window keeps."""
+        # Every generation not stored yet (new, edited, or its store failed) is stored here.
+        stored = self.ctx.reconciled
+        unstored = [
+            body
+            for body in live
+            if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
+        ]
+        for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
+            await self.ctx.no_submissions.wait()
+            await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
@@ -136,6 +174,7 @@ class Mirror:
         # one slice at a time. The whole pass at once held that for every ScheduledJob, on
         # every pass, idle or not (ADR 0038).
         for first in range(0, len(live), _SLICE):
+            await self.ctx.no_submissions.wait()
             part = live[first : first + _SLICE]
             parsed: dict[
                 uuid.UUID,
@@ -178,19 +217,7 @@ class Mirror:
                     for schedule_id, (body, _, _) in parsed.items()
                     if schedule_id in windows
                 )
-        await self._sync_user_runs(users)
-        if ended_pods is not None:
-            await self._collect_pods(ended_pods, kept, users)
-        self.passes += 1
-        log.debug(
-            "mirror pass",
-            extra={
-                "scheduled_jobs": len(live),
-                "job_runs": len(runs_listed),
-                "api_requests": self.ctx.api.requests - requests_before,
-                "seconds": round(time.perf_counter() - started, 3),
-            },
-        )
+        return ended_pods, kept
 
     async def _objects(self, objects: cache.ObjectCache, plural: str) -> list[Mapping[str, Any]]:
         """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
@@ -454,6 +481,20 @@ class Mirror:
         )
         if deleted:
             log.info("deleted finished Pods outside their window", extra={"pods": deleted})
+
+
+class _WriteBound(asyncio.Semaphore):
+    """The pass's concurrent writes, each taken only while no handler is submitting a JobRun
+    or waiting to (``Context.no_submissions``): the process's CPU goes to a burst of
+    submissions first (ADR 0040)."""
+
+    def __init__(self, ctx: context.Context, limit: int) -> None:
+        super().__init__(limit)
+        self._ctx = ctx
+
+    async def acquire(self) -> Literal[True]:
+        await self._ctx.no_submissions.wait()
+        return await super().acquire()
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:

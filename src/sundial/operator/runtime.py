@@ -119,9 +119,9 @@ async def serve(config: OperatorConfig) -> int:
 async def _lead(
     config: OperatorConfig, pool: store_pool.Pool, lead: leadership.Leadership, stop: asyncio.Event
 ) -> int:
-    # Renew the lease from the start: building the rest (the kubeconfig, above all) can take
-    # seconds on a loaded machine, and is kept off the event loop so the keeper can run.
-    keeper = asyncio.create_task(lead.keep(stop), name="lease")
+    # Renew the lease from the start, on a thread of its own (``Leadership.keep_apart``): the
+    # event loop is busy for seconds while the operator starts beside thousands of objects.
+    keeper = asyncio.create_task(lead.keep_apart(config.dsn, stop), name="lease")
     api = await asyncio.to_thread(kube.KubeApi)
     clock = clocks.SystemClock()
     recorder = events.EventRecorder(api, clock)

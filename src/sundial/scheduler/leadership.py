@@ -9,6 +9,12 @@ writes at a time, except across a lost renewal, which everything tolerates: fire
 deduplicated by their unique key and the mirror is level-triggered (docs/adr/0008-operator.md).
 A restart with the same holder name (a StatefulSet pod, or ``--holder``) takes its lease back
 at once.
+
+The renewals run on a thread of their own (``keep_apart``), on a blocking connection of their
+own: the operator's event loop is busy for seconds at a time while it
+starts beside thousands of objects (kopf's initial listing, the mirror's first pass), and a
+renewal that waited for it came after a 3 s lease had expired, so the operator exited, came
+back, and did it again (docs/adr/0040-prompt-job-run-submission.md).
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+import time
+from collections.abc import Callable
 
 from sundial.store import leases
 from sundial.store.pool import Pool
@@ -56,29 +65,66 @@ class Leadership:
                 await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
         return False
 
-    async def keep(self, stop: asyncio.Event) -> None:
-        """Renew until ``stop``; set ``lost`` if a renewal fails or comes too late."""
-        loop = asyncio.get_running_loop()
-        renewed_at = loop.time()
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
-            if stop.is_set():
-                break
+    async def keep_apart(self, dsn: str, stop: asyncio.Event) -> None:
+        """Renew every third of the TTL until ``stop``; set ``lost`` if a renewal fails or comes
+        too late. On a thread of its own with a blocking connection to ``dsn``, so a busy event
+        loop here cannot delay a renewal. Returns when ``stop`` is set (the thread has ended
+        then) or the lease is lost."""
+        home = asyncio.get_running_loop()
+        ended = home.create_future()
+        stopping = threading.Event()
+
+        def lose() -> None:
+            home.call_soon_threadsafe(self.lost.set)
+
+        def end() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        def main() -> None:
+            renewals = leases.BlockingLeases(dsn)
             try:
-                lease = await leases.acquire(
-                    self.pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
-                )
+                self._renew_blocking(renewals, stopping, lose)
+            except Exception:
+                log.exception("the operator lease's thread failed; stopping")
+                lose()
+            finally:
+                renewals.close()
+                home.call_soon_threadsafe(end)
+
+        threading.Thread(target=main, name="operator-lease", daemon=True).start()
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({stopper, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            stopping.set()
+            await ended
+
+    def _renew_blocking(
+        self,
+        renewals: leases.BlockingLeases,
+        stopping: threading.Event,
+        lose: Callable[[], object],
+    ) -> None:
+        renewed_at = time.monotonic()
+        while not stopping.wait(self.ttl_seconds / 3):
+            try:
+                lease = renewals.acquire(LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds)
             except Exception:
                 log.exception("could not renew the operator lease")
                 lease = None
             if lease is not None and (self.lease is None or lease.epoch == self.lease.epoch):
                 self.lease = lease
-                renewed_at = loop.time()
+                renewed_at = time.monotonic()
                 continue
-            if lease is not None or loop.time() - renewed_at >= self.ttl_seconds:
-                log.error("lost the operator lease; stopping", extra={"holder": self.holder})
-                self.lost.set()
+            since = time.monotonic() - renewed_at
+            if lease is not None or since >= self.ttl_seconds:
+                log.error(
+                    "lost the operator lease; stopping",
+                    extra={"holder": self.holder, "seconds_since_renewal": round(since, 3)},
+                )
+                lose()
                 return
 
     async def release(self) -> None:

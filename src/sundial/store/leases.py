@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sundial.store import queries
-from sundial.store.pool import Pool
+import psycopg
 
-__all__ = ["LeaderLease", "acquire", "holder", "release"]
+from sundial.store import queries
+from sundial.store.pool import Pool, store_error
+
+__all__ = ["BlockingLeases", "LeaderLease", "acquire", "holder", "release"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +54,39 @@ async def holder(pool: Pool, name: str) -> LeaderLease | None:
         cursor = await conn.execute(queries.get("lease_holder"), {"name": name})
         row = await cursor.fetchone()
     return None if row is None else LeaderLease(name, row[0], row[1], row[2])
+
+
+class BlockingLeases:
+    """``acquire`` on a blocking connection of its own, for a thread that renews a lease
+    whatever the event loop beside it is doing (the operator's, ``scheduler.leadership``):
+    a blocking statement takes the GIL a few times, not at every turn of an event loop.
+    The connection is opened at the first call, and again after a failed one."""
+
+    def __init__(self, dsn: str, *, connect_timeout_seconds: int = 5) -> None:
+        self._dsn = dsn
+        self._connect_timeout_seconds = connect_timeout_seconds
+        self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+
+    def acquire(self, name: str, holder: str, *, ttl_seconds: float) -> LeaderLease | None:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(
+                    self._dsn, autocommit=True, connect_timeout=self._connect_timeout_seconds
+                )
+            row = self._conn.execute(
+                queries.get("acquire_leader_lease"),
+                {"name": name, "holder": holder, "ttl_seconds": float(ttl_seconds)},
+            ).fetchone()
+        except psycopg.Error as error:
+            self.close()
+            raise store_error(error) from error
+        if row is None:
+            return None
+        epoch, expires_at = row
+        assert isinstance(epoch, int) and isinstance(expires_at, datetime)
+        return LeaderLease(name, holder, epoch, expires_at)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
