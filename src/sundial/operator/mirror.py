@@ -43,6 +43,7 @@ from sundial.operator import (
     cache,
     context,
     events,
+    heap,
     job_runs,
     kube,
     replays,
@@ -68,6 +69,10 @@ class Mirror:
         self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
         self._last_pod_sweep: float | None = None
         self.passes = 0
+        #: Objects stored, written and listed by the last pass (what the heap trimmer counts).
+        self.work = 0
+        self._listed = 0
+        self.heap = heap.HeapTrimmer()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass until ``stop``; a failed pass is logged and the next one starts over."""
@@ -78,6 +83,9 @@ class Mirror:
                 await self.sync()
             except Exception:
                 log.exception("mirror pass failed; the next pass starts over")
+            else:
+                # What the pass freed stays resident unless handed back (ADR 0038, amended).
+                self.heap.after_pass(self.work)
             waiter = asyncio.ensure_future(self.ctx.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
             with contextlib.suppress(TimeoutError):
@@ -94,6 +102,7 @@ class Mirror:
         """One pass over every ScheduledJob and JobRun in the watched namespaces."""
         started = time.perf_counter()
         requests_before = self.ctx.api.requests
+        self._listed = 0
         scheduled = await self._objects(self.ctx.scheduled_job_cache, kube.SCHEDULED_JOBS)
         registered_before = set(self.ctx.job_runs)
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
@@ -182,12 +191,14 @@ class Mirror:
         if ended_pods is not None:
             await self._collect_pods(ended_pods, kept, users)
         self.passes += 1
+        sent = self.ctx.api.requests - requests_before
+        self.work = len(unstored) + sent + self._listed
         log.debug(
             "mirror pass",
             extra={
                 "scheduled_jobs": len(live),
                 "job_runs": len(runs_listed),
-                "api_requests": self.ctx.api.requests - requests_before,
+                "api_requests": sent,
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
@@ -200,6 +211,7 @@ class Mirror:
                 plural, self.ctx.settings.namespaces, each=cache.slim
             )
             objects.replace(items, version)
+            self._listed += len(items)
         return objects.bodies()
 
     async def _store(self, body: Mapping[str, Any]) -> None:
