@@ -62,6 +62,10 @@ log = logging.getLogger("sundial.operator.mirror")
 #: ScheduledJobs synced at once in a pass (their writes are bounded by write_concurrency).
 _SLICE = 256
 
+#: While generations wait to be stored, a sweep of every ScheduledJob starts at most every
+#: mirror interval or this many times its own duration after the last one, whichever is longer.
+_SWEEP_SPACING = 4
+
 
 class Mirror:
     def __init__(self, ctx: context.Context) -> None:
@@ -69,6 +73,9 @@ class Mirror:
         self._writes = asyncio.Semaphore(ctx.settings.write_concurrency)
         self._last_pod_sweep: float | None = None
         self.passes = 0
+        #: When the last sweep of every ScheduledJob started (monotonic) and how long it took.
+        self._last_sweep: float | None = None
+        self._sweep_seconds = 0.0
         #: Objects stored, written and listed by the last pass (what the heap trimmer counts).
         self.work = 0
         self._listed = 0
@@ -117,6 +124,13 @@ class Mirror:
         ]
         for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
             await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
+        # A backlog (thousands applied at once) is worked off by passes over the new ones
+        # only: a sweep re-reads every window and recomputes every status, and back to back
+        # at 10,000 the sweeps were most of the pass (ADR 0038, amended).
+        sweep = self._sweep_due(backlog=bool(unstored))
+        if sweep:
+            self._last_sweep = time.monotonic()
+        synced = live if sweep else unstored
 
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
@@ -132,7 +146,7 @@ class Mirror:
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
-        ended_pods = await self._ended_pods() if self._pod_sweep_due() else None
+        ended_pods = await self._ended_pods() if sweep and self._pod_sweep_due() else None
         try:
             # One statement, a handful of rows: the dependencies open on some live runner.
             open_circuits = await circuits.open_for(self.ctx.pool)
@@ -144,8 +158,8 @@ class Mirror:
         # (its parsed spec, its window and schedule rows, its desired status) is alive for
         # one slice at a time. The whole pass at once held that for every ScheduledJob, on
         # every pass, idle or not (ADR 0038).
-        for first in range(0, len(live), _SLICE):
-            part = live[first : first + _SLICE]
+        for first in range(0, len(synced), _SLICE):
+            part = synced[first : first + _SLICE]
             parsed: dict[
                 uuid.UUID,
                 tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None],
@@ -187,7 +201,10 @@ class Mirror:
                     for schedule_id, (body, _, _) in parsed.items()
                     if schedule_id in windows
                 )
-        await self._sync_user_runs(users)
+        if sweep:
+            await self._sync_user_runs(users)
+            assert self._last_sweep is not None
+            self._sweep_seconds = time.monotonic() - self._last_sweep
         if ended_pods is not None:
             await self._collect_pods(ended_pods, kept, users)
         self.passes += 1
@@ -197,11 +214,22 @@ class Mirror:
             "mirror pass",
             extra={
                 "scheduled_jobs": len(live),
+                "synced": len(synced),
                 "job_runs": len(runs_listed),
                 "api_requests": sent,
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+    def _sweep_due(self, *, backlog: bool) -> bool:
+        """Whether this pass syncs every ScheduledJob (every pass does, but during a backlog)."""
+        if not backlog or self._last_sweep is None:
+            return True
+        spacing = max(
+            self.ctx.settings.mirror_interval.total_seconds(),
+            _SWEEP_SPACING * self._sweep_seconds,
+        )
+        return time.monotonic() - self._last_sweep >= spacing
 
     async def _objects(self, objects: cache.ObjectCache, plural: str) -> list[Mapping[str, Any]]:
         """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
