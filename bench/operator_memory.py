@@ -6,9 +6,10 @@ Not a test: prints figures. Starts a throwaway PostgreSQL and the local control 
 during the run) and waits until every one reports Ready=True. Then it samples the operator's
 peak resident set (VmHWM in /proc/<pid>/status) and its current RSS after a few idle mirror
 passes, and counts the API requests the operator sent for ScheduledJobs and JobRuns while
-idle (the apiserver's ``apiserver_request_total``, watches excluded; nothing else calls the
-apiserver then). Readiness is polled every 5 s with one raw LIST (``kubectl get -o json``
-every 2 s cost more than half a core on its own); the last Ready condition's
+idle (the apiserver's ``apiserver_request_total`` by verb, watches excluded; nothing else
+calls the apiserver then; a resync LISTs every 5 minutes, in pages of 500). Readiness is
+polled every 5 s with one raw LIST (``kubectl get -o json`` every 2 s cost more than half a
+core on its own); the last Ready condition's
 ``lastTransitionTime`` gives the same figure to the second, free of the polling. The
 operator's CPU time (utime + stime from /proc) is printed until Ready and while idle, and its
 heap trims (``operator.heap``) from its log. Load averages are printed with the figures: the
@@ -28,6 +29,7 @@ without it glibc may give each of the API client's worker threads arenas of its 
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -56,16 +58,17 @@ def memory_kib(pid: int) -> dict[str, int]:
     return values
 
 
-def request_counts(kubectl: Any) -> int:
-    """apiserver_request_total for scheduledjobs and jobruns, every verb but WATCH."""
-    total = 0
+def request_counts(kubectl: Any) -> collections.Counter[str]:
+    """apiserver_request_total for scheduledjobs and jobruns by verb, every verb but WATCH."""
+    counts: collections.Counter[str] = collections.Counter()
     for line in kubectl("get", "--raw", "/metrics").stdout.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
         labels, _, value = line.rpartition(" ")
-        if 'group="sundial.dev"' in labels and 'verb="WATCH"' not in labels:
-            total += int(float(value))
-    return total
+        verb = labels.partition('verb="')[2].partition('"')[0]
+        if 'group="sundial.dev"' in labels and verb != "WATCH":
+            counts[verb] += int(float(value))
+    return counts
 
 
 def ready_conditions(api: Any) -> list[dict[str, Any]]:
@@ -202,7 +205,8 @@ def main() -> None:
                 before = request_counts(kubectl)
                 cpu_before = cpu_seconds(operator.pid)
                 time.sleep(idle_seconds)
-                idle_requests = request_counts(kubectl) - before
+                idle_by_verb = request_counts(kubectl) - before
+                idle_requests = idle_by_verb.total()
                 idle_cpu = cpu_seconds(operator.pid) - cpu_before
                 memory = memory_kib(operator.pid)
                 _heap_report(operator, options.heap, 2)
@@ -228,7 +232,8 @@ def main() -> None:
                 print(
                     f"idle API requests:        {idle_requests} in {idle_seconds:.0f} s "
                     f"(about {idle_requests / passes:.1f} per mirror pass; "
-                    f"load {_load(os.getloadavg())})"
+                    f"{', '.join(f'{verb} {n}' for verb, n in sorted(idle_by_verb.items()))}"
+                    f"; load {_load(os.getloadavg())})"
                 )
                 print(
                     f"operator CPU when idle:   {idle_cpu:.2f} s in {idle_seconds:.0f} s "
