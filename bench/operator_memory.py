@@ -232,8 +232,8 @@ def main() -> None:
                 print(
                     f"idle API requests:        {idle_requests} in {idle_seconds:.0f} s "
                     f"(about {idle_requests / passes:.1f} per mirror pass; "
-                    f"{', '.join(f'{verb} {n}' for verb, n in sorted(idle_by_verb.items()))}"
-                    f"; load {_load(os.getloadavg())})"
+                    + "".join(f"{verb} {n}; " for verb, n in sorted(idle_by_verb.items()))
+                    + f"load {_load(os.getloadavg())})"
                 )
                 print(
                     f"operator CPU when idle:   {idle_cpu:.2f} s in {idle_seconds:.0f} s "
