@@ -6,10 +6,14 @@ Not a test: prints figures. Starts a throwaway PostgreSQL and the local control 
 during the run) and waits until every one reports Ready=True. Then it samples the operator's
 peak resident set (VmHWM in /proc/<pid>/status) and its current RSS after a few idle mirror
 passes, and counts the API requests the operator sent for ScheduledJobs and JobRuns while
-idle (the apiserver's ``apiserver_request_total``, watches excluded; nothing else calls the
-apiserver then). Readiness is polled every 5 s with one raw LIST (``kubectl get -o json``
-every 2 s cost more than half a core on its own). Load averages are printed with the figures:
-the machine may be shared.
+idle (the apiserver's ``apiserver_request_total`` by verb, watches excluded; nothing else
+calls the apiserver then; a resync LISTs every 5 minutes, in pages of 500). Readiness is
+polled every 5 s with one raw LIST (``kubectl get -o json`` every 2 s cost more than half a
+core on its own); the last Ready condition's
+``lastTransitionTime`` gives the same figure to the second, free of the polling. The
+operator's CPU time (utime + stime from /proc) is printed until Ready and while idle, and its
+heap trims (``operator.heap``) from its log. Load averages are printed with the figures: the
+machine may be shared.
 
 With ``--heap DIR`` the operator runs under ``bench/operator_heap.py`` (tracemalloc with
 ``--heap-frames`` frames per allocation; 0: object counts and malloc figures only) and writes
@@ -25,6 +29,8 @@ without it glibc may give each of the API client's worker threads arenas of its 
 from __future__ import annotations
 
 import argparse
+import collections
+import datetime
 import json
 import os
 import signal
@@ -52,28 +58,45 @@ def memory_kib(pid: int) -> dict[str, int]:
     return values
 
 
-def request_counts(kubectl: Any) -> int:
-    """apiserver_request_total for scheduledjobs and jobruns, every verb but WATCH."""
-    total = 0
+def request_counts(kubectl: Any) -> collections.Counter[str]:
+    """apiserver_request_total for scheduledjobs and jobruns by verb, every verb but WATCH."""
+    counts: collections.Counter[str] = collections.Counter()
     for line in kubectl("get", "--raw", "/metrics").stdout.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
         labels, _, value = line.rpartition(" ")
-        if 'group="sundial.dev"' in labels and 'verb="WATCH"' not in labels:
-            total += int(float(value))
-    return total
+        verb = labels.partition('verb="')[2].partition('"')[0]
+        if 'group="sundial.dev"' in labels and verb != "WATCH":
+            counts[verb] += int(float(value))
+    return counts
 
 
-def ready_count(api: Any) -> int:
+def ready_conditions(api: Any) -> list[dict[str, Any]]:
+    """The Ready=True conditions of the bench's ScheduledJobs."""
     response = api.list_namespaced_custom_object(
         "sundial.dev", "v1alpha1", "bench", "scheduledjobs", _preload_content=False
     )
-    return sum(
-        1
+    return [
+        condition
         for item in json.loads(response.data)["items"]
         for condition in (item.get("status") or {}).get("conditions") or ()
         if condition["type"] == "Ready" and condition["status"] == "True"
-    )
+    ]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the process, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def trims(log_path: Path) -> list[dict[str, Any]]:
+    """The operator's heap trims (``operator.heap``), from its log."""
+    found = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if '"returned free heap to the OS"' in line:
+            found.append(json.loads(line))
+    return found
 
 
 def main() -> None:
@@ -146,25 +169,40 @@ def main() -> None:
                         stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
                     )
                 applied = time.monotonic() - started
+                applied_at = datetime.datetime.now(datetime.UTC)
                 load_applied = os.getloadavg()
                 api = kubernetes.config.new_client_from_config(str(local.kubeconfig))  # type: ignore[no-untyped-call]
                 custom = kubernetes.client.CustomObjectsApi(api)
                 ready = 0
+                conditions: list[dict[str, Any]] = []
                 while time.monotonic() - started < options.timeout:
                     if operator.poll() is not None:
                         sys.exit(f"the operator exited with {operator.returncode}; see {log_path}")
-                    ready = ready_count(custom)
+                    conditions = ready_conditions(custom)
+                    ready = len(conditions)
                     if ready == options.jobs:
                         break
                     time.sleep(5)
                 all_ready = time.monotonic() - started
+                cpu_ready = cpu_seconds(operator.pid)
                 load_ready = os.getloadavg()
+                # The operator's own clock, to the second, free of this loop's 5 s polling.
+                last_transition = max(
+                    (
+                        datetime.datetime.fromisoformat(condition["lastTransitionTime"])
+                        for condition in conditions
+                    ),
+                    default=None,
+                )
                 _heap_report(operator, options.heap, 1)
                 time.sleep(options.mirror_seconds * 4)  # a few idle mirror passes
                 idle_seconds = max(30.0, options.mirror_seconds * 10)
                 before = request_counts(kubectl)
+                cpu_before = cpu_seconds(operator.pid)
                 time.sleep(idle_seconds)
-                idle_requests = request_counts(kubectl) - before
+                idle_by_verb = request_counts(kubectl) - before
+                idle_requests = idle_by_verb.total()
+                idle_cpu = cpu_seconds(operator.pid) - cpu_before
                 memory = memory_kib(operator.pid)
                 _heap_report(operator, options.heap, 2)
                 passes = idle_seconds / options.mirror_seconds
@@ -174,12 +212,37 @@ def main() -> None:
                     f"all Ready after:          {all_ready:.1f} s "
                     f"({all_ready - applied:.1f} s after the last apply; load {_load(load_ready)})"
                 )
+                if last_transition is not None:
+                    print(
+                        "last Ready transition:    "
+                        f"{(last_transition - applied_at).total_seconds():.1f} s after the last "
+                        "apply (the operator's lastTransitionTime, to the second)"
+                    )
+                print(
+                    f"operator CPU until Ready: {cpu_ready:.1f} s "
+                    f"({cpu_ready / options.jobs * 1e3:.2f} ms per ScheduledJob)"
+                )
                 print(f"operator peak RSS VmHWM:  {memory['VmHWM'] / 1024:.1f} MiB")
                 print(f"operator RSS when idle:   {memory['VmRSS'] / 1024:.1f} MiB")
                 print(
                     f"idle API requests:        {idle_requests} in {idle_seconds:.0f} s "
                     f"(about {idle_requests / passes:.1f} per mirror pass; "
-                    f"load {_load(os.getloadavg())})"
+                    + "".join(f"{verb} {n}; " for verb, n in sorted(idle_by_verb.items()))
+                    + f"load {_load(os.getloadavg())})"
+                )
+                print(
+                    f"operator CPU when idle:   {idle_cpu:.2f} s in {idle_seconds:.0f} s "
+                    f"({idle_cpu / passes * 1e3:.0f} ms per mirror pass)"
+                )
+                done = trims(log_path)
+                print(
+                    f"heap trims:               {len(done)}"
+                    + (
+                        f" (released {sum(t['released_mib'] or 0 for t in done):.1f} MiB in "
+                        f"{sum(t['cpu_ms'] for t in done):.1f} ms of CPU)"
+                        if done
+                        else ""
+                    )
                 )
                 print(f"MALLOC_ARENA_MAX:         {environment.get('MALLOC_ARENA_MAX', 'unset')}")
                 if options.heap is not None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -49,6 +50,7 @@ from sundial.operator import (
     cache,
     context,
     events,
+    heap,
     job_runs,
     kube,
     replays,
@@ -67,6 +69,10 @@ log = logging.getLogger("sundial.operator.mirror")
 #: ScheduledJobs synced at once in a pass (their writes are bounded by write_concurrency).
 _SLICE = 256
 
+#: While generations wait to be stored, a sweep of every ScheduledJob starts at most every
+#: mirror interval or this many times its own duration after the last one, whichever is longer.
+_SWEEP_SPACING = 4
+
 
 class Mirror:
     def __init__(self, ctx: context.Context) -> None:
@@ -74,6 +80,13 @@ class Mirror:
         self._writes = _WriteBound(ctx, ctx.settings.write_concurrency)
         self._last_pod_sweep: float | None = None
         self.passes = 0
+        #: When the last sweep of every ScheduledJob started (monotonic) and how long it took.
+        self._last_sweep: float | None = None
+        self._sweep_seconds = 0.0
+        #: Objects stored, written and listed by the last pass (what the heap trimmer counts).
+        self.work = 0
+        self._listed = 0
+        self.heap = heap.HeapTrimmer()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass until ``stop``; a failed pass is logged and the next one starts over."""
@@ -84,6 +97,9 @@ class Mirror:
                 await self.sync()
             except Exception:
                 log.exception("mirror pass failed; the next pass starts over")
+            else:
+                # What the pass freed stays resident unless handed back (ADR 0038, amended).
+                self.heap.after_pass(self.work)
             waiter = asyncio.ensure_future(self.ctx.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
             with contextlib.suppress(TimeoutError):
@@ -100,6 +116,7 @@ class Mirror:
         """One pass over every ScheduledJob and JobRun in the watched namespaces."""
         started = time.perf_counter()
         requests_before = self.ctx.api.requests
+        self._listed = 0
         scheduled = await self._objects(self.ctx.scheduled_job_cache, kube.SCHEDULED_JOBS)
         registered_before = set(self.ctx.job_runs)
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
@@ -122,21 +139,27 @@ class Mirror:
         waiting = [body for body in users if (body.get("status") or {}).get("runId") is None]
         beside = asyncio.ensure_future(self._sync_user_runs(waiting))
         try:
-            ended_pods, kept = await self._sync_scheduled_jobs(live, mirrored)
+            done = await self._sync_scheduled_jobs(live, mirrored)
         finally:
             await beside
-        await self._sync_user_runs(
-            [body for body in users if (body.get("status") or {}).get("runId") is not None]
-        )
-        if ended_pods is not None:
-            await self._collect_pods(ended_pods, kept, users)
+        if done.sweep:
+            await self._sync_user_runs(
+                [body for body in users if (body.get("status") or {}).get("runId") is not None]
+            )
+            assert self._last_sweep is not None
+            self._sweep_seconds = time.monotonic() - self._last_sweep
+        if done.ended_pods is not None:
+            await self._collect_pods(done.ended_pods, done.kept, users)
         self.passes += 1
+        sent = self.ctx.api.requests - requests_before
+        self.work = done.stored + sent + self._listed
         log.debug(
             "mirror pass",
             extra={
                 "scheduled_jobs": len(live),
+                "synced": done.synced,
                 "job_runs": len(runs_listed),
-                "api_requests": self.ctx.api.requests - requests_before,
+                "api_requests": sent,
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
@@ -145,9 +168,9 @@ class Mirror:
         self,
         live: list[Mapping[str, Any]],
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]],
-    ) -> tuple[list[pod_gc.EndedPod] | None, dict[uuid.UUID, set[int]]]:
-        """Store, mirror and write the status of every ScheduledJob of the pass; the ended
-        Pods listed if a sweep is due, and the runs each window keeps."""
+    ) -> _ScheduledJobsDone:
+        """Store every ScheduledJob not stored yet; then mirror and write the status of every
+        ScheduledJob if this pass sweeps, else of the ones just stored."""
         # Every generation not stored yet (new, edited, or its store failed) is stored here.
         stored = self.ctx.reconciled
         unstored = [
@@ -158,10 +181,17 @@ class Mirror:
         for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
             await self.ctx.no_submissions.wait()
             await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
+        # A backlog (thousands applied at once) is worked off by passes over the new ones
+        # only: a sweep re-reads every window and recomputes every status, and back to back
+        # at 10,000 the sweeps were most of the pass (ADR 0038, amended).
+        sweep = self._sweep_due(backlog=bool(unstored))
+        if sweep:
+            self._last_sweep = time.monotonic()
+        synced = live if sweep else unstored
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
-        ended_pods = await self._ended_pods() if self._pod_sweep_due() else None
+        ended_pods = await self._ended_pods() if sweep and self._pod_sweep_due() else None
         try:
             # One statement, a handful of rows: the dependencies open on some live runner.
             open_circuits = await circuits.open_for(self.ctx.pool)
@@ -173,9 +203,9 @@ class Mirror:
         # (its parsed spec, its window and schedule rows, its desired status) is alive for
         # one slice at a time. The whole pass at once held that for every ScheduledJob, on
         # every pass, idle or not (ADR 0038).
-        for first in range(0, len(live), _SLICE):
+        for first in range(0, len(synced), _SLICE):
             await self.ctx.no_submissions.wait()
-            part = live[first : first + _SLICE]
+            part = synced[first : first + _SLICE]
             parsed: dict[
                 uuid.UUID,
                 tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None],
@@ -217,7 +247,17 @@ class Mirror:
                     for schedule_id, (body, _, _) in parsed.items()
                     if schedule_id in windows
                 )
-        return ended_pods, kept
+        return _ScheduledJobsDone(ended_pods, kept, len(unstored), len(synced), sweep)
+
+    def _sweep_due(self, *, backlog: bool) -> bool:
+        """Whether this pass syncs every ScheduledJob (every pass does, but during a backlog)."""
+        if not backlog or self._last_sweep is None:
+            return True
+        spacing = max(
+            self.ctx.settings.mirror_interval.total_seconds(),
+            _SWEEP_SPACING * self._sweep_seconds,
+        )
+        return time.monotonic() - self._last_sweep >= spacing
 
     async def _objects(self, objects: cache.ObjectCache, plural: str) -> list[Mapping[str, Any]]:
         """The watched objects of ``plural``: from the cache kopf's events keep, LISTed only
@@ -227,6 +267,7 @@ class Mirror:
                 plural, self.ctx.settings.namespaces, each=cache.slim
             )
             objects.replace(items, version)
+            self._listed += len(items)
         return objects.bodies()
 
     async def _store(self, body: Mapping[str, Any]) -> None:
@@ -481,6 +522,20 @@ class Mirror:
         )
         if deleted:
             log.info("deleted finished Pods outside their window", extra={"pods": deleted})
+
+
+@dataclasses.dataclass(frozen=True)
+class _ScheduledJobsDone:
+    """What the ScheduledJobs' part of a pass did, for the rest of the pass."""
+
+    #: The ended Pods listed when a Pod sweep was due (else None), and the runs each
+    #: window keeps, for ``_collect_pods``.
+    ended_pods: list[pod_gc.EndedPod] | None
+    kept: dict[uuid.UUID, set[int]]
+    #: ScheduledJobs stored, and synced (every live one on a sweep, else those stored).
+    stored: int
+    synced: int
+    sweep: bool
 
 
 class _WriteBound(asyncio.Semaphore):

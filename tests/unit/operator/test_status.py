@@ -403,3 +403,63 @@ def test_the_message_says_how_many_runners_see_the_circuit_open():
     message = status.circuit_open_message(open_circuit(opened=2, half_open=1, runners=4))
     assert "'payments-api' is open on 3 of 4 live runners" in message
     assert "open on 1 of 1 live runner:" in status.circuit_open_message(open_circuit(runners=1))
+
+
+def _both_paths(
+    monkeypatch: pytest.MonkeyPatch, current: dict, wanted: list, generation: int | None
+) -> tuple[list, list]:
+    """conditions_with as it runs, and with its shortcut for unchanged conditions turned off."""
+    later = NOW + datetime.timedelta(minutes=5)
+    taken = status.conditions_with(current, wanted, now=later, generation=generation)
+    with monkeypatch.context() as patched:
+        patched.setattr(status, "_unchanged", lambda *_: None)
+        full = status.conditions_with(current, wanted, now=later, generation=generation)
+    return taken, full
+
+
+@pytest.mark.parametrize("generation", [1, 2, None])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda conditions: None,  # as the operator wrote them: the shortcut is taken
+        lambda conditions: conditions[0].update(message="someone else's words"),
+        lambda conditions: conditions[0].update(status="Unknown"),
+        lambda conditions: conditions[0].update(lastTransitionTime="2026-11-29T12:00:30.5Z"),
+        lambda conditions: conditions[0].update(lastTransitionTime="2026-11-29T12:00:30+00:00"),
+        lambda conditions: conditions[0].update(lastTransitionTime="2026-13-29T12:00:30Z"),
+        lambda conditions: conditions[0].update(observedGeneration=1),
+        lambda conditions: conditions[0].update(observedGeneration=True),
+        lambda conditions: conditions[0].pop("observedGeneration", None),
+        lambda conditions: conditions[0].update(extra="field"),
+        lambda conditions: conditions.append(dict(conditions[0], type="SomeoneElses")),
+        lambda conditions: conditions.pop(),
+        lambda conditions: conditions.append(dict(conditions[0])),
+    ],
+)
+def test_unchanged_conditions_are_returned_as_the_full_path_would_rebuild_them(
+    monkeypatch: pytest.MonkeyPatch, edit, generation
+) -> None:
+    first = status.scheduled_job_status(
+        body(), spec_error=None, schedule=schedule(), window=None, missed=None, now=NOW
+    )
+    wanted = [
+        (condition["type"], condition["status"], condition["reason"], condition["message"])
+        for condition in first["conditions"]
+    ]
+    written = status.conditions_with(None, wanted, now=NOW, generation=generation)
+    edit(written)
+    taken, full = _both_paths(monkeypatch, {"conditions": written}, wanted, generation)
+    assert taken == full
+
+
+def test_the_shortcut_is_taken_for_conditions_the_operator_wrote(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = status.scheduled_job_status(
+        body(), spec_error=None, schedule=schedule(), window=None, missed=None, now=NOW
+    )
+    wanted = [
+        (condition["type"], condition["status"], condition["reason"], condition["message"])
+        for condition in first["conditions"]
+    ]
+    assert status._unchanged({"conditions": first["conditions"]}, wanted, 2) == first["conditions"]
