@@ -11,6 +11,7 @@ bodies, ``cache``) and the generation each object was last handled at.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ class OperatorSettings:
     #: The longest time between two sweeps of ended Pods (one per mirror pass at most): each
     #: sweep lists the ended Pods the windows keep, so it is rarer than the pass by default.
     pod_gc_interval: timedelta = timedelta(seconds=30)
+
+
+#: The longest the mirror holds one write or one slice for JobRun submissions
+#: (``Context.submissions_quiet``): a steady stream of JobRuns slows the mirror, never stops it.
+SUBMISSION_HOLD_SECONDS = 5.0
 
 
 def _set_event() -> asyncio.Event:
@@ -104,3 +110,11 @@ class Context:
         self._queued_submissions -= 1
         if self._queued_submissions == 0:
             self.no_submissions.set()
+
+    async def submissions_quiet(self) -> None:
+        """Return once no handler is submitting a JobRun or waiting to, or after
+        ``SUBMISSION_HOLD_SECONDS`` at most: submissions go first, and the mirror's ScheduledJob
+        statuses, missed-fire reports and Pod collection still make progress under a stream
+        of JobRuns that never pauses."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.no_submissions.wait(), SUBMISSION_HOLD_SECONDS)

@@ -15,8 +15,9 @@ down) or ran twice (a restart) leaves the same end state.
   ones carry ``sundial.dev/mirror=true``), each generation once -> ``job_runs.reconcile``, in
   one of two lanes: JobRuns not submitted yet (``Context.submissions``) and the rest
   (``Context.stores``), so a submission never queues behind refreshes; while one is queued
-  or under way the mirror holds its writes (``Context.no_submissions``). kopf's initial
-  listing of a submitted JobRun is left to the mirror, which follows those every pass;
+  or under way the mirror holds its writes (``Context.submissions_quiet``, 5 s at most).
+  kopf's initial listing of a submitted JobRun is left to the mirror, which follows those
+  every pass;
   delete (behind the same finalizer, which only user JobRuns get) -> ``job_runs.delete``,
   which cancels a run that has not finished.
 * Low-level ``on.event`` handlers, not ``on.create``/``on.update``: kopf keeps no diff base

@@ -179,7 +179,7 @@ class Mirror:
             if stored.get(body["metadata"]["uid"]) != body["metadata"].get("generation")
         ]
         for first in range(0, len(unstored), _SLICE):  # in slices, as below (ADR 0027)
-            await self.ctx.no_submissions.wait()
+            await self.ctx.submissions_quiet()
             await asyncio.gather(*(self._store(body) for body in unstored[first : first + _SLICE]))
         # A backlog (thousands applied at once) is worked off by passes over the new ones
         # only: a sweep re-reads every window and recomputes every status, and back to back
@@ -204,7 +204,7 @@ class Mirror:
         # one slice at a time. The whole pass at once held that for every ScheduledJob, on
         # every pass, idle or not (ADR 0038).
         for first in range(0, len(synced), _SLICE):
-            await self.ctx.no_submissions.wait()
+            await self.ctx.submissions_quiet()
             part = synced[first : first + _SLICE]
             parsed: dict[
                 uuid.UUID,
@@ -548,7 +548,7 @@ class _WriteBound(asyncio.Semaphore):
         self._ctx = ctx
 
     async def acquire(self) -> Literal[True]:
-        await self._ctx.no_submissions.wait()
+        await self._ctx.submissions_quiet()
         return await super().acquire()
 
 
