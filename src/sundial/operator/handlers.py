@@ -34,7 +34,9 @@ process's stop event as ``memo.stop``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -91,8 +93,28 @@ def _context(memo: Any) -> context.Context:
 
 @kopf.on.login(registry=registry)
 def login(**kwargs: Any) -> Any:
-    """In a Pod, its ServiceAccount; elsewhere ``$KUBECONFIG`` (or ~/.kube/config)."""
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    """In a Pod, its ServiceAccount; elsewhere ``$KUBECONFIG`` (or ~/.kube/config).
+
+    In a Pod the API server is reached where Kubernetes tells every Pod it is,
+    ``$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT``, as the kubernetes client does:
+    kopf's own ServiceAccount login names ``kubernetes.default.svc``, which only cluster DNS
+    resolves. Without it (a ``hostNetwork`` Pod without ``ClusterFirstWithHostNet``, a node with
+    no cluster DNS) kopf never connected, and only the status mirror's passes, which use the
+    kubernetes client, submitted JobRuns: tens of seconds late."""
+    found = kopf.login_with_service_account(**kwargs)
+    if found is None:
+        return kopf.login_with_kubeconfig(**kwargs)
+    server = in_cluster_server(os.environ)
+    return dataclasses.replace(found, server=server) if server else found
+
+
+def in_cluster_server(environ: Any) -> str | None:
+    """The API server's URL from a Pod's ``KUBERNETES_SERVICE_HOST``/``_PORT``, or None."""
+    host = environ.get("KUBERNETES_SERVICE_HOST")
+    port = environ.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        return None
+    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
 
 @kopf.on.cleanup(registry=registry)
