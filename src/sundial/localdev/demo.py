@@ -342,6 +342,13 @@ class _Demo:
         if self.own_cluster is not None:
             self.own_cluster.stop()
         elif self.installed_release:
+            # While the operator runs, so it takes its finalizers off: the namespace's deletion
+            # would remove its Role first and leave the namespace Terminating
+            # (docs/operations.md, "Deleting a namespace").
+            self.kubectl(
+                "delete", "scheduledjobs,jobruns", "--all", "-n", NAMESPACE, "--timeout=60s",
+                check=False,
+            )  # fmt: skip
             self.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
             subprocess.run(
                 [str(self.helm_path), "--kube-context", self.options.kube_context,
