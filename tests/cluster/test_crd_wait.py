@@ -12,29 +12,9 @@ from typing import Any
 import pytest
 
 from sundial.localdev import cluster, crds
+from support import crds as support_crds
 
 GROUP = "crd-wait.sundial.dev"
-
-
-def _definition(plural: str, kind: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
-        },
-    }
 
 
 @pytest.fixture
@@ -43,7 +23,7 @@ def applied(kubectl: Callable[..., Any]) -> Iterator[Callable[[str, str], str]]:
     names: list[str] = []
 
     def create(plural: str, kind: str) -> str:
-        definition = _definition(plural, kind)
+        definition = support_crds.open_definition(GROUP, plural, kind)
         kubectl("create", "-f", "-", stdin=json.dumps(definition))
         names.append(definition["metadata"]["name"])
         return names[-1]

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from sundial.localdev import cluster, crds
+from support import crds as support_crds
 from support import polling
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -77,38 +78,11 @@ def quickstart_waits() -> list[str]:
     return waits
 
 
-def _open_crd(plural: str, kind: str) -> dict[str, Any]:
-    """A CRD whose objects keep whatever they are given, a ``status`` too (no subresource)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{PROBE_GROUP}"},
-        "spec": {
-            "group": PROBE_GROUP,
-            "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 @pytest.fixture
 def probe_kind(kubectl: Callable[..., Any]) -> Iterator[tuple[str, str]]:
     """A served probe kind: its resource (``plural.group``) and its kind."""
     suffix = uuid.uuid4().hex[:8]
-    definition = _open_crd(f"probes{suffix}", f"Probe{suffix}")
+    definition = support_crds.open_definition(PROBE_GROUP, f"probes{suffix}", f"Probe{suffix}")
     kubectl("apply", "-f", "-", stdin=json.dumps(definition))
     resource = definition["metadata"]["name"]
     crds.wait_established(kubectl, [resource])
@@ -122,7 +96,7 @@ def test_a_crd_is_stored_with_null_conditions(kubectl: Callable[..., Any]) -> No
     """What makes the probe below stand for a CRD just applied: the apiserver's answer to the
     create is the CRD as stored, before its controllers have written any condition."""
     suffix = uuid.uuid4().hex[:8]
-    definition = _open_crd(f"fresh{suffix}", f"Fresh{suffix}")
+    definition = support_crds.open_definition(PROBE_GROUP, f"fresh{suffix}", f"Fresh{suffix}")
     created = json.loads(
         kubectl("create", "-o", "json", "-f", "-", stdin=json.dumps(definition)).stdout
     )

@@ -19,40 +19,18 @@ import yaml
 from kubernetes import client
 
 from sundial.localdev import crds as localdev_crds
+from support import crds as support_crds
 from support.chart import EVERYTHING
 
 PROMETHEUS_KINDS = {"PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
 
 
-def _open_crd(kind: str, plural: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
-        "spec": {
-            "group": "monitoring.coreos.com",
-            "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def prometheus_crds(kubectl: Callable[..., Any]) -> Iterator[None]:
-    crds = [_open_crd(kind, plural) for kind, plural in PROMETHEUS_KINDS.items()]
+    crds = [
+        support_crds.open_definition("monitoring.coreos.com", plural, kind)
+        for kind, plural in PROMETHEUS_KINDS.items()
+    ]
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": crds})
     kubectl("apply", "-f", "-", stdin=listing)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
