@@ -13,11 +13,7 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   (``store.reaper.reap``);
 * ``promote``: ``scheduled`` and ``retry_wait`` runs whose ``run_at`` has come move to
   ``pending``, into the dispatch index (``store.reaper.promote_due``). This is a state change,
-  not a comparison: the claim reads only the ``pending`` partial index (ADR 0001). A pass
-  asks when the next waiting run is due and the task wakes then, if that is sooner than its
-  interval, but never sooner than ``promote_min_interval`` after the pass: a spread fire, a
-  delayed one-shot or a retry's backoff starts within that of its ``run_at``, not up to a
-  whole interval late (docs/adr/0039-promotion-by-key.md, amendment);
+  not a comparison: the claim reads only the ``pending`` partial index (ADR 0001);
 * ``archive``: finished runs older than the hot window move to the month partitions
   (``store.maintenance.archive_finished``);
 * ``retention``: the partitions of this month and the next ones exist ahead of time, and month
@@ -94,10 +90,6 @@ class MaintainerSettings:
     months_ahead: int = 2
     reap_interval: timedelta = timedelta(seconds=1)
     promote_interval: timedelta = timedelta(seconds=1)
-    #: While runs come due sooner than ``promote_interval``, the shortest time between two
-    #: promotion passes: how late a waiting run may start, and what bounds the passes (and the
-    #: runner wakeups each one announces) to a few a second.
-    promote_min_interval: timedelta = timedelta(milliseconds=200)
     archive_interval: timedelta = timedelta(seconds=10)
     retention_interval: timedelta = timedelta(hours=1)
     key_interval: timedelta = timedelta(minutes=1)
@@ -150,7 +142,6 @@ class MaintainerSettings:
 _INTERVALS = (
     "reap_interval",
     "promote_interval",
-    "promote_min_interval",
     "archive_interval",
     "retention_interval",
     "key_interval",
@@ -213,8 +204,6 @@ class Maintainer:
         self._pending_labels: set[tuple[str, str, str]] = set()
         # Task -> when it is due next; unset: due now (every task runs on taking the lead).
         self._due: dict[str, datetime] = {}
-        # Task -> when its next work comes due, if it knows and that is before its interval.
-        self._sooner: dict[str, datetime] = {}
 
     async def step(self) -> PassReport:
         """Ask who leads; as leader, run every task that is due now. Never raises for a failed
@@ -244,9 +233,7 @@ class Maintainer:
                 failed.append(name)
                 more = False
             metrics.PASS_SECONDS.labels(name).observe(time.perf_counter() - started)
-            due = now if more else now + interval
-            sooner = self._sooner.pop(name, None)
-            self._due[name] = due if sooner is None else min(due, sooner)
+            self._due[name] = now if more else now + interval
         report.ran, report.failed = tuple(ran), tuple(failed)
         self._log(report)
         return report
@@ -334,18 +321,8 @@ class Maintainer:
             report.promoted += promoted
             metrics.PROMOTED.inc(promoted)
             if promoted < s.promote_batch:
-                await self._promote_when_due()
                 return False
         return True
-
-    async def _promote_when_due(self) -> None:
-        """Wake the promotion when the next waiting run is due, if before the interval."""
-        s = self.settings
-        seconds = await reaper.seconds_to_next_due(self.pool)
-        if seconds is None or seconds >= s.promote_interval.total_seconds():
-            return
-        wait = max(timedelta(seconds=seconds), s.promote_min_interval)
-        self._sooner["promote"] = self.clock.now() + wait
 
     async def _archive(self, report: PassReport) -> bool:
         s = self.settings

@@ -41,7 +41,6 @@ API, stable from here on::
     circuits.open_for_jobs(pool, job_ids) -> {job_id: OpenCircuit}  # by the job's dependency
     circuits.open_for_runs(pool, run_ids) -> {run_id: OpenCircuit}  # unfinished runs only
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
-    reaper.seconds_to_next_due(pool) -> float | None              # when the next one is due
     leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None
     leases.release(pool, lease) -> bool
     leases.holder(pool, name) -> LeaderLease | None                # who leads, without renewing

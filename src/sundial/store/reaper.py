@@ -25,7 +25,7 @@ from sundial.scheduling import run_state
 from sundial.store import attempts, dependencies, queries
 from sundial.store.pool import Connection, Pool
 
-__all__ = ["WAKEUP_CHANNEL", "ReapResult", "promote_due", "reap", "seconds_to_next_due"]
+__all__ = ["WAKEUP_CHANNEL", "ReapResult", "promote_due", "reap"]
 
 #: The channel runners LISTEN on (migration 0020); an empty payload wakes every queue.
 WAKEUP_CHANNEL = "sundial_runs"
@@ -77,15 +77,6 @@ async def promote_due(pool: Pool, *, limit: int = 10_000) -> int:
         if promoted > 0:
             await _announce(conn)
         return promoted
-
-
-async def seconds_to_next_due(pool: Pool) -> float | None:
-    """Seconds until the earliest ``scheduled``/``retry_wait`` run is due (negative when one
-    is overdue), by the database's clock; ``None`` when no run waits."""
-    async with pool.connection() as conn:
-        cursor = await conn.execute(queries.get("next_waiting_run"))
-        row = await cursor.fetchone()
-        return None if row is None or row[0] is None else float(row[0])
 
 
 async def _announce(conn: Connection) -> None:
