@@ -20,6 +20,9 @@ from /proc over the stage: runner processes, PostgreSQL (postmaster and every ch
 scheduler and the submitter, per job and in cores. "What saturates first" is read off those:
 a runner at ~1 core (one Python thread), PostgreSQL near the cores left, or connections.
 
+``--max-unfinished F`` gives each runner ``--max-unfinished`` of F times its slots (the
+runner's default is 2): how far claims may run ahead of committed finishes (ADR 0028).
+
 ``--breakdown`` says where PostgreSQL's share goes: its CPU per backend, grouped by the
 client that opened it (each process sets its own ``application_name``) or by the background
 process (autovacuum, WAL writer ...), and the statements' execution time from
@@ -75,7 +78,9 @@ class Stage:
     load: str = ""
     runner_exits: list[int | None] = field(default_factory=list)
     backends: dict[str, float] = field(default_factory=dict)  # PostgreSQL CPU by client
-    statements: list[tuple[str, int, int, float]] = field(default_factory=list)
+    statements: list[tuple[str, int, int, float, int]] = field(default_factory=list)
+    #: job_runs at the stage's end: live and dead tuples, autovacuums and autoanalyzes.
+    table: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     @property
     def jobs(self) -> int:
@@ -192,9 +197,16 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
         )
     processes = stack.Processes(dsn)
     slots = math.ceil(rate * JOB_SECONDS * 1.5 / options.runners) + 50
+    unfinished = []
+    if options.max_unfinished is not None:  # times the slots; the runner's default is 2
+        unfinished = ["--max-unfinished", str(math.ceil(slots * options.max_unfinished))]
     try:
         runners = [
-            processes.runner(async_slots=slots, env={"PGAPPNAME": f"runner-{n}"})
+            processes.runner(
+                async_slots=slots,
+                extra=unfinished,
+                env={"PGAPPNAME": f"runner-{n}"},
+            )
             for n in range(options.runners)
         ]
         scheduler = processes.scheduler(
@@ -243,11 +255,20 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
                 stage.cpu = {name: m.spent() for name, m in meters.items()}
                 stage.backends = backends.spent()
                 if options.breakdown:
+                    row = conn.execute(
+                        "SELECT n_live_tup::int, n_dead_tup::int, autovacuum_count::int,"
+                        " autoanalyze_count::int FROM pg_stat_user_tables"
+                        " WHERE relname = 'job_runs'"
+                    ).fetchone()
+                    if row is not None:
+                        stage.table = row
                     stage.statements = [
-                        (query, calls, rows, total_ms)
-                        for query, calls, rows, total_ms in conn.execute(
+                        (query, calls, rows, total_ms, blocks)
+                        for query, calls, rows, total_ms, blocks in conn.execute(
                             "SELECT regexp_replace(query, '\\s+', ' ', 'g'), calls::int,"
-                            " rows::int, total_exec_time FROM pg_stat_statements"
+                            " rows::int, total_exec_time,"
+                            " (shared_blks_hit + shared_blks_read)::bigint"
+                            " FROM pg_stat_statements"
                             " WHERE dbid = (SELECT oid FROM pg_database"
                             "               WHERE datname = current_database())"
                             " ORDER BY total_exec_time DESC LIMIT 15"
@@ -313,6 +334,11 @@ def main() -> int:
     parser.add_argument("--multipliers", default="1,2,4", help="rates to try, times --rate")
     parser.add_argument("--ceiling", type=float, default=1.0, help="lag p99 SLO (seconds)")
     parser.add_argument(
+        "--max-unfinished",
+        type=float,
+        help="each runner's --max-unfinished, times its slots (unset: the runner's default, 2)",
+    )
+    parser.add_argument(
         "--breakdown",
         action="store_true",
         help="print PostgreSQL's CPU by client and pg_stat_statements per stage",
@@ -353,7 +379,13 @@ def main() -> int:
 
 def breakdown(stage: Stage) -> str:
     jobs = stage.jobs
-    lines = [f"{stage.rate:,.0f}/s: {jobs:,} runs started, load {stage.load}", ""]
+    live, dead, vacuums, analyzes = stage.table
+    lines = [
+        f"{stage.rate:,.0f}/s: {jobs:,} runs started, load {stage.load}; job_runs at the end:"
+        f" {live:,} live and {dead:,} dead tuples, {vacuums} autovacuums, {analyzes}"
+        " autoanalyzes",
+        "",
+    ]
     rows = [
         [label, f"{spent / jobs * 1e6:.0f}", f"{spent / stage.seconds:.2f}"]
         for label, spent in sorted(stage.backends.items(), key=lambda item: -item[1])
@@ -363,10 +395,12 @@ def breakdown(stage: Stage) -> str:
     lines.append("")
     rows = [
         [query[:90], f"{calls:,}", f"{count:,}", f"{total_ms:,.0f}",
-         f"{total_ms * 1000 / jobs:.0f}", f"{total_ms / max(calls, 1):.2f}"]
-        for query, calls, count, total_ms in stage.statements
+         f"{total_ms * 1000 / jobs:.0f}", f"{total_ms / max(calls, 1):.2f}",
+         f"{blocks / max(count, 1):.1f}"]
+        for query, calls, count, total_ms, blocks in stage.statements
     ]  # fmt: skip
-    lines.append(stack.table(["statement", "calls", "rows", "total ms", "µs/job", "ms/call"], rows))
+    headers = ["statement", "calls", "rows", "total ms", "µs/job", "ms/call", "blocks/row"]
+    lines.append(stack.table(headers, rows))
     return "\n".join(lines)
 
 
@@ -400,6 +434,11 @@ def report(stages: list[Stage], options: argparse.Namespace) -> str:
         f".venv/bin/python bench/seed_peak.py --rate {options.rate:g} --seconds "
         f"{options.seconds:g} --runners {options.runners} --schedules {options.schedules} "
         f"--multipliers {options.multipliers}"
+        + (
+            ""
+            if options.max_unfinished is None
+            else f" --max-unfinished {options.max_unfinished:g}"
+        )
     )
     return (
         f"seed's peak: {JOB_SECONDS:g} s async jobs, {os.cpu_count()} CPUs\n"
