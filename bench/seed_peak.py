@@ -79,6 +79,8 @@ class Stage:
     runner_exits: list[int | None] = field(default_factory=list)
     backends: dict[str, float] = field(default_factory=dict)  # PostgreSQL CPU by client
     statements: list[tuple[str, int, int, float, int]] = field(default_factory=list)
+    #: CPU seconds the whole machine was busy during the stage (/proc/stat).
+    machine: float = 0.0
     #: job_runs at the stage's end: live and dead tuples, autovacuums and autoanalyzes.
     table: tuple[int, int, int, int] = (0, 0, 0, 0)
 
@@ -97,6 +99,9 @@ class Stage:
             notes.append(f"runners at {per_runner:.2f} core each")
         if self.cores("postgres") + self.cores("runners") >= 0.85 * cores_left:
             notes.append("machine CPU")
+        busy = self.machine / self.seconds
+        if busy >= 0.9 * (os.cpu_count() or 1):
+            notes.append(f"the machine busy {busy:.2f} of {os.cpu_count()} cores")
         if self.peak_connections >= 0.9 * 400:
             notes.append("connections")
         load = os.getloadavg()[0] if not self.load else float(self.load.split("/")[0])
@@ -178,6 +183,9 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
     if options.breakdown:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    if options.job_runs_storage:
+        with psycopg.connect(dsn, autocommit=True) as conn:  # a trusted operator's own text
+            conn.execute(f"ALTER TABLE job_runs SET ({options.job_runs_storage})".encode())
     schedule_rate = min(rate, options.schedules / options.seconds)
     stage.schedules = int(schedule_rate * options.seconds)
     oneshot_rate = rate - schedule_rate
@@ -230,6 +238,7 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
                     "postgres": stack.postgres_pids(server),
                     "submitter": [os.getpid()],
                 }
+                busy_before = stack.machine_busy_seconds()
                 meters = {name: stack.CpuMeter() for name in groups}
                 for name, pids in groups.items():
                     meters[name].start(pids)
@@ -253,6 +262,7 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
                         meters[name].sample(pids)
                     backends.sample(server, conn)
                 stage.cpu = {name: m.spent() for name, m in meters.items()}
+                stage.machine = stack.machine_busy_seconds() - busy_before
                 stage.backends = backends.spent()
                 if options.breakdown:
                     row = conn.execute(
@@ -334,6 +344,18 @@ def main() -> int:
     parser.add_argument("--multipliers", default="1,2,4", help="rates to try, times --rate")
     parser.add_argument("--ceiling", type=float, default=1.0, help="lag p99 SLO (seconds)")
     parser.add_argument(
+        "--pg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a PostgreSQL setting for the throwaway server (repeatable)",
+    )
+    parser.add_argument(
+        "--job-runs-storage",
+        metavar="PARAMS",
+        help="storage parameters set on job_runs, e.g. 'autovacuum_vacuum_scale_factor = 0.01'",
+    )
+    parser.add_argument(
         "--max-unfinished",
         type=float,
         help="each runner's --max-unfinished, times its slots (unset: the runner's default, 2)",
@@ -357,6 +379,9 @@ def main() -> int:
             "shared_preload_libraries": "pg_stat_statements",
             "pg_stat_statements.track": "top",
         }
+    for setting in options.pg:
+        name, _, value = setting.partition("=")
+        settings[name] = value
     with stack.throwaway(max_connections=400, extra_settings=settings) as server:
         for index, multiplier in enumerate(float(m) for m in options.multipliers.split(",")):
             stage = run_stage(server, options, options.rate * multiplier, index)
@@ -420,7 +445,7 @@ def report(stages: list[Stage], options: argparse.Namespace) -> str:
                 f"{cpu_total / s.jobs * 1e6:.0f}",
                 f"{s.cores('runners'):.2f}", f"{s.cores('postgres'):.2f}",
                 f"{s.cores('scheduler'):.2f}", f"{s.cores('submitter'):.2f}",
-                s.load, s.verdict(options.ceiling),
+                f"{s.machine / s.seconds:.2f}", s.load, s.verdict(options.ceiling),
             ]
         )  # fmt: skip
     headers = [
@@ -428,7 +453,7 @@ def report(stages: list[Stage], options: argparse.Namespace) -> str:
         "p99 fires/one-shots ms", "lag max ms", "not started", "peak in flight", "peak conns",
         "runner µs/job",
         "postgres µs/job", "all µs/job", "runner cores", "postgres cores", "scheduler cores",
-        "submitter cores", "load 1/5/15", "verdict",
+        "submitter cores", "machine cores", "load 1/5/15", "verdict",
     ]  # fmt: skip
     command = (
         f".venv/bin/python bench/seed_peak.py --rate {options.rate:g} --seconds "
@@ -438,6 +463,12 @@ def report(stages: list[Stage], options: argparse.Namespace) -> str:
             ""
             if options.max_unfinished is None
             else f" --max-unfinished {options.max_unfinished:g}"
+        )
+        + "".join(f" --pg {setting}" for setting in options.pg)
+        + (
+            ""
+            if not options.job_runs_storage
+            else f" --job-runs-storage '{options.job_runs_storage}'"
         )
     )
     return (

@@ -40,6 +40,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy (every CPU, not idle or waiting for I/O) since
+    boot, from /proc/stat: what a stage cost in all, whoever spent it, including processes
+    too short-lived for a ``CpuMeter`` (autovacuum workers)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(value) for value in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
+
+
 def postgres_pids(server: postgres.ThrowawayPostgres) -> list[int]:
     """The postmaster and every process it forked (backends, autovacuum, WAL writer ...)."""
     try:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sundial import errors as sundial_errors
+from sundial.store import server
 
 __all__ = [
     "PostgresNotFoundError",
@@ -141,6 +142,7 @@ class ThrowawayPostgres:
             "synchronous_commit": "off",
             "full_page_writes": "off",
             "shared_buffers": "256MB",
+            **server.RECOMMENDED,  # as a real installation should (sundial.store.server)
             **self.extra_settings,
         }
         options = " ".join(f"-c {key}={value}" for key, value in settings.items())

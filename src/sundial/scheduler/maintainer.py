@@ -30,7 +30,9 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   alive nobody else would say so;
 * ``runners``: the announcements of runners that died without withdrawing, expired longer than
   ``dead_runner_after`` ago, are deleted with their circuit states
-  (``store.runners.purge_expired``), so neither table grows with every runner ever killed.
+  (``store.runners.purge_expired``), so neither table grows with every runner ever killed;
+* ``settings``: a warning in the log while the server's autovacuum settings would let the hot
+  table's dead rows pile up (``store.server``; docs/adr/0042).
 
 Guarantees:
 
@@ -59,7 +61,7 @@ from datetime import datetime, timedelta
 from sundial.observability import maintainer_metrics as metrics
 from sundial.scheduler import trigger
 from sundial.scheduling import clock as clocks
-from sundial.store import leases, maintenance, monitoring, reaper, runners
+from sundial.store import leases, maintenance, monitoring, reaper, runners, server
 from sundial.store.pool import Pool
 
 __all__ = ["Maintainer", "MaintainerSettings", "PassReport"]
@@ -98,6 +100,7 @@ class MaintainerSettings:
     monitor_window: timedelta = timedelta(hours=1)
     unclaimable_interval: timedelta = timedelta(seconds=5)
     runners_interval: timedelta = timedelta(minutes=1)
+    settings_interval: timedelta = timedelta(hours=1)
     #: A runner whose announcement expired this long ago is taken for dead and its rows
     #: (``runners``, ``circuits``) are deleted. Long, so a runner that was only paused or cut
     #: off for a while keeps its circuit states; one that comes back announces itself again.
@@ -148,6 +151,7 @@ _INTERVALS = (
     "monitor_interval",
     "unclaimable_interval",
     "runners_interval",
+    "settings_interval",
     "poll_interval",
 )
 
@@ -199,6 +203,7 @@ class Maintainer:
             "monitor": (s.monitor_interval, self._monitor),
             "unclaimable": (s.unclaimable_interval, self._unclaimable),
             "runners": (s.runners_interval, self._purge_runners),
+            "settings": (s.settings_interval, self._check_settings),
         }
         # Every label set of sundial_pending_runs this maintainer has set.
         self._pending_labels: set[tuple[str, str, str]] = set()
@@ -290,6 +295,11 @@ class Maintainer:
         metrics.LEADING.set(1 if leads else 0)
 
     # -- tasks: each returns True when it stopped with work left --------------------------
+
+    async def _check_settings(self, report: PassReport) -> bool:
+        for problem in await server.problems(self.pool):
+            log.warning("PostgreSQL settings need a change", extra={"problem": problem})
+        return False
 
     async def _reap(self, report: PassReport) -> bool:
         s = self.settings

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from sundial.pods import manifests
+from sundial.store import server
 from support.chart import CHART, EVERYTHING
 
 
@@ -394,7 +395,9 @@ def test_host_network_and_the_bundled_databases_address_for_a_cluster_without_po
     assert secret["stringData"]["dsn"] == "postgresql://sundial:sundial@127.0.0.1:25432/sundial"
     database = _one(objects, "StatefulSet", "postgresql")["spec"]["template"]["spec"]
     container = database["containers"][0]
-    assert container["args"] == ["-p", "25432", "-c", "listen_addresses=127.0.0.1"]
+    assert container["args"] == [
+        "-p", "25432", "-c", "listen_addresses=127.0.0.1", "-c", "autovacuum_naptime=10s"
+    ]  # fmt: skip
     assert container["readinessProbe"]["exec"]["command"][:5] == [
         "pg_isready", "-h", "127.0.0.1", "-p", "25432"
     ]  # fmt: skip
@@ -403,3 +406,18 @@ def test_host_network_and_the_bundled_databases_address_for_a_cluster_without_po
     assert not [s for s in _pod_specs(default) if s.get("hostNetwork")]
     dsn = _one(default, "Secret", "postgresql")["stringData"]["dsn"]
     assert dsn == "postgresql://sundial:sundial@release-sundial-postgresql.sundial.svc:5432/sundial"
+
+
+def test_the_bundled_postgresql_gets_the_settings_the_run_store_needs_and_yours(
+    render: Callable[..., Any],
+) -> None:
+    def settings(objects: list[dict[str, Any]]) -> dict[str, str]:
+        args = _one(objects, "StatefulSet", "postgresql")["spec"]["template"]["spec"]
+        given = args["containers"][0]["args"]
+        pairs = [given[i + 1] for i, arg in enumerate(given) if arg == "-c"]
+        return dict(pair.split("=", 1) for pair in pairs)
+
+    assert settings(render({"postgresql": {"bundled": {"enabled": True}}})) == server.RECOMMENDED
+    mine = {"autovacuum_naptime": "5s", "work_mem": "8MB", "log_min_duration_statement": 500}
+    given = settings(render({"postgresql": {"bundled": {"enabled": True, "settings": mine}}}))
+    assert given == {**server.RECOMMENDED, **{k: str(v) for k, v in mine.items()}}
