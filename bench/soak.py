@@ -180,6 +180,10 @@ async def soak(dsn: str, options: argparse.Namespace) -> list[Sample]:
     return samples
 
 
+#: Fewer archived runs than this after a soak, and a sample is archived for the byte figures.
+_SAMPLE_AT_LEAST = 1000
+
+
 async def archive_sample(dsn: str) -> int:
     """Archive up to 20,000 finished runs, only to measure bytes per archived run."""
     from sundial.store import maintenance
@@ -203,8 +207,9 @@ def bytes_per_row(dsn: str) -> dict[str, float]:
         ).fetchone()
         row = conn.execute("SELECT count(*) FROM finished_runs").fetchone()
     sampled = 0
-    if row is not None and row[0] == 0:
-        # Nothing was archived during the soak: archive a sample after it, for the figure.
+    if row is not None and row[0] < _SAMPLE_AT_LEAST:
+        # Too few were archived during the soak for a per-row figure (a few pages divided by
+        # a few dozen rows): archive a sample after it.
         sampled = asyncio.run(archive_sample(dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ANALYZE")
