@@ -1,14 +1,9 @@
 -- Current definition; last changed by migrations/0180_batches_join_by_hash.sql.
 -- Hand running attempts back without spending a retry (queries/release.sql has why and when):
 -- only where (id, attempt) and the lease owner still match and the run still runs.
--- Plan (docs/adr/0043-batches-join-their-runs-by-hash.md): the batch's unnest is joined to
--- its runs by hash, never by a nested loop. The scan of job_runs is a primary-key probe
--- (`r.id = ANY(p_ids)`, the state fenced as `(SELECT 'running')`: docs/adr/0028), and the
--- planner expects it to find about one row, since the statistics rarely count the runs this
--- worker holds. From that estimate a nested loop that reads the unnest again for each run
--- looks cheapest, and it compares every run with every outcome: 86 ms for a batch of 500, 160
--- µs per job. `SET enable_nestloop = off` on this function, which holds only that statement,
--- leaves the hash join. tests/integration/store/test_stable_plans.py checks the plan.
+-- Plan: the batch's unnest is joined to its runs by hash, never by a nested loop that reads it
+-- again for each run; `SET enable_nestloop = off` on this function, which holds only that
+-- statement, sees to it. Why: sundial_apply_outcomes.sql and docs/adr/0043.
 CREATE OR REPLACE FUNCTION sundial_release(
     p_worker text, p_ids bigint[], p_attempts integer[], p_delays double precision[],
     p_reasons text[])
