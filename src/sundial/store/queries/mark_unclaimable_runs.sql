@@ -5,6 +5,16 @@
 -- is written only once the run has been due for %(grace_seconds)s, so a run merely waiting for a
 -- free slot or for a runner that is starting is never blamed. Pod runs are the pod
 -- launcher's, which does not register here.
+--
+-- Bounded (migration 0190): the runs looked at are never the whole backlog, only
+-- * the %(scan)s runs without a reason that are due longest, in the claim's order
+--   (job_runs_dispatch_idx). A run nobody can claim is never claimed, so it stays in that
+--   order while the runs before it leave: it is blamed once fewer than %(scan)s unblamed runs
+--   are before it. A deep backlog of claimable runs is read at its head only;
+-- * the runs that have a reason (job_runs_unclaimable_idx, empty while every run is
+--   servable): a reason may have to change or go.
+-- The rows to write are then locked by primary key (ANY(ARRAY(...)), as the claim does), so
+-- the update never plans a join over the hot table.
 WITH live AS (
     SELECT q.queue, h.key AS handler, h.value #>> '{}' AS model
     FROM runners rn
@@ -12,10 +22,22 @@ WITH live AS (
     CROSS JOIN LATERAL jsonb_each(rn.handlers) AS h
     WHERE rn.expires_at > now()
 ),
-groups AS (
-    SELECT DISTINCT queue, handler, execution_model
+candidates AS (
+    (SELECT id, queue, handler, execution_model, unclaimable_reason, run_at
+     FROM job_runs
+     WHERE state = 'pending' AND unclaimable_reason IS NULL
+       AND execution_model IS DISTINCT FROM 'pod'
+       AND run_at <= now() - make_interval(secs => %(grace_seconds)s::double precision)
+     ORDER BY dispatch_key
+     LIMIT %(scan)s)
+    UNION ALL
+    SELECT id, queue, handler, execution_model, unclaimable_reason, run_at
     FROM job_runs
-    WHERE state = 'pending' AND execution_model IS DISTINCT FROM 'pod'
+    WHERE state = 'pending' AND unclaimable_reason IS NOT NULL
+      AND execution_model IS DISTINCT FROM 'pod'
+),
+groups AS (
+    SELECT DISTINCT queue, handler, execution_model FROM candidates
 ),
 verdicts AS (
     SELECT g.queue, g.handler, g.execution_model,
@@ -40,20 +62,23 @@ verdicts AS (
     FROM groups g
 ),
 targets AS (
-    SELECT r.id, v.reason
-    FROM job_runs r
+    SELECT c.id, v.reason
+    FROM candidates c
     JOIN verdicts v
-      ON r.queue = v.queue AND r.handler = v.handler
-     AND r.execution_model IS NOT DISTINCT FROM v.execution_model
-    WHERE r.state = 'pending'
-      AND r.unclaimable_reason IS DISTINCT FROM v.reason
+      ON c.queue = v.queue AND c.handler = v.handler
+     AND c.execution_model IS NOT DISTINCT FROM v.execution_model
+    WHERE c.unclaimable_reason IS DISTINCT FROM v.reason
       AND (v.reason IS NULL
-           OR r.run_at <= now() - make_interval(secs => %(grace_seconds)s::double precision))
+           OR c.run_at <= now() - make_interval(secs => %(grace_seconds)s::double precision))
     LIMIT %(limit)s
-    FOR UPDATE OF r SKIP LOCKED
+),
+locked AS (
+    SELECT id FROM job_runs
+    WHERE id = ANY(ARRAY(SELECT id FROM targets)) AND state = 'pending'
+    FOR UPDATE SKIP LOCKED
 )
 UPDATE job_runs r
 SET unclaimable_reason = t.reason
 FROM targets t
-WHERE r.id = t.id AND r.state = 'pending'
+WHERE r.id = ANY(ARRAY(SELECT id FROM locked)) AND r.id = t.id AND r.state = 'pending'
 RETURNING r.id, r.job_id, r.handler, r.unclaimable_reason

@@ -128,6 +128,8 @@ CREATE INDEX job_runs_finished_idx ON job_runs USING btree (finished_at) WHERE (
 
 CREATE INDEX job_runs_running_by_lease_idx ON job_runs USING btree (lease_until) WHERE (state = 'running'::text);
 
+CREATE INDEX job_runs_unclaimable_idx ON job_runs USING btree (queue, handler) WHERE ((state = 'pending'::text) AND (unclaimable_reason IS NOT NULL));
+
 CREATE INDEX job_runs_unfinished_by_schedule_idx ON job_runs USING btree (schedule_id) WHERE ((schedule_id IS NOT NULL) AND (finished_at IS NULL));
 
 CREATE INDEX job_runs_waiting_idx ON job_runs USING btree (run_at) WHERE (state = ANY (ARRAY['scheduled'::text, 'retry_wait'::text]));
