@@ -6,9 +6,12 @@ on one database. For each process count: a fresh database with ``--jobs`` pendin
 ``bench.noop``, N runners started together; jobs/s is runs / (last finished_at - first
 started_at), both stamped by the database. The runs are inserted (one statement) only once
 every runner is connected and idle, so start-up is not counted; CPU per job is the runners'
-and PostgreSQL's (the postmaster and every child, so the insert too) utime + stime from /proc
-from the insert to the drain, divided by the runs. The raw claim-and-finish SQL loop
-(bench/store_throughput.py, array claim) is the ceiling per job.
+and PostgreSQL's (the postmaster and every child: backends, autovacuum, WAL writer) utime +
+stime from /proc from the insert's commit to the drain, divided by the runs. The raw
+claim-and-finish SQL loop (bench/store_throughput.py, array claim) is the ceiling per job: its
+client and its backend, from its first claim, over runs inserted before it started. Neither
+side counts the insert; the runners' side also counts PostgreSQL's background processes, which
+the raw side does not, so "vs raw loop" is an upper bound.
 
     .venv/bin/python bench/runner_scaling.py [--jobs 40000] [--processes 1,2,4] [--quick]
 """
@@ -54,8 +57,6 @@ def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str
                     raise RuntimeError("the runners did not connect")
                 time.sleep(0.1)
             time.sleep(1.0)
-            meter = stack.CpuMeter()
-            meter.start([r.pid for r in runners] + stack.postgres_pids(server))  # type: ignore[arg-type]
             conn.execute(
                 """
                 INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
@@ -67,6 +68,11 @@ def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str
                 """,
                 (job, jobs),
             )
+            # From the commit on: the raw loop's figure does not count its runs' insert either.
+            # The commit's NOTIFY wakes the runners; what they spend before the meter starts,
+            # a millisecond later, is not counted.
+            meter = stack.CpuMeter()
+            meter.start([r.pid for r in runners] + stack.postgres_pids(server))  # type: ignore[arg-type]
             deadline = time.monotonic() + 600
             while True:
                 row = conn.execute(
