@@ -48,6 +48,7 @@ from sundial.observability import metrics
 from sundial.runner import (
     breaker,
     circuits,
+    collector,
     crash_quarantine,
     finisher,
     health,
@@ -270,8 +271,10 @@ class Worker:
                 )
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
-                await self._claim_loop(stop)
-                await self._drain(stop)
+                # Start-up is over: what it built is frozen, out of the collector's walks.
+                with collector.tuned():
+                    await self._claim_loop(stop)
+                    await self._drain(stop)
         finally:
             for task in background:
                 task.cancel()
