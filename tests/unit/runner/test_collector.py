@@ -1,4 +1,4 @@
-"""The runner's collector settings (runner.collector): runs in flight cause no full collections,
+"""The runner's collector settings (runner.collector): runs in flight cause no collections,
 cyclic garbage is still collected, and the process gets its settings back."""
 
 from __future__ import annotations
@@ -40,16 +40,18 @@ def _runs_in_flight(batches: int, in_flight: int) -> None:
         del batch
 
 
-def test_runs_in_flight_cause_no_full_collection(collections: list[int]) -> None:
+def test_runs_in_flight_cause_no_collection(collections: list[int]) -> None:
     with collector.tuned():
         collections.clear()  # the one collection tuned() starts with
         _runs_in_flight(batches=200, in_flight=1_000)
-    assert 2 not in collections, f"collections by generation: {collections}"
+    # 2,000 containers alive at once stay under the young threshold: nothing is collected.
+    assert len(collections) <= 5 and max(collections, default=0) == 0, collections
 
 
-def test_the_defaults_would_have_collected_all_generations(collections: list[int]) -> None:
+def test_the_defaults_collect_young_and_middle_generations(collections: list[int]) -> None:
     """The same work without the settings: the reason for them, and proof the check above can
-    fail."""
+    fail. (Whether a full collection comes depends on the whole process's heap, so it is not
+    asserted here; the middle generation's collection every ten young ones does not.)"""
     before = gc.get_threshold()
     gc.collect()
     gc.set_threshold(700, 10, 10)
@@ -58,7 +60,7 @@ def test_the_defaults_would_have_collected_all_generations(collections: list[int
         _runs_in_flight(batches=200, in_flight=1_000)
     finally:
         gc.set_threshold(*before)
-    assert 2 in collections
+    assert len(collections) >= 100 and 1 in collections, collections[:50]
 
 
 def test_cyclic_garbage_is_still_collected() -> None:
