@@ -61,6 +61,10 @@ def local_cluster(f: Fault) -> cluster.LocalCluster:
         else:
             state = Path(tempfile.mkdtemp(prefix="sundial-faults-cluster-"))
             f.resources.callback(shutil.rmtree, state, ignore_errors=True)
+            # Builds only what the cache outside the clone lacks: on a fresh machine the
+            # control plane's binaries, 12-18 minutes once (hack/cluster/README.md).
+            print("  building the local cluster's missing binaries, if any", flush=True)
+            cluster.build(log_path=state / "build.log")
             started = cluster.start(state / "cluster", owner_pid=os.getpid())
             f.resources.callback(started.stop)
         f.resources.callback(_CLUSTERS.pop, key, None)
