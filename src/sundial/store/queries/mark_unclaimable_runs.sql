@@ -14,7 +14,9 @@
 -- * the runs that have a reason (job_runs_unclaimable_idx, empty while every run is
 --   servable): a reason may have to change or go.
 -- The rows to write are then locked by primary key (ANY(ARRAY(...)), as the claim does), so
--- the update never plans a join over the hot table.
+-- the update never plans a join over the hot table. runners.mark_unclaimable runs it with JIT
+-- off: the estimate of the live announcements puts its cost past jit_above_cost, and compiling
+-- took 0.7 s of a call that runs in 4 ms.
 WITH live AS (
     SELECT q.queue, h.key AS handler, h.value #>> '{}' AS model
     FROM runners rn
@@ -39,7 +41,9 @@ candidates AS (
 groups AS (
     SELECT DISTINCT queue, handler, execution_model FROM candidates
 ),
-verdicts AS (
+-- Materialized: one verdict per group, not one per candidate run (4.0 ms against 5.7 at 250,000
+-- pending runs).
+verdicts AS MATERIALIZED (
     SELECT g.queue, g.handler, g.execution_model,
         CASE
             WHEN NOT EXISTS (
