@@ -52,8 +52,21 @@ SELECT pg_relation_size('job_runs'), pg_indexes_size('job_runs'),
        (SELECT count(*) FROM idempotency_keys),
        pg_total_relation_size('idempotency_keys'),
        (SELECT count(*) FROM schedule_fires),
-       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'finished_runs'::regclass)
+       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'finished_runs'::regclass),
+       (SELECT jsonb_object_agg(i.indexrelid::regclass::text, pg_relation_size(i.indexrelid))
+          FROM pg_index i WHERE i.indrelid = 'job_runs'::regclass)
 FROM pg_stat_user_tables s WHERE s.relname = 'job_runs'
+"""
+
+# A B-tree's file never shrinks: a page emptied by vacuum is marked deleted and reused by a
+# later split, but stays in the file. So the file is the high-water mark of the index, and
+# whether the index grows is told by the pages that hold entries: pgstattuple's count of
+# internal and leaf pages (it reads the whole index: about 1,300 pages here, once a minute).
+# Only where the extension can be created; else the column is left out.
+INDEX_IN_USE = """
+SELECT jsonb_object_agg(c.relname, (s.internal_pages + s.leaf_pages + 1) * 8192)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid, LATERAL pgstatindex(c.oid) s
+WHERE i.indrelid = 'job_runs'::regclass
 """
 
 # History a month can not age inside an hour: a partition of a month long past, filled with
@@ -88,7 +101,11 @@ class Sample:
     keys_bytes: int
     fires: int
     partitions: int
+    #: Each of the hot table's indexes: name -> bytes (which one grows, if the sum does).
+    index_sizes: dict[str, int]
     aged_written: int
+    #: Of each index, the bytes of the pages that hold entries (None: no pgstattuple).
+    index_in_use: dict[str, int] | None
     submitted: int
     load: str
 
@@ -103,6 +120,17 @@ async def probe(pool: store_pool.Pool, job: Any) -> list[float]:
         if claimed:
             await claims.finish(pool, "soak-probe", [claims.Outcome.succeeded(claimed[0])])
     return sorted(timings)
+
+
+async def index_in_use(conn: Any) -> dict[str, int] | None:
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        cursor = await conn.execute(INDEX_IN_USE)
+    except psycopg.Error:
+        await conn.rollback()
+        return None
+    row = await cursor.fetchone()
+    return None if row is None else row[0]
 
 
 async def write_aged_history(pool: store_pool.Pool, months_ago: int, rows: int) -> None:
@@ -158,11 +186,12 @@ async def soak(dsn: str, options: argparse.Namespace) -> list[Sample]:
                 async with pool.connection() as conn:
                     cursor = await conn.execute(STATS)
                     row = await cursor.fetchone()
+                    in_use = await index_in_use(conn)
                 assert row is not None
                 samples.append(
                     Sample(
                         (now - started) / 60, stack.quantile(timings, 0.5),
-                        stack.quantile(timings, 0.99), *row, aged, submitted,
+                        stack.quantile(timings, 0.99), *row, aged, in_use, submitted,
                         stack.load_average(),
                     )
                 )  # fmt: skip
@@ -237,6 +266,31 @@ def bytes_per_row(dsn: str) -> dict[str, float]:
     }  # fmt: skip
 
 
+def index_table(samples: list[Sample]) -> str:
+    """Each index of the hot table: its file at the first and last row and its peak, and (with
+    pgstattuple) the pages that hold entries, the same way."""
+    names = sorted({name for s in samples for name in s.index_sizes})
+    counted = all(s.index_in_use is not None for s in samples)
+    rows = []
+    for name in names:
+        columns = [name]
+        series: list[list[dict[str, int]]] = [[s.index_sizes for s in samples]]
+        if counted:
+            series.append([s.index_in_use or {} for s in samples])
+        for by_name in series:
+            values = [(b.get(name, 0), s.minute) for b, s in zip(by_name, samples, strict=True)]
+            peak, peak_minute = max(values)
+            columns += [
+                f"{values[0][0] / 2**20:.1f}", f"{peak / 2**20:.1f} (min {peak_minute:.0f})",
+                f"{values[-1][0] / 2**20:.1f}",
+            ]  # fmt: skip
+        rows.append(columns)
+    headers = ["index", "file MB first", "file MB peak", "file MB last"]
+    if counted:
+        headers += ["in use MB first", "in use MB peak", "in use MB last"]
+    return stack.table(headers, rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
@@ -298,7 +352,10 @@ def main() -> int:
         for s in samples
     ]  # fmt: skip
     print()
-    print(stack.table(headers, rows))
+    print("The hot table's indexes (a file never shrinks; in use: the pages holding entries):")
+    print(index_table(samples))
+    print()
+    print(stack.table(headers, rows))  # last: bench/all.py reads the last table
     third = max(1, len(samples) // 3)
     early, late = samples[:third], samples[-third:]
     peak_rows = max(s.hot_rows for s in early)
@@ -321,6 +378,16 @@ def main() -> int:
         + f"), job_run_attempts row {sizes['attempt']:.0f}"
         f" ({sizes['attempt_rows']:,} rows), idempotency key {sizes['key']:.0f}"
     )
+    if all(s.index_in_use is not None for s in samples):
+        in_use = [sum((s.index_in_use or {}).values()) for s in samples]
+        early_peak, late_peak = max(in_use[:third]), max(in_use[-third:])
+        print(
+            "indexes in use: "
+            + ("BOUNDED" if late_peak <= 1.2 * early_peak else "GROWING")
+            + f" (first third's peak {early_peak / 2**20:.1f} MB, last third's"
+            f" {late_peak / 2**20:.1f} MB); their files {samples[0].index_bytes / 2**20:.1f}"
+            f" -> {samples[-1].index_bytes / 2**20:.1f} MB"
+        )
     print(
         f"reproduce: .venv/bin/python bench/soak.py --minutes {options.minutes:g} --rate "
         f"{options.rate:g} --runners {options.runners} --interval {options.interval:g}"
