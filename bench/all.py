@@ -89,7 +89,9 @@ def runner_throughput(output: str) -> str:
 
 def soak(output: str) -> str:
     rows = _rows(output)
-    verdict = next((line for line in output.splitlines() if line.startswith("hot table")), "")
+    verdict = "; ".join(
+        line for line in output.splitlines() if line.startswith(("hot table", "indexes in use"))
+    )
     if not rows:
         return verdict or "no table"
     keys = f"; idempotency keys {rows[0][12]} -> {rows[-1][12]}" if len(rows[0]) > 15 else ""
