@@ -32,9 +32,14 @@ DEFAULT_LIMIT: Final = 50
 MAX_LIMIT: Final = 1000
 
 
-def row_json(row: history.HistoryRow) -> dict[str, Any]:
+def row_json(row: history.HistoryRow, *, with_error_text: bool = True) -> dict[str, Any]:
     """One run, with the JSON names of JobRun status; ``sundial runs -o json`` prints the same
-    object, so these keys are kept stable (new ones may be added)."""
+    object, so these keys are kept stable (new ones may be added).
+
+    ``with_error_text=False`` leaves ``lastError`` out (the key stays, as null): the endpoint
+    serves whoever the API server lets through, and a handler's traceback can carry what the
+    handler put in its message (a customer id, a URL with a token). ``sundial runs``, whose
+    caller already holds the DSN, keeps it."""
 
     def stamp(value: datetime | None) -> str | None:
         return None if value is None else value.isoformat().replace("+00:00", "Z")
@@ -57,7 +62,7 @@ def row_json(row: history.HistoryRow) -> dict[str, Any]:
         "queue": row.queue,
         "createdAt": stamp(row.created_at),
         "runAt": stamp(row.run_at),
-        "lastError": row.last_error,
+        "lastError": row.last_error if with_error_text else None,
         # Why a run that has not finished and is not running waits (scheduling.waiting).
         "waiting": None
         if waits is None
@@ -100,7 +105,7 @@ def routes(pool: Pool) -> list[web.RouteDef]:
             return web.json_response(
                 {"error": f"the run store cannot be read now: {error}"}, status=503
             )
-        items = [row_json(row) for row in rows]
+        items = [row_json(row, with_error_text=False) for row in rows]
         following = items[-1]["runId"] if len(items) == limit else None
         return web.json_response({"items": items, "before": following})
 

@@ -11,7 +11,7 @@ from aiohttp import test_utils, web
 
 from sundial.api import common, scheduled_job
 from sundial.operator import history_endpoint
-from sundial.store import claims, maintenance, runs, schedules
+from sundial.store import claims, history, maintenance, runs, schedules
 from sundial.store import pool as store_pool
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
@@ -86,3 +86,31 @@ async def test_another_namespace_sees_none_of_these_runs(
     await _runs(pool, "nightly", 2)
     response = await client.get("/history", params={"namespace": "elsewhere", "job": "nightly"})
     assert (await response.json()) == {"items": [], "before": None}
+
+
+async def test_error_text_stays_out_of_the_endpoint_but_not_out_of_the_store(
+    pool: store_pool.Pool, client: test_utils.TestClient
+) -> None:
+    """A handler's message can carry what it was handling; the endpoint answers whoever the API
+    server lets through, so it gives the failure's class, never the text."""
+    uid = uuid.uuid4()
+    spec = scheduled_job.ScheduledJobSpec(
+        schedule="*/5 * * * *",
+        handler=common.HandlerSpec(name="handlers.fails"),
+        retry=common.RetrySpec(max_retries=0),
+    )
+    await schedules.upsert(
+        pool, uid=uid, namespace="default", name="charges", generation=1, spec=spec, now=NOW
+    )
+    await runs.submit(pool, uid, schedule_id=uid, fire_time=NOW)
+    (claimed,) = await claims.claim(pool, "w", limit=1)
+    secret = "card 4111-1111-1111-1111 declined for customer 42"
+    await claims.finish(pool, "w", [claims.Outcome.failed(claimed, secret)])
+
+    response = await client.get("/history", params={"namespace": "default", "job": "charges"})
+    (item,) = (await response.json())["items"]
+    assert item["failureReason"] is not None and item["lastError"] is None
+    assert secret not in await response.text()
+
+    (row,) = await history.recent(pool, namespace="default", job="charges", limit=1)
+    assert secret in (history_endpoint.row_json(row)["lastError"] or "")
