@@ -331,4 +331,10 @@ def _parse_duration(text: str, duration: str) -> timedelta:
             text, "has an invalid @every duration; write it like 30s, 5m, 1h30m"
         )
     hours, minutes, seconds = (int(match.group(unit) or 0) for unit in ("h", "m", "s"))
-    return timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    total = hours * 3600 + minutes * 60 + seconds
+    if total > MAX_INTERVAL.total_seconds():
+        # Checked before timedelta, which overflows (OverflowError) long before Python's ints.
+        raise errors.InvalidScheduleError(
+            text, f"has an interval of {total} s; it must be between 1s and {MAX_INTERVAL.days}d"
+        )
+    return timedelta(seconds=total)

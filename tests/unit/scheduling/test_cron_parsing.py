@@ -132,6 +132,11 @@ def test_day_of_month_and_day_of_week_are_ored_when_both_restricted() -> None:
             "write it like 30s, 5m, 1h30m",
         ),
         (
+            "@every 99999999999h",
+            "schedule: '@every 99999999999h' has an interval of 359999999996400 s;"
+            " it must be between 1s and 366d",
+        ),
+        (
             "@every 0s",
             "schedule: '@every 0s' has an interval of 0:00:00; it must be between 1s and 366d",
         ),
