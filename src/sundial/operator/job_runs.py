@@ -375,7 +375,7 @@ def run_key(metadata: Mapping[str, Any], idempotency_key: str | None) -> str:
     """The idempotency key a user JobRun submits its run with: ``spec.idempotencyKey`` scoped
     to the namespace, else the JobRun's uid."""
     if idempotency_key:
-        return f"{metadata['namespace']}/{idempotency_key}"
+        return runs.scoped_key(str(metadata["namespace"]), idempotency_key)
     return str(metadata["uid"])
 
 

@@ -152,7 +152,7 @@ async def run_now(ctx: context.Context, body: Mapping[str, Any]) -> bool:
             ctx.pool,
             schedule_id,
             args=args,
-            idempotency_key=f"run-now:{schedule_id}:{value}"[:256],
+            idempotency_key=runs.scoped_key(f"run-now:{schedule_id}", value, separator=":"),
             schedule_id=schedule_id,
             fire_time=ctx.clock.now(),
         )

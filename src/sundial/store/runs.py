@@ -30,6 +30,7 @@ from sundial.store.pool import Connection, Pool
 
 __all__ = [
     "MAX_ARGS_BYTES",
+    "MAX_IDEMPOTENCY_KEY_LENGTH",
     "MAX_PRIORITY",
     "MIN_PRIORITY",
     "BatchItem",
@@ -42,6 +43,7 @@ __all__ = [
     "get",
     "replay",
     "run_for_key",
+    "scoped_key",
     "submit",
     "submit_graph",
     "submit_many",
@@ -49,6 +51,8 @@ __all__ = [
 
 #: Arguments are bounded (DESIGN.md section 9): larger payloads belong in object storage.
 MAX_ARGS_BYTES = 64 * 1024
+#: The longest idempotency key the store keeps (``scoped_key`` fits any scope and key into it).
+MAX_IDEMPOTENCY_KEY_LENGTH = 256
 MIN_PRIORITY = 0
 MAX_PRIORITY = 9
 
@@ -157,6 +161,17 @@ class _Request:
     queue: str | None = None
 
 
+def scoped_key(scope: str, key: str, *, separator: str = "/") -> str:
+    """``key`` under ``scope`` (``scope/key``) as the store keeps it: unchanged while it fits
+    ``MAX_IDEMPOTENCY_KEY_LENGTH``, else the key part replaced by its SHA-256 (hex), so two keys
+    never collide by being cut to the same prefix, and the same key always maps the same way.
+    A namespace (63) plus a JobRun's ``idempotencyKey`` (255) does not fit as it is."""
+    whole = f"{scope}{separator}{key}"
+    if len(whole) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        return whole
+    return f"{scope}{separator}sha256:{hashlib.sha256(key.encode()).hexdigest()}"
+
+
 def _validate(
     job: uuid.UUID | str,
     *,
@@ -180,8 +195,10 @@ def _validate(
     # schedule_id makes the run a schedule fire, deduplicated on (schedule_id, fire_time).
     if schedule_id is not None and fire_time is None:
         raise errors.InvalidSubmissionError("a schedule_id needs the fire_time of that fire")
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 256:
-        raise errors.InvalidSubmissionError("idempotency_key must be 1 to 256 characters long")
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise errors.InvalidSubmissionError(
+            f"idempotency_key must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters long"
+        )
     if priority is not None:
         _check_priority(priority)
     if queue is not None and (len(queue) > 63 or not _QUEUE.fullmatch(queue)):
