@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
@@ -34,6 +35,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from sundial.store import dsn as dsns
 from sundial.store import errors
 
 __all__ = ["UNAVAILABLE", "Connection", "Pool", "check_reachable", "open_pool", "store_error"]
@@ -44,9 +46,14 @@ Connection: TypeAlias = AsyncConnection[TupleRow]
 UNAVAILABLE: tuple[type[psycopg.Error], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
-def store_error(error: psycopg.Error) -> errors.StoreError:
-    """The store error a psycopg error becomes at the edge."""
-    text = str(error).strip().splitlines()
+# psycopg_pool logs libpq's errors, which can repeat a connection string, on every retry.
+for _logger in ("psycopg", "psycopg.pool"):
+    logging.getLogger(_logger).addFilter(dsns.LogFilter())
+
+
+def store_error(error: psycopg.Error, dsn: str = "") -> errors.StoreError:
+    """The store error a psycopg error becomes at the edge; never with a password in it."""
+    text = dsns.redact(str(error), dsn).strip().splitlines()
     message = f"{type(error).__name__}: {text[0] if text else ''}"
     if isinstance(error, UNAVAILABLE):
         return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
@@ -58,6 +65,9 @@ def store_error(error: psycopg.Error) -> errors.StoreError:
 class Pool(AsyncConnectionPool[Connection]):
     """psycopg's pool, whose connections raise store errors instead of psycopg's."""
 
+    def _dsn_text(self) -> str:
+        return self.conninfo if isinstance(self.conninfo, str) else ""
+
     @contextlib.asynccontextmanager
     async def connection(
         self,
@@ -67,7 +77,7 @@ class Pool(AsyncConnectionPool[Connection]):
             async with super().connection(timeout) as conn:
                 yield conn
         except psycopg.Error as error:
-            raise store_error(error) from error
+            raise store_error(error, self._dsn_text()) from error
 
 
 def _load_json(data: str | bytes) -> Any:
@@ -84,6 +94,7 @@ async def open_pool(
     dsn: str, *, min_size: int = 1, max_size: int = 4, name: str = "sundial"
 ) -> Pool:
     """Open and return a pool; close it with ``await pool.close()``."""
+    dsns.remember(dsn)
     pool = Pool(
         dsn,
         min_size=min_size,
@@ -99,7 +110,8 @@ async def open_pool(
         await pool.open(wait=True)
     except psycopg.Error as error:
         await pool.close()
-        raise store_error(error) from error
+        # Not chained: libpq's own text may repeat the DSN, password and all.
+        raise store_error(error, dsn) from None
     return pool
 
 
@@ -110,14 +122,15 @@ async def check_reachable(dsn: str, *, timeout_seconds: int = 10) -> None:
     sec") and keeps libpq's reason to its log. A command a person runs calls this first, so
     the error names the cause instead: connection refused, no such host, a password refused,
     a database that does not exist."""
+    dsns.remember(dsn)
     try:
         conn = await AsyncConnection.connect(dsn, connect_timeout=max(1, timeout_seconds))
     except psycopg.ProgrammingError as error:
-        text = str(error).strip().splitlines()
+        text = dsns.redact(str(error), dsn).strip().splitlines()
         raise errors.InvalidDsnError(
-            f"not a libpq connection string or URL ({text[0] if text else error!r}): write it"
-            " like postgresql://USER:PASSWORD@HOST:5432/DATABASE"
-        ) from error
+            f"not a libpq connection string or URL ({text[0] if text else type(error).__name__}):"
+            " write it like postgresql://USER:PASSWORD@HOST:5432/DATABASE"
+        ) from None
     except psycopg.Error as error:
-        raise store_error(error) from error
+        raise store_error(error, dsn) from None
     await conn.close()
