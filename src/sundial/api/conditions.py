@@ -180,6 +180,13 @@ class EventReason(enum.StrEnum):
     POD_DELETED = "PodDeleted"
     """Normal: an attempt's Pod was deleted by someone else before it ended and the job's
     ``podDeletionPolicy: Cancel`` cancelled the run (under ``Retry`` it is retried, no Event)."""
+    FORGED_POD = "ForgedPod"
+    """Warning, on a Pod: it carries the labels of a run's attempt but is not the Pod Sundial
+    created for it (another namespace, name or UID), so its end was ignored."""
+    FORGED_MIRROR = "ForgedMirror"
+    """Warning, on a JobRun: it is labelled as a mirror of a ScheduledJob's run but the operator
+    did not make it (another namespace than its ScheduledJob's, or no identity the operator
+    recorded), so it changed nothing."""
 
 
 def find_condition(

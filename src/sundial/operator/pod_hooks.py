@@ -181,6 +181,17 @@ class OperatorPodHooks:
                 key=events.dead_lettered_key(end.run_id, end.attempt),
             )
 
+    async def forged(self, pod: Mapping[str, Any], run_id: int, attempt: int) -> None:
+        metadata = pod.get("metadata") or {}
+        self.ctx.recorder.record(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": metadata},
+            events.WARNING,
+            EventReason.FORGED_POD,
+            f"this Pod carries the labels of run {run_id} attempt {attempt} but is not the Pod"
+            " Sundial created for it; its end was ignored",
+            key=f"run-{run_id}-{attempt}",
+        )
+
     async def _involved(self, end: launcher.AttemptEnd) -> Mapping[str, Any] | None:
         """The object an attempt's Events go on: its user JobRun, else its ScheduledJob."""
         user_run = self.user_job_run(end.idempotency_key)

@@ -11,8 +11,11 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    deleted, and the new Pod is created only once they are terminal or gone (one attempt's Pod
    at a time, checked at every start, so it also holds after a reap and a new claim). The Pod
    name is deterministic per attempt: a second create is a 409, adopted, never a second Pod.
-   A template the apiserver rejects (400/422, or 403 from Pod Security) fails the run at once
-   with the apiserver's message (class ``permanent``: no retry storm).
+   A Pod that breaks the namespace's Pod Security level as Sundial holds it (``pod_security``:
+   restricted by default, the namespace label ``sundial.dev/pod-security`` otherwise) or names
+   a ServiceAccount the namespace does not allow is never created, and neither is a template
+   the apiserver rejects (400/422, or 403 from Pod Security): the run fails at once with the
+   reason (class ``permanent``: no retry storm).
 3. **Observe** the Pods (one LIST per namespace of this installation's Pods whose outcome is
    not recorded yet, ``sundial.dev/tracked=true``, plus a GET for each held attempt missing
    from it: level triggered, see docs/adr/0009-pod-launcher.md), classify each attempt's Pod
@@ -73,7 +76,7 @@ from kubernetes.client.exceptions import ApiException
 
 from sundial.api import common
 from sundial.observability import pod_metrics
-from sundial.pods import failure_policy, manifests, outcomes, pod_api
+from sundial.pods import failure_policy, manifests, outcomes, pod_api, pod_security
 from sundial.pods.outcomes import PodOutcome, PodState
 from sundial.scheduling import clock as clocks
 from sundial.scheduling import failures, run_state
@@ -118,6 +121,8 @@ class LauncherSettings:
     #: 20 Pods deleted at once at a load of 20-30 reported 2.7-10.8 s after the delete.
     deletion_slack_seconds: float = outcomes.DELETION_SLACK.total_seconds()
     manifest: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
+    #: How long a namespace's Pod Security label and allowed ServiceAccounts are trusted.
+    namespace_ttl_seconds: float = 30.0
     #: Follow the tracked Pods with a watch that wakes the loop (off: poll only).
     watch: bool = True
     #: Steps woken by the watch are at least this far apart, so a burst of Pod events costs a
@@ -169,6 +174,11 @@ class LaunchHooks(Protocol):
     async def ended(self, end: AttemptEnd) -> None:
         """Called once per committed end of an attempt this launcher observed; never raises."""
 
+    async def forged(self, pod: Mapping[str, Any], run_id: int, attempt: int) -> None:
+        """Called once per Pod that carries the labels of an attempt this launcher holds but is
+        not that attempt's Pod (another namespace, another name, another UID): it changed
+        nothing, and the host reports it (a Warning Event on it); never raises."""
+
 
 @dataclass
 class _Attempt:
@@ -178,6 +188,10 @@ class _Attempt:
     namespace: str
     claimed_at: datetime
     created_at: datetime | None = None  # None until the Pod exists
+    #: The UID of the Pod this launcher created (from the create's answer) or adopted (found
+    #: under the attempt's own name in the run's namespace). Only that object's status is the
+    #: attempt's outcome: labels alone can be written by anyone who may create a Pod anywhere.
+    pod_uid: str | None = None
     #: The Pod's ``status.startTime`` once the kubelet has taken it on: our own timeout counts
     #: from it, as ``activeDeadlineSeconds`` does.
     started_at: datetime | None = None
@@ -225,6 +239,9 @@ class PodLauncher:
         self._attempts: dict[int, _Attempt] = {}  # run id -> the attempt we hold
         self._last_heartbeat: datetime | None = None
         self._adopted = False
+        self._forgeries_reported: set[str] = set()  # Pod UIDs, reported once each
+        #: Namespace objects read for their Pod Security level: name -> (read at, body).
+        self._namespaces: dict[str, tuple[datetime, Mapping[str, Any] | None]] = {}
 
     @property
     def held(self) -> dict[int, int]:
@@ -376,6 +393,9 @@ class PodLauncher:
         for pod in run_pods:
             pod_attempt = pod_api.attempt_of(pod)
             if pod_attempt == attempt.run.attempt:
+                if pod["metadata"].get("name") != attempt.pod_name:
+                    await self._report_forged(attempt, pod)
+                    continue
                 self._adopt_pod(attempt, pod)
                 return
             if pod_attempt < attempt.run.attempt and not pod_api.ended(pod):
@@ -408,8 +428,12 @@ class PodLauncher:
         )
         attempt.owner = spec.owner
         manifest = manifests.pod_manifest(spec, self._settings.manifest)
+        refusal = await self._pod_security_refusal(attempt.namespace, manifest["spec"])
+        if refusal is not None:
+            await self._refuse(attempt, "PodSecurity", refusal)
+            return
         try:
-            await self._pods.create(attempt.namespace, manifest)
+            attempt.pod_uid = await self._pods.create(attempt.namespace, manifest)
         except ApiException as error:
             if error.status == 409:
                 attempt.look_first = True  # it exists: adopted on the next step
@@ -464,6 +488,7 @@ class PodLauncher:
         attempt.created_at = self._clock.now()
 
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
+        attempt.pod_uid = pod_api.uid_of(pod)
         references = pod.get("metadata", {}).get("ownerReferences") or ()
         attempt.owner = references[0] if references else None
         created = pod.get("metadata", {}).get("creationTimestamp")
@@ -473,9 +498,45 @@ class PodLauncher:
             else self._clock.now()
         )
 
+    async def _pod_security_refusal(
+        self, namespace: str, pod_spec: Mapping[str, Any]
+    ) -> str | None:
+        """Why the Pod may not be created in ``namespace`` (``pod_security``), or None. The
+        namespace is read at most every ``namespace_ttl_seconds``; unreadable, it counts as
+        unlabelled: restricted, and no other ServiceAccount."""
+        now = self._clock.now()
+        cached = self._namespaces.get(namespace)
+        if (
+            cached is None
+            or (now - cached[0]).total_seconds() > self._settings.namespace_ttl_seconds
+        ):
+            try:
+                body = await self._pods.namespace(namespace)
+            except Exception:
+                log.exception("could not read namespace %s; holding it to restricted", namespace)
+                body = None
+            cached = (now, body)
+            self._namespaces[namespace] = cached
+        level, problem = pod_security.level_of(cached[1])
+        if problem is not None:
+            log.warning("namespace %s: %s", namespace, problem)
+        found = pod_security.violations(
+            pod_spec,
+            level,
+            installation_service_account=self._settings.manifest.service_account_name,
+            allowed_accounts=pod_security.allowed_service_accounts(cached[1]),
+        )
+        return pod_security.describe(found, level, namespace) if found else None
+
     async def _reject(self, attempt: _Attempt, error: ApiException) -> None:
-        message = pod_api.api_message(error)
-        log.warning("run %s: the apiserver refused its Pod: %s", attempt.run.id, message)
+        await self._refuse(
+            attempt, "PodRejected", f"the apiserver refused the Pod: {pod_api.api_message(error)}"
+        )
+
+    async def _refuse(self, attempt: _Attempt, reason: str, message: str) -> None:
+        """End the attempt's run failed (class ``permanent``: a retry would be refused the
+        same way) without a Pod, with ``reason`` and ``message`` on the run."""
+        log.warning("run %s: its Pod is refused: %s", attempt.run.id, message)
         self._attempts.pop(attempt.run.id, None)
         await pod_runs.record_pod(
             self._pool,
@@ -483,14 +544,10 @@ class PodLauncher:
             attempt.run.id,
             attempt.run.attempt,
             pod_name=attempt.pod_name,
-            reason="PodRejected",
+            reason=reason,
         )
-        attempt.ended = PodOutcome(PodState.NEVER_STARTED, "PodRejected", message=message)
-        outcome = claims.Outcome.failed(
-            attempt.run,
-            f"the apiserver refused the Pod: {message}",
-            failures.FailureClass.PERMANENT,
-        )
+        attempt.ended = PodOutcome(PodState.NEVER_STARTED, reason, message=message)
+        outcome = claims.Outcome.failed(attempt.run, message, failures.FailureClass.PERMANENT)
         await self._finish([(attempt, outcome, None)])
 
     async def _fail_if_never_started(self, attempt: _Attempt) -> None:
@@ -519,16 +576,26 @@ class PodLauncher:
         pods = await self._pods.list(
             self._settings.namespaces, pod_api.tracked_selector(self._settings.manifest.instance)
         )
-        by_attempt: dict[tuple[int, int], dict[str, Any] | None] = {
-            (pod_api.run_of(pod), pod_api.attempt_of(pod)): pod for pod in pods
-        }
+        by_attempt: dict[tuple[int, int], dict[str, Any] | None] = {}
+        for listed in pods:
+            key = (pod_api.run_of(listed), pod_api.attempt_of(listed))
+            if self._forged(listed):
+                await self._report_forged(self._attempts[key[0]], listed)
+                continue
+            by_attempt[key] = listed
         watched = [
             a for a in self._attempts.values() if a.created_at is not None and a.ended is None
         ]
         missing = [a for a in watched if a.key not in by_attempt]
         if missing:
             found = await self._pods.get_many([(a.namespace, a.pod_name) for a in missing])
-            by_attempt.update(zip((a.key for a in missing), found, strict=True))
+            for absent, got in zip(missing, found, strict=True):
+                if got is not None and not _is_its_pod(absent, got):
+                    # Its name, in its namespace, but another object: the Pod we created was
+                    # deleted and someone made this one. Ours is gone.
+                    await self._report_forged(absent, got)
+                    got = None
+                by_attempt[absent.key] = got
         now = self._clock.now()
         ended: list[tuple[_Attempt, PodOutcome]] = []
         for attempt in list(self._attempts.values()):
@@ -560,7 +627,8 @@ class PodLauncher:
                 attempt.ended = outcome
                 ended.append((attempt, outcome))
         # Decided before the ends: a Pod released by its own finish below is not swept again.
-        unheld = [pod for pod in pods if not self._holds(pod)]
+        # A forged Pod is neither held nor swept: it is not ours to delete or release.
+        unheld = [pod for pod in pods if not self._holds(pod) and not self._forged(pod)]
         await self._end(ended)
         await self._sweep(unheld)
 
@@ -721,7 +789,42 @@ class PodLauncher:
     def _holds(self, pod: Mapping[str, Any]) -> bool:
         """Whether ``pod`` is the Pod of an attempt this launcher holds."""
         attempt = self._attempts.get(pod_api.run_of(pod))
-        return attempt is not None and attempt.run.attempt == pod_api.attempt_of(pod)
+        return (
+            attempt is not None
+            and attempt.run.attempt == pod_api.attempt_of(pod)
+            and _is_its_pod(attempt, pod)
+        )
+
+    def _forged(self, pod: Mapping[str, Any]) -> bool:
+        """Whether ``pod`` wears the labels of an attempt this launcher holds but is not its Pod."""
+        attempt = self._attempts.get(pod_api.run_of(pod))
+        return (
+            attempt is not None
+            and attempt.run.attempt == pod_api.attempt_of(pod)
+            and not _is_its_pod(attempt, pod)
+        )
+
+    async def _report_forged(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
+        """Log a Pod that wears ``attempt``'s labels without being its Pod, and tell the hooks
+        once per Pod (by UID): the attempt's outcome never comes from it."""
+        uid = pod_api.uid_of(pod) or ""
+        if uid in self._forgeries_reported:
+            return
+        self._forgeries_reported.add(uid)
+        metadata = pod.get("metadata") or {}
+        log.warning(
+            "run %s attempt %s: Pod %s/%s carries its labels but is not its Pod; ignored",
+            attempt.run.id,
+            attempt.run.attempt,
+            metadata.get("namespace"),
+            metadata.get("name"),
+        )
+        if self._hooks is None:
+            return
+        try:
+            await self._hooks.forged(pod, attempt.run.id, attempt.run.attempt)
+        except Exception:  # reporting is best effort; ignoring the Pod is what protects the run
+            log.exception("could not report the forged Pod %s", metadata.get("name"))
 
     def _deadline(self, attempt: _Attempt, created_at: datetime) -> datetime:
         """When our own clock times the attempt out: ``timeoutSeconds`` (plus the slack) from
@@ -741,6 +844,17 @@ class PodLauncher:
         if seconds is None:
             return timedelta(seconds=self._settings.default_start_timeout_seconds)
         return timedelta(seconds=seconds)
+
+
+def _is_its_pod(attempt: _Attempt, pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` is the Pod this launcher made for ``attempt``: in the run's namespace,
+    under the attempt's deterministic name, and (once known) with the UID the create returned
+    or the adoption found. The Job controller matches its Pods the same way, by owner UID inside
+    the Job's namespace, never by labels alone."""
+    metadata = pod.get("metadata") or {}
+    if metadata.get("namespace") != attempt.namespace or metadata.get("name") != attempt.pod_name:
+        return False
+    return attempt.pod_uid is None or pod_api.uid_of(pod) == attempt.pod_uid
 
 
 def _remember_delete_request(attempt: _Attempt, pod: Mapping[str, Any] | None) -> None:

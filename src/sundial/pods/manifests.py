@@ -11,8 +11,9 @@ Guarantees:
 * **Restricted by default** (DESIGN.md section 9): where the template leaves them unset, the
   Pod runs as non-root with seccomp RuntimeDefault, no privilege escalation, all capabilities
   dropped, a read-only root filesystem, and no service-account token. A template that sets one
-  of these explicitly keeps its value: the namespace's Pod Security admission is the place to
-  forbid it, and the apiserver's refusal fails the run with its message.
+  of these explicitly keeps its value here; the launcher then holds the whole Pod to the
+  namespace's level (``pod_security``: restricted unless a platform admin labels the namespace)
+  before creating it, and the namespace's own Pod Security admission applies on top.
 * **No database credential** is ever added. Variables named ``SUNDIAL_*`` are reserved: the
   template's own are replaced by the run's (a template cannot forge a fencing token), and
   ``SUNDIAL_DSN`` is never set. Other variables of the template are the user's and kept.
@@ -259,7 +260,10 @@ def _restrict(pod_spec: dict[str, Any], settings: ManifestSettings) -> None:
         containers = [dict(c) for c in pod_spec.get(key) or []]
         for container in containers:
             security = dict(container.get("securityContext") or {})
-            security.setdefault("allowPrivilegeEscalation", False)
+            if not security.get("privileged"):
+                # The apiserver refuses privileged with allowPrivilegeEscalation false; a
+                # privileged container gets here only where the namespace's level allows it.
+                security.setdefault("allowPrivilegeEscalation", False)
             security.setdefault("capabilities", {"drop": ["ALL"]})
             security.setdefault("readOnlyRootFilesystem", True)
             container["securityContext"] = security

@@ -38,6 +38,7 @@ __all__ = [
     "run_of",
     "tracked",
     "tracked_selector",
+    "uid_of",
 ]
 
 log = logging.getLogger("sundial.pods.pod_api")
@@ -65,11 +66,13 @@ class PodApi:
         self._core: Any = client.CoreV1Api(api_client)
         self._delete_grace_seconds = delete_grace_seconds
 
-    async def create(self, namespace: str, manifest: Mapping[str, Any]) -> None:
-        """Create the Pod; an ``ApiException`` (409, 422 …) is the caller's to read."""
-        await asyncio.to_thread(
+    async def create(self, namespace: str, manifest: Mapping[str, Any]) -> str | None:
+        """Create the Pod and return its UID (None if the answer had none); an
+        ``ApiException`` (409, 422 …) is the caller's to read."""
+        response = await asyncio.to_thread(
             self._core.create_namespaced_pod, namespace, dict(manifest), _preload_content=False
         )
+        return uid_of(json.loads(response.data) if response.data else {})
 
     async def list(
         self, namespaces: Sequence[str] | None, selector: str, *, field_selector: str | None = None
@@ -88,6 +91,21 @@ class PodApi:
         targets: Sequence[str | None] = [None] if namespaces is None else list(namespaces)
         listings = await asyncio.gather(*(asyncio.to_thread(list_in, ns) for ns in targets))
         return [pod for listing in listings for pod in listing]
+
+    async def namespace(self, name: str) -> dict[str, Any] | None:
+        """The Namespace object ``name`` (its labels and annotations), or None if it is gone."""
+
+        def read() -> dict[str, Any] | None:
+            try:
+                response = self._core.read_namespace(name, _preload_content=False)
+            except ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+            found: dict[str, Any] = json.loads(response.data)
+            return found
+
+        return await asyncio.to_thread(read)
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         def get() -> dict[str, Any] | None:
@@ -295,6 +313,11 @@ def attempt_of(pod: Mapping[str, Any]) -> int:
         return int(labels(pod).get(manifests.LABEL_ATTEMPT, "-1"))
     except ValueError:
         return -1
+
+
+def uid_of(pod: Mapping[str, Any]) -> str | None:
+    uid = (pod.get("metadata") or {}).get("uid")
+    return None if uid is None else str(uid)
 
 
 def ended(pod: Mapping[str, Any]) -> bool:
