@@ -87,6 +87,7 @@ class Mirror:
         self.work = 0
         self._listed = 0
         self.heap = heap.HeapTrimmer()
+        self._forgeries_reported: set[str] = set()  # JobRun UIDs, reported once each
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass until ``stop``; a failed pass is logged and the next one starts over."""
@@ -122,14 +123,19 @@ class Mirror:
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
         self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
+        namespace_of = {status.schedule_id(b): b["metadata"]["namespace"] for b in scheduled}
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
         for body in runs_listed:
             labels = body["metadata"].get("labels") or {}
             if labels.get(context.LABEL_MIRROR) == "true":
                 owner = _owner_uid(body)
-                if owner is not None:
-                    mirrored.setdefault(owner, {})[body["metadata"]["name"]] = body
+                if owner is None or owner not in namespace_of:
+                    continue  # its ScheduledJob is gone: the garbage collector takes it
+                if namespace_of[owner] != body["metadata"]["namespace"]:
+                    self._report_forged_mirror(body, namespace_of[owner])
+                    continue
+                mirrored.setdefault(owner, {})[body["metadata"]["name"]] = body
             elif not body["metadata"].get("deletionTimestamp"):
                 users.append(body)
         self._index_user_runs(users, registered_before)
@@ -162,6 +168,29 @@ class Mirror:
                 "api_requests": sent,
                 "seconds": round(time.perf_counter() - started, 3),
             },
+        )
+
+    def _report_forged_mirror(self, body: Mapping[str, Any], owner_namespace: str) -> None:
+        """A JobRun labelled as the mirror of a ScheduledJob in another namespace: the operator
+        makes a mirror only beside its ScheduledJob (an ownerReference cannot cross namespaces),
+        so someone else wrote it. It is neither synced, cancelled, replayed nor deleted; it gets
+        one Warning Event (per operator process) and is otherwise left alone."""
+        metadata = body["metadata"]
+        uid = str(metadata.get("uid"))
+        if uid in self._forgeries_reported:
+            return
+        self._forgeries_reported.add(uid)
+        log.warning(
+            "ignoring a JobRun labelled as a mirror of a ScheduledJob in another namespace",
+            extra={"object": f"{metadata.get('namespace')}/{metadata.get('name')}"},
+        )
+        self.ctx.recorder.record(
+            {"apiVersion": common.API_VERSION, "kind": job_run.KIND, "metadata": metadata},
+            events.WARNING,
+            conditions.EventReason.FORGED_MIRROR,
+            f"labelled {context.LABEL_MIRROR}=true with an owner in namespace {owner_namespace}:"
+            " Sundial did not make it, and it changes nothing",
+            key=uid,
         )
 
     async def _sync_scheduled_jobs(
