@@ -130,7 +130,7 @@ def _stand_in(kubectl: Any, namespace: str, release: str, address: str, port: in
     )  # fmt: skip
 
 
-def test_history_through_the_charts_service_with_only_the_charts_view_role(
+def test_history_through_the_charts_service_with_only_the_charts_history_role(
     helm: Callable[..., Any],
     sundial_crds_applied: None,
     operator_dsn: str,
@@ -156,8 +156,8 @@ def test_history_through_the_charts_service_with_only_the_charts_view_role(
     request.addfinalizer(lambda: helm("uninstall", release, *base, "--wait"))
     node = f"operator-host-{namespace}"
     request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
-    view_role = f"{release}-sundial-view"
-    assert get_json(kubectl, "clusterrole", view_role)["metadata"]["name"] == view_role
+    history_role = f"{release}-sundial-history"
+    assert get_json(kubectl, "clusterrole", history_role)["metadata"]["name"] == history_role
 
     port = _free_port()
     service = ("--service", f"{namespace}/sundial-operator")
@@ -184,9 +184,9 @@ def test_history_through_the_charts_service_with_only_the_charts_view_role(
         assert forbidden.returncode == 6, forbidden
         assert "services/proxy" in forbidden.stderr
 
-        # The chart's own view role, bound in the release's namespace, and nothing else.
+        # The chart's own history role, bound in the release's namespace, and nothing else.
         kubectl(
-            "create", "rolebinding", "-n", namespace, "viewer", f"--clusterrole={view_role}",
+            "create", "rolebinding", "-n", namespace, "viewer", f"--clusterrole={history_role}",
             f"--serviceaccount={namespace}:viewer",
         )  # fmt: skip
 
