@@ -115,6 +115,13 @@ def thread_record(args: dict[str, Any], ctx: sundial.JobContext) -> None:
         file.write(f"{ctx.run_id} {ctx.attempt}\n")
 
 
+@sundial.job("loop.record_namespace", execution_model="thread")
+def record_namespace(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Appends "run_id namespace" to args["path"]: which tenant's run this runner ran."""
+    with open(args["path"], "a", encoding="utf-8") as file:
+        file.write(f"{ctx.run_id} {ctx.namespace}\n")
+
+
 def _write_pid(directory: str, name: str) -> None:
     path = os.path.join(directory, f"{name}.pid")
     with open(path + ".tmp", "w", encoding="utf-8") as file:

@@ -157,6 +157,7 @@ def sub_cooperative(args: PidFile, ctx: sundial.JobContext) -> None:
 def echo_context(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     pathlib.Path(args["out"]).write_text(
         f"{ctx.run_id}|{ctx.attempt}|{ctx.idempotency_key}|{ctx.fire_time}|{args.get('n')}"
+        + ("" if ctx.namespace is None else f"|{ctx.namespace}")
     )
 
 

@@ -41,11 +41,13 @@ def submit(
             """
             INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
                                   max_retries, backoff_base_seconds, backoff_cap_seconds,
-                                  max_lost_leases, state, priority, run_at, dispatch_key, args)
+                                  max_lost_leases, state, priority, run_at, dispatch_key, args,
+                                  namespace)
             SELECT j.id, j.queue, j.handler, j.execution_model, j.timeout_seconds,
                    j.max_retries, j.backoff_base_seconds, j.backoff_cap_seconds,
                    j.max_lost_leases,
-                   'pending', j.priority, now(), sundial_dispatch_key(now(), j.priority), %s
+                   'pending', j.priority, now(), sundial_dispatch_key(now(), j.priority), %s,
+                   j.namespace
             FROM job_definitions j, generate_series(1, %s)
             WHERE j.id = %s
             RETURNING id

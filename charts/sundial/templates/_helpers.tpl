@@ -74,6 +74,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- toJson (uniq $namespaces) -}}
 {{- end -}}
 
+{{/* Namespaces the runner serves: ["*"] is every namespace (no --namespace flag). */}}
+{{- define "sundial.runnerNamespaces" -}}
+{{- $namespaces := .Values.runner.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) -}}
+{{- toJson (uniq $namespaces) -}}
+{{- end -}}
+
 {{/* The Pod securityContext: the chart's restricted default merged with the component's. */}}
 {{- define "sundial.podSecurityContext" -}}
 {{- toYaml (merge (deepCopy .component) .root.Values.podSecurityContext) -}}

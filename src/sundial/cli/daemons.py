@@ -6,6 +6,8 @@ fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from sundial.cli import serve as serve_module
@@ -165,6 +167,23 @@ def _parse_concurrency(
     return parsed
 
 
+def _parse_namespaces(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Namespace names, each a DNS-1123 label (what Kubernetes allows), comma lists split."""
+    names = tuple(name.strip() for value in values for name in value.split(",") if name.strip())
+    for name in names:
+        if len(name) > 63 or not _NAMESPACE.fullmatch(name):
+            raise click.BadParameter(
+                f"{name!r} is not a namespace name: 1 to 63 lowercase letters, digits and '-',"
+                " starting and ending with a letter or digit"
+            )
+    return names
+
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
 @main.command()
 @dsn_option
 @click.option(
@@ -178,6 +197,14 @@ def _parse_concurrency(
 )
 @click.option(
     "--queue", "queues", multiple=True, default=("default",), help="Queue to serve (repeatable)."
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    callback=_parse_namespaces,
+    help="Serve only the runs of jobs in this namespace (repeatable). Each namespace is a tenant:"
+    " a runner runs its handlers for the namespaces it names. Default: every namespace.",
 )
 @click.option(
     "--concurrency",
@@ -257,6 +284,7 @@ def runner(
     dsn: str,
     handler_modules: tuple[str, ...],
     queues: tuple[str, ...],
+    namespaces: tuple[str, ...],
     concurrency: dict[str, int],
     lease_seconds: float,
     grace_seconds: float,
@@ -304,6 +332,7 @@ def runner(
         worker_id=worker_id or f"{socket.gethostname()}:{os.getpid()}",
         handler_modules=handler_modules,
         queues=queues,
+        namespaces=namespaces or None,
         concurrency={
             **worker.DEFAULT_CONCURRENCY,
             **{registry.ExecutionModel(k): v for k, v in concurrency.items()},

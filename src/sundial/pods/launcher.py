@@ -346,6 +346,7 @@ class PodLauncher:
             execution_models=("pod",),
             limit=min(free, self._settings.claim_batch),
             lease_seconds=self._settings.lease_seconds,
+            namespaces=self._settings.namespaces,
         )
         if claimed:
             lease = self._settings.lease_seconds

@@ -153,6 +153,7 @@ def environment(spec: LaunchSpec) -> dict[str, str]:
     }
     if spec.fire_time is not None:
         variables["SUNDIAL_FIRE_TIME"] = spec.fire_time.isoformat()
+    variables["SUNDIAL_NAMESPACE"] = spec.job_namespace
     return variables
 
 

@@ -45,6 +45,7 @@ class JobContext:
         "fire_time",
         "handler",
         "idempotency_key",
+        "namespace",
         "run_id",
     )
 
@@ -54,6 +55,8 @@ class JobContext:
     fire_time: datetime | None
     handler: str
     cancel_event: asyncio.Event | threading.Event
+    #: The namespace of the run's job: the tenant the run belongs to (None when run by hand).
+    namespace: str | None
     _logger: logging.LoggerAdapter[logging.Logger] | None
 
     def __init__(
@@ -66,6 +69,7 @@ class JobContext:
         handler: str,
         cancel_event: asyncio.Event | threading.Event,
         logger: logging.LoggerAdapter[logging.Logger] | None = None,
+        namespace: str | None = None,
     ) -> None:
         setter = object.__setattr__
         setter(self, "run_id", run_id)
@@ -75,6 +79,7 @@ class JobContext:
         setter(self, "handler", handler)
         setter(self, "cancel_event", cancel_event)
         setter(self, "_logger", logger)
+        setter(self, "namespace", namespace)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"JobContext is read-only; cannot assign {name!r}")
@@ -118,8 +123,10 @@ def make(
     idempotency_key: str,
     fire_time: datetime | None,
     cancel_event: asyncio.Event | threading.Event,
+    namespace: str | None = None,
 ) -> JobContext:
     return JobContext(
+        namespace=namespace,
         run_id=run_id,
         attempt=attempt,
         idempotency_key=idempotency_key,

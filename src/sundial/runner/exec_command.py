@@ -159,6 +159,7 @@ def _identity(environ: Mapping[str, str]) -> dict[str, Any]:
             ) from None
     run_id = environ.get("SUNDIAL_RUN_ID", "local")
     return {
+        "namespace": environ.get("SUNDIAL_NAMESPACE") or None,
         "run_id": run_id,
         "attempt": attempt,
         "idempotency_key": environ.get("SUNDIAL_IDEMPOTENCY_KEY", run_id),
@@ -177,6 +178,7 @@ def environment_for(
     idempotency_key: str,
     fire_time: datetime | None,
     args: Mapping[str, Any],
+    namespace: str | None = None,
 ) -> dict[str, str]:
     """The variables ``sundial exec`` reads, for whoever starts it (subprocess or pod)."""
     variables = {
@@ -187,6 +189,8 @@ def environment_for(
     }
     if fire_time is not None:
         variables["SUNDIAL_FIRE_TIME"] = fire_time.isoformat()
+    if namespace is not None:
+        variables["SUNDIAL_NAMESPACE"] = namespace
     return variables
 
 

@@ -73,6 +73,7 @@ class Invocation:
         "fire_time",
         "handler",
         "idempotency_key",
+        "namespace",
         "run_id",
         "timeout_seconds",
     )
@@ -87,6 +88,7 @@ class Invocation:
         fire_time: datetime | None = None,
         timeout_seconds: float | None = None,
         cancel: asyncio.Event | None = None,
+        namespace: str | None = None,
     ) -> None:
         self.handler = handler
         """A registered handler name; never an import path."""
@@ -100,6 +102,8 @@ class Invocation:
         self.timeout_seconds = timeout_seconds
         """Overrides the handler's registered timeout when set."""
         self.cancel: asyncio.Event = CancelEvent() if cancel is None else cancel
+        self.namespace = namespace
+        """The namespace of the run's job, handed to the handler (``JobContext.namespace``)."""
 
     def __repr__(self) -> str:
         return (

@@ -93,6 +93,8 @@ class Settings:
     worker_id: str
     handler_modules: tuple[str, ...] = ()
     queues: tuple[str, ...] = ("default",)
+    #: The namespaces whose runs it claims; None: every namespace.
+    namespaces: tuple[str, ...] | None = None
     concurrency: Mapping[Model, int] = dataclasses.field(
         default_factory=lambda: dict(DEFAULT_CONCURRENCY)
     )
@@ -228,6 +230,9 @@ class Worker:
             extra={
                 "worker": self.settings.worker_id,
                 "queues": list(self.settings.queues),
+                "namespaces": "all"
+                if self.settings.namespaces is None
+                else list(self.settings.namespaces),
                 "handlers": sorted(h.name for h in self.handlers),
                 "metrics_port": self.port,
                 "max_unfinished": self.max_unfinished,
@@ -346,6 +351,7 @@ class Worker:
                         registered_model=True,
                         limit=limit,
                         lease_seconds=self.settings.lease_seconds,
+                        namespaces=self.settings.namespaces,
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
                     for run in runs:
@@ -377,6 +383,8 @@ class Worker:
             run.fire_time,
             # None: the handler's registration decides, else the default (base.prepare).
             run.timeout_seconds,
+            None,
+            run.namespace,
         )
         if run.cancel_requested:
             job.cancel.set()
@@ -532,6 +540,7 @@ class Worker:
                     queues=self.settings.queues,
                     handlers=served,
                     ttl_seconds=3 * interval,
+                    namespaces=self.settings.namespaces,
                 )
                 if self.settings.maintenance_seconds > 0:
                     for run in await runners.mark_unclaimable(self.pool()):

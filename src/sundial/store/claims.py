@@ -76,6 +76,9 @@ class ClaimedRun(NamedTuple):
     backoff_base_seconds: float
     backoff_cap_seconds: float
     cancel_requested: bool
+    #: The namespace of the run's job (a tenant boundary: a runner serves some namespaces).
+    #: None only for a run inserted by a process older than the column.
+    namespace: str | None = None
 
 
 class Outcome(NamedTuple):
@@ -185,8 +188,12 @@ async def claim(
     registered_model: bool = False,
     limit: int = 10,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    namespaces: Sequence[str] | None = None,
 ) -> list[ClaimedRun]:
-    """Claim up to ``limit`` due runs (size it to free slots), strictly by aged priority."""
+    """Claim up to ``limit`` due runs (size it to free slots), strictly by aged priority.
+
+    ``namespaces``: claim only runs of jobs in these namespaces (None: every namespace). Each
+    namespace is a tenant boundary, so a runner that serves one team never runs another's."""
     if limit <= 0:
         return []
     async with pool.connection() as conn:
@@ -200,6 +207,7 @@ async def claim(
                 "unset_model": registered_model,
                 "limit": limit,
                 "lease_seconds": float(lease_seconds),
+                "namespaces": None if namespaces is None else list(namespaces),
             },
         )
         rows = await cursor.fetchall()

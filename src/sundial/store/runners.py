@@ -46,8 +46,10 @@ async def announce(
     queues: Sequence[str],
     handlers: Mapping[str, str],
     ttl_seconds: float,
+    namespaces: Sequence[str] | None = None,
 ) -> None:
-    """Say that ``worker`` serves ``handlers`` (name -> model) on ``queues`` for a while."""
+    """Say that ``worker`` serves ``handlers`` (name -> model) on ``queues`` for a while, for
+    the jobs of ``namespaces`` (None: every namespace)."""
     async with pool.connection() as conn:
         await conn.execute(
             queries.get("runner_announce"),
@@ -56,6 +58,7 @@ async def announce(
                 "queues": list(queues),
                 "handlers": Jsonb(dict(handlers)),
                 "ttl_seconds": float(ttl_seconds),
+                "namespaces": None if namespaces is None else list(namespaces),
             },
         )
 

@@ -50,7 +50,7 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
     assert _kinds(objects) == {
         "CustomResourceDefinition": 2,
         "ServiceAccount": 4,  # operator, runner, migrate hook, job Pods
-        "ClusterRole": 4,  # operator, its CRD watch, view and edit aggregates
+        "ClusterRole": 5,  # operator, its CRD watch, view and edit aggregates, history
         "ClusterRoleBinding": 2,
         "Deployment": 2,
         "Job": 1,
@@ -100,7 +100,7 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
         assert "HookSucceeded" in argo.split(",")
 
 
-def test_the_operator_service_and_the_view_role_open_the_history_and_nothing_else(
+def test_the_history_role_opens_the_operator_service_alone_and_view_gets_no_proxy(
     render: Callable[..., Any],
 ) -> None:
     objects = render()
@@ -110,10 +110,16 @@ def test_the_operator_service_and_the_view_role_open_the_history_and_nothing_els
     assert service["spec"]["ports"] == [{"port": 80, "targetPort": "health", "protocol": "TCP"}]
     operator = _one(objects, "Deployment", "operator")
     assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
-    view = _one(objects, "ClusterRole", "view")
-    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
-    proxy = [rule for rule in view["rules"] if rule["apiGroups"] == [""]]
-    assert proxy == [
+    # The proxy reads every namespace's history: never folded into the built-in view or edit.
+    for name in ("view", "edit"):
+        role = _one(objects, "ClusterRole", name)
+        assert all(rule["apiGroups"] == ["sundial.dev"] for rule in role["rules"]), role
+    history = _one(objects, "ClusterRole", "history")
+    assert not any(
+        key.startswith("rbac.authorization.k8s.io/aggregate")
+        for key in history["metadata"]["labels"]
+    )
+    assert history["rules"] == [
         {
             "apiGroups": [""],
             "resources": ["services/proxy"],
@@ -123,8 +129,8 @@ def test_the_operator_service_and_the_view_role_open_the_history_and_nothing_els
     ]
     renamed = render({"operator": {"service": {"name": "history", "port": 8080}}})
     assert _one(renamed, "Service")["metadata"]["name"] == "history"
-    view = _one(renamed, "ClusterRole", "view")
-    assert [r["resourceNames"] for r in view["rules"] if "resourceNames" in r] == [["history"]]
+    history = _one(renamed, "ClusterRole", "history")
+    assert [r["resourceNames"] for r in history["rules"]] == [["history"]]
 
 
 def test_the_operator_is_scraped_with_its_labels_honoured(render: Callable[..., Any]) -> None:
@@ -181,7 +187,10 @@ def test_watch_namespaces_get_roles_and_no_cluster_wide_write(render: Callable[.
         name = role["metadata"]["name"]
         verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
         if name.endswith("-operator-discovery"):
-            assert verbs == {"list", "watch"}
+            # get: a namespace's Pod Security label, read before a job Pod is created there.
+            assert verbs == {"get", "list", "watch"}
+        elif name.endswith("-history"):
+            assert verbs == {"get"}  # services/proxy of the operator's Service alone
         else:
             assert name.endswith(("-view", "-edit")), name
     # Job Pods run in the watched namespaces: their ServiceAccount and NetworkPolicy are there.
@@ -421,3 +430,18 @@ def test_the_bundled_postgresql_gets_the_settings_the_run_store_needs_and_yours(
     mine = {"autovacuum_naptime": "5s", "work_mem": "8MB", "log_min_duration_statement": 500}
     given = settings(render({"postgresql": {"bundled": {"enabled": True, "settings": mine}}}))
     assert given == {**server.RECOMMENDED, **{k: str(v) for k, v in mine.items()}}
+
+
+def test_the_runner_serves_the_release_namespace_or_what_it_is_told(
+    render: Callable[..., Any],
+) -> None:
+    def served(values: dict[str, Any] | None = None) -> list[str]:
+        runner = _one(render(values, namespace="platform"), "Deployment", "runner")
+        args = runner["spec"]["template"]["spec"]["containers"][0]["args"]
+        return [arg.split("=", 1)[1] for arg in args if arg.startswith("--namespace=")]
+
+    # A tenant's handlers never run for another namespace unless the platform team says so.
+    assert served() == ["platform"]
+    assert served({"watchNamespaces": ["team-a", "team-b"]}) == ["team-a", "team-b"]
+    assert served({"runner": {"namespaces": ["team-c"]}}) == ["team-c"]
+    assert served({"runner": {"namespaces": ["*"]}}) == []  # no flag: every namespace

@@ -175,4 +175,4 @@ def test_handler_pod_runs_its_command_as_written(
         check=False,
     )
     assert result.returncode == exec_command.EXIT_SUCCEEDED, result.stderr
-    assert out.read_text() == "42|3|run:42|2026-11-29 12:00:00+00:00|7"
+    assert out.read_text() == "42|3|run:42|2026-11-29 12:00:00+00:00|7|team-a"

@@ -32,9 +32,12 @@ async def test_a_due_schedule_creates_its_run_with_the_fire_time_and_advances(
     assert info.last_fire_time == START + timedelta(minutes=5)
     assert info.fires_total == 1
     # The runner gets the logical fire time with the claim.
-    [claimed] = await claims.claim(pool, "worker-1", limit=5)
+    # The namespace too, so only a runner that serves it claims the run.
+    assert await claims.claim(pool, "worker-1", limit=5, namespaces=["elsewhere"]) == []
+    [claimed] = await claims.claim(pool, "worker-1", limit=5, namespaces=["default"])
     assert claimed.fire_time == START + timedelta(minutes=5)
     assert claimed.schedule_id == uid
+    assert claimed.namespace == "default"
 
 
 async def test_upsert_keeps_next_fire_time_unless_the_schedule_changes(pool: pool.Pool) -> None:

@@ -137,7 +137,9 @@ def test_every_container_gets_the_run_environment_equal_to_sundial_exec() -> Non
         idempotency_key="run:42",
         fire_time=FIRE,
         args={"day": "2026-11-29"},
+        namespace=launch().job_namespace,
     )
+    assert expected["SUNDIAL_NAMESPACE"]  # the handler learns whose run it is
     for container in pod["spec"]["containers"] + pod["spec"]["initContainers"]:
         assert env_of(container) == expected
 

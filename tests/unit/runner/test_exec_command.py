@@ -26,9 +26,10 @@ def test_success_and_context_from_the_environment(tmp_path: pathlib.Path) -> Non
         SUNDIAL_ATTEMPT="2",
         SUNDIAL_IDEMPOTENCY_KEY="idem",
         SUNDIAL_FIRE_TIME="2026-01-01T00:00:00+00:00",
+        SUNDIAL_NAMESPACE="team-a",
     )
     assert code == exec_command.EXIT_SUCCEEDED
-    assert out.read_text() == "r7|2|idem|2026-01-01 00:00:00+00:00|5"
+    assert out.read_text() == "r7|2|idem|2026-01-01 00:00:00+00:00|5|team-a"
 
 
 def test_a_raising_handler_exits_1_with_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,6 +77,7 @@ class AsyncExecutor:
             fire_time=job.fire_time,
             handler=handler.name,
             cancel_event=cancel,
+            namespace=job.namespace,
         )
         current = asyncio.current_task()
         if current is None:  # pragma: no cover - run() is always awaited inside a task

@@ -60,6 +60,7 @@ def _run_in_worker(
     attempt: int,
     idempotency_key: str,
     fire_time: datetime | None,
+    namespace: str | None = None,
 ) -> str | None:
     if _started is not None:
         _started.put((token, os.getpid()))
@@ -71,6 +72,7 @@ def _run_in_worker(
         fire_time=fire_time,
         # Nothing sets it: a process attempt is stopped by killing its worker.
         cancel_event=threading.Event(),
+        namespace=namespace,
     )
     return base.call_sync(function, args, ctx)
 
@@ -192,6 +194,7 @@ class ProcessExecutor:
                 job.attempt,
                 job.idempotency_key,
                 job.fire_time,
+                job.namespace,
             )
         except BrokenProcessPool:
             self._replace(pool)

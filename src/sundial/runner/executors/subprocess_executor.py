@@ -92,6 +92,7 @@ class SubprocessExecutor:
                 idempotency_key=job.idempotency_key,
                 fire_time=job.fire_time,
                 args=job.args,
+                namespace=job.namespace,
             )
         )
         if self._lifeline is None:

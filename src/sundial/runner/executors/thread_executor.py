@@ -62,6 +62,7 @@ class ThreadExecutor:
             idempotency_key=job.idempotency_key,
             fire_time=job.fire_time,
             cancel_event=stop_event,
+            namespace=job.namespace,
         )
         future = self._pool.submit(self._call, handler.function, prepared.args, ctx)
         try:

@@ -1,7 +1,8 @@
 -- Say why pending runs cannot be claimed, from what the live runners serve (see 0082).
 --
--- Runs are grouped by (queue, handler, execution_model): a group no live runner serves gets a
--- reason, a served group gets NULL. Only rows whose reason changes are written, and a reason
+-- Runs are grouped by (queue, handler, execution_model, namespace): a group no live runner
+-- serves gets a reason, a served group gets NULL. A runner serves the namespaces it announced
+-- (NULL: every one; migration 0200). Only rows whose reason changes are written, and a reason
 -- is written only once the run has been due for %(grace_seconds)s, so a run merely waiting for a
 -- free slot or for a runner that is starting is never blamed. Pod runs are the pod
 -- launcher's, which does not register here.
@@ -18,14 +19,14 @@
 -- off: the estimate of the live announcements puts its cost past jit_above_cost, and compiling
 -- took 0.7 s of a call that runs in 4 ms.
 WITH live AS (
-    SELECT q.queue, h.key AS handler, h.value #>> '{}' AS model
+    SELECT q.queue, h.key AS handler, h.value #>> '{}' AS model, rn.namespaces
     FROM runners rn
     CROSS JOIN LATERAL unnest(rn.queues) AS q(queue)
     CROSS JOIN LATERAL jsonb_each(rn.handlers) AS h
     WHERE rn.expires_at > now()
 ),
 candidates AS (
-    (SELECT id, queue, handler, execution_model, unclaimable_reason, run_at
+    (SELECT id, queue, handler, execution_model, namespace, unclaimable_reason, run_at
      FROM job_runs
      WHERE state = 'pending' AND unclaimable_reason IS NULL
        AND execution_model IS DISTINCT FROM 'pod'
@@ -33,18 +34,18 @@ candidates AS (
      ORDER BY dispatch_key
      LIMIT %(scan)s)
     UNION ALL
-    SELECT id, queue, handler, execution_model, unclaimable_reason, run_at
+    SELECT id, queue, handler, execution_model, namespace, unclaimable_reason, run_at
     FROM job_runs
     WHERE state = 'pending' AND unclaimable_reason IS NOT NULL
       AND execution_model IS DISTINCT FROM 'pod'
 ),
 groups AS (
-    SELECT DISTINCT queue, handler, execution_model FROM candidates
+    SELECT DISTINCT queue, handler, execution_model, namespace FROM candidates
 ),
 -- Materialized: one verdict per group, not one per candidate run (4.0 ms against 5.7 at 250,000
 -- pending runs).
 verdicts AS MATERIALIZED (
-    SELECT g.queue, g.handler, g.execution_model,
+    SELECT g.queue, g.handler, g.execution_model, g.namespace,
         CASE
             WHEN NOT EXISTS (
                 SELECT 1 FROM live l WHERE l.queue = g.queue AND l.handler = g.handler)
@@ -52,9 +53,20 @@ verdicts AS MATERIALIZED (
                 'no live runner serves handler %%s on queue %%s: start a runner with '
                 '--queue %%s and --handlers naming the module that registers %%s with @sundial.job',
                 g.handler, g.queue, g.queue, g.handler)
+            WHEN NOT EXISTS (
+                SELECT 1 FROM live l
+                WHERE l.queue = g.queue AND l.handler = g.handler
+                  AND (l.namespaces IS NULL OR g.namespace = ANY(l.namespaces)))
+            THEN format(
+                'no live runner serves namespace %%s: the runners of handler %%s on queue %%s '
+                'serve only other namespaces. Start a runner with --namespace %%s (the chart: '
+                'runner.namespaces)',
+                coalesce(g.namespace, '(none recorded)'), g.handler, g.queue,
+                coalesce(g.namespace, 'NAME'))
             WHEN g.execution_model IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM live l
-                WHERE l.queue = g.queue AND l.handler = g.handler AND l.model = g.execution_model)
+                WHERE l.queue = g.queue AND l.handler = g.handler AND l.model = g.execution_model
+                  AND (l.namespaces IS NULL OR g.namespace = ANY(l.namespaces)))
             THEN format(
                 'no runner serves handler %%s with executionModel %%s: the live runners register '
                 'it as %%s. Remove executionModel from the job (the registration decides) or set '
@@ -71,6 +83,7 @@ targets AS (
     JOIN verdicts v
       ON c.queue = v.queue AND c.handler = v.handler
      AND c.execution_model IS NOT DISTINCT FROM v.execution_model
+     AND c.namespace IS NOT DISTINCT FROM v.namespace
     WHERE c.unclaimable_reason IS DISTINCT FROM v.reason
       AND (v.reason IS NULL
            OR c.run_at <= now() - make_interval(secs => %(grace_seconds)s::double precision))

@@ -3,8 +3,9 @@
 -- is already taken gets no run here, and the caller looks it up in a second statement, which
 -- sees rows committed after this statement's snapshot.
 WITH job AS (
-    SELECT id, queue, handler, execution_model, priority, timeout_seconds, max_retries,
-           backoff_base_seconds, backoff_cap_seconds, oom_max_retries, max_lost_leases
+    SELECT id, namespace, queue, handler, execution_model, priority, timeout_seconds,
+           max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
+           max_lost_leases
     FROM job_definitions
     WHERE active
       AND (id = %(job_id)s::uuid OR (namespace = %(namespace)s AND name = %(name)s))
@@ -38,14 +39,15 @@ inserted AS (
     INSERT INTO job_runs (
         id, job_id, idempotency_key, queue, handler, execution_model,
         timeout_seconds, max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
-        max_lost_leases, state, priority, run_at, dispatch_key, args, pending_dependencies)
+        max_lost_leases, state, priority, run_at, dispatch_key, args, pending_dependencies,
+        namespace)
     SELECT n.run_id, job.id, n.key, coalesce(n.queue, job.queue), job.handler, job.execution_model,
            job.timeout_seconds, job.max_retries, job.backoff_base_seconds,
            job.backoff_cap_seconds, job.oom_max_retries, job.max_lost_leases,
            CASE WHEN n.run_at > now() THEN 'scheduled' ELSE 'pending' END,
            coalesce(n.priority, job.priority), n.run_at,
            sundial_dispatch_key(n.run_at, coalesce(n.priority, job.priority)::smallint),
-           n.args, 0
+           n.args, 0, job.namespace
     FROM numbered n CROSS JOIN job
     RETURNING id, state
 )

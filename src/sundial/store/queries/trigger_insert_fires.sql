@@ -18,12 +18,13 @@ WITH planned AS (
 INSERT INTO job_runs (
     id, job_id, schedule_id, fire_time, queue, handler, execution_model, timeout_seconds,
     max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries, max_lost_leases,
-    state, priority, run_at, dispatch_key, args)
+    state, priority, run_at, dispatch_key, args, namespace)
 SELECT r.run_id, j.id, r.schedule_id, r.fire_time, j.queue, j.handler, j.execution_model,
        j.timeout_seconds, j.max_retries, j.backoff_base_seconds, j.backoff_cap_seconds,
        j.oom_max_retries, j.max_lost_leases,
        CASE WHEN p.run_at > now() THEN 'scheduled' ELSE 'pending' END,
-       j.priority, p.run_at, sundial_dispatch_key(p.run_at, j.priority), s.run_args
+       j.priority, p.run_at, sundial_dispatch_key(p.run_at, j.priority), s.run_args,
+       j.namespace
 FROM reserved r
 JOIN planned p ON p.schedule_id = r.schedule_id AND p.fire_time = r.fire_time
 JOIN job_definitions j ON j.id = p.job_id

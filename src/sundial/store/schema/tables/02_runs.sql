@@ -46,6 +46,7 @@ CREATE TABLE job_runs (
     lost_leases_used integer DEFAULT 0 NOT NULL,
     unclaimable_reason text,
     failure_detail text,
+    namespace text,
     CONSTRAINT job_runs_args_check CHECK ((octet_length((args)::text) <= 131072)),
     CONSTRAINT job_runs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT job_runs_cancel_reason_check CHECK ((octet_length(cancel_reason) <= 8192)),

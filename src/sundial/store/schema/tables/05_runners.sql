@@ -9,6 +9,7 @@ CREATE TABLE runners (
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     seen_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
+    namespaces text[],
     CONSTRAINT runners_handlers_check CHECK ((jsonb_typeof(handlers) = 'object'::text)),
     CONSTRAINT runners_worker_id_check CHECK (((length(worker_id) >= 1) AND (length(worker_id) <= 253)))
 );
