@@ -297,8 +297,11 @@ def replay(name: str, connection: options.Connection, timeout: str) -> None:
         while time.monotonic() < deadline:
             body = cluster.get(client.JOB_RUN, name)
             taken = job_run.REPLAY_ANNOTATION not in (body["metadata"].get("annotations") or {})
-            now_phase = (body.get("status") or {}).get("phase")
-            if taken and now_phase not in job_run.REPLAYABLE_PHASES:
+            now = body.get("status") or {}
+            now_phase = now.get("phase")
+            # A replayed run may fail again before this poll: a later attempt is a replay too.
+            moved_on = int(now.get("attempt") or 0) > int(current.get("attempt") or 0)
+            if taken and (now_phase not in job_run.REPLAYABLE_PHASES or moved_on):
                 click.echo(
                     f"{reference} replayed: run {current.get('runId')} is {now_phase} again "
                     f"(its next attempt is {int(current.get('attempt') or 0) + 1})"

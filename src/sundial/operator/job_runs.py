@@ -100,9 +100,12 @@ async def reconcile(
     run_number = int(run_id)
     if run is None:
         run = (await history.runs(ctx.pool, [run_number])).get(run_number)
-    if await replays.honour(ctx, body, run_number):
+    asked = await replays.honour(ctx, body, run_number)
+    if asked:
         run = (await history.runs(ctx.pool, [run_number])).get(run_number)
     if run is None:
+        if asked:
+            await replays.settle(ctx, body)  # refused (an Event says why): nothing to show
         return  # archived away and dropped: leave the last status as it is
     if spec.cancel and run.state in run_state.ACTIVE:
         result = await runs.cancel(ctx.pool, run_number, reason="cancelled: spec.cancel is true")
@@ -118,6 +121,8 @@ async def reconcile(
             *status.job_run_conditions(run),
         ],
     )
+    if asked:
+        await replays.settle(ctx, body)  # after the status shows the replay (or its refusal)
     events.record_unclaimable(ctx.recorder, body, desired, current)
     warning = events.TERMINAL_WARNINGS.get(desired["phase"])
     if warning and desired["phase"] != current.get("phase"):

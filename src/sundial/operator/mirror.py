@@ -441,7 +441,8 @@ class Mirror:
                     current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
             if (current.get("spec") or {}).get("cancel") and run.state in run_state.ACTIVE:
                 await job_runs.cancel_run(self.ctx, current, run.id)
-            if await replays.honour(self.ctx, current, run.id):
+            asked = await replays.honour(self.ctx, current, run.id)
+            if asked:
                 run = (await history.runs(self.ctx.pool, [run.id])).get(run.id, run)
             generation = current["metadata"].get("generation")
             desired = status.job_run_status(run, generation=generation)
@@ -457,6 +458,10 @@ class Mirror:
                 patched = await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
                 if patched is not None:
                     self.ctx.job_run_cache.observe("MODIFIED", patched)
+            if asked:  # after the status shows the replay (or its refusal)
+                settled = await replays.settle(self.ctx, current)
+                if settled is not None:
+                    self.ctx.job_run_cache.observe("MODIFIED", settled)
                 events.record_unclaimable(self.ctx.recorder, owner, desired, before)
                 warning = events.TERMINAL_WARNINGS.get(desired["phase"])
                 if warning and before.get("phase") not in (None, desired["phase"]):

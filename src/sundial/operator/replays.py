@@ -6,9 +6,13 @@ the request is an annotation on the JobRun, which RBAC gates like any other writ
 same run, back to pending with a fresh retry budget, its next attempt a new fencing token.
 
 Honoured for user JobRuns (``job_runs.reconcile``) and mirrored ones (``mirror``) alike, on the
-kopf event or the next mirror pass. The annotation is removed after the replay is committed,
-so a crash in between means the next pass sees the run active again and only removes the
-annotation (no second replay, no Warning): a request is handled at most once per failure.
+kopf event or the next mirror pass. The annotation is removed (``settle``) only after the replay
+is committed *and* the JobRun's status shows it: whoever watches the JobRun (``kubectl sundial
+replay``) reads "annotation gone" as "the operator answered", so a version without the
+annotation that still shows the dead letter would be read as a refusal of a replay that
+happened. A crash before the removal means the next pass sees the run active again and only
+removes the annotation (no second replay, no Warning): a request is handled at most once per
+failure.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from sundial.scheduling import run_state
 from sundial.store import errors as store_errors
 from sundial.store import runs
 
-__all__ = ["honour", "requested"]
+__all__ = ["honour", "requested", "settle"]
 
 log = logging.getLogger("sundial.operator.replay")
 
@@ -37,8 +41,8 @@ def requested(body: Mapping[str, Any]) -> str | None:
 
 
 async def honour(ctx: context.Context, body: Mapping[str, Any], run_id: int | None) -> bool:
-    """Replay ``run_id`` if ``body`` asks for it, then remove the annotation; True if it asked
-    (the caller then re-reads the run)."""
+    """Replay ``run_id`` if ``body`` asks for it; True if it asked (the caller then re-reads the
+    run, writes the status, and calls ``settle``)."""
     token = requested(body)
     if token is None:
         return False
@@ -72,10 +76,19 @@ async def honour(ctx: context.Context, body: Mapping[str, Any], run_id: int | No
                 f"its next attempt is {attempt + 1}",
             )
             log.info("run replayed", extra={"object": reference, "run_id": run_id})
-    await ctx.api.patch(
+    return True
+
+
+async def settle(ctx: context.Context, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Remove the replay request from ``body`` once its answer is in the status; the patched
+    JobRun (None if it is gone or carried no request)."""
+    if requested(body) is None:
+        return None
+    metadata = body["metadata"]
+    patched: Mapping[str, Any] | None = await ctx.api.patch(
         kube.JOB_RUNS,
         metadata["namespace"],
         metadata["name"],
         {"metadata": {"annotations": {job_run.REPLAY_ANNOTATION: None}}},
     )
-    return True
+    return patched

@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,104 @@ def test_a_dead_lettered_run_is_replayed_through_its_job_run(
         assert "sundial.dev/replay" not in annotations
     refused = plugin("replay", name, *ns)
     assert refused.returncode == 1 and "only DeadLettered, Failed, TimedOut" in refused.stderr
+
+
+class JobRunVersions:
+    """Every version of one JobRun from a watch, recorded by a thread: ``(has the replay
+    annotation, phase, attempt)``, in the apiserver's order."""
+
+    def __init__(self, api_client: Any, namespace: str, name: str) -> None:
+        from kubernetes import client, watch
+
+        self.versions: list[tuple[bool, str | None, int]] = []
+        self._stopping = False
+        self._watch = watch.Watch()
+        custom = client.CustomObjectsApi(api_client)
+        listed = custom.list_namespaced_custom_object(
+            "sundial.dev", "v1alpha1", namespace, "jobruns", field_selector=f"metadata.name={name}"
+        )
+        self._arguments = (custom, namespace, name, listed["metadata"]["resourceVersion"])
+        self._thread = threading.Thread(target=self._record, daemon=True)
+        self._thread.start()
+
+    def _record(self) -> None:
+        try:
+            self._stream()
+        except Exception:  # the stream cut by stop(); anything else shows as missing versions
+            if not self._stopping:
+                raise
+
+    def _stream(self) -> None:
+        custom, namespace, name, version = self._arguments
+        for event in self._watch.stream(
+            custom.list_namespaced_custom_object,
+            "sundial.dev",
+            "v1alpha1",
+            namespace,
+            "jobruns",
+            field_selector=f"metadata.name={name}",
+            resource_version=version,
+            timeout_seconds=120,
+        ):
+            body = event["object"]
+            status = body.get("status") or {}
+            annotations = body["metadata"].get("annotations") or {}
+            self.versions.append(
+                (
+                    "sundial.dev/replay" in annotations,
+                    status.get("phase"),
+                    int(status.get("attempt") or 0),
+                )
+            )
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._watch.stop()
+        self._thread.join(timeout=10)
+
+
+def test_the_replay_request_is_removed_only_once_the_status_shows_the_replay(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+    api_client: Any,
+) -> None:
+    """``kubectl sundial replay`` reads a removed annotation as the operator's answer: a version
+    without it that still shows the dead letter is a replay reported as refused."""
+    ns = ("-n", namespace)
+    apply(
+        kubectl,
+        namespace,
+        scheduled_job_manifest(
+            "again", schedule="0 0 1 1 *", handler={"name": "tests.fail"}, retry={"maxRetries": 0}
+        ),
+    )
+    with StoreWorker(operator_dsn):
+        name = plugin("run", "again", *ns, "-o", "name").stdout.strip().split("/")[1]
+        assert plugin("wait", name, *ns, "--timeout", "50s").returncode == 1
+        dead = get_json(kubectl, *ns, "jr", name)["status"]
+        versions = JobRunVersions(api_client, namespace, name)
+        try:
+            replayed = plugin("replay", name, *ns, "--timeout", "60s")
+            assert replayed.returncode == 0, replayed
+            wait_until(
+                lambda: any(
+                    not has and attempt > dead["attempt"] for has, _, attempt in versions.versions
+                ),
+                within=30,
+                what="a version with the replay's answer and no request",
+            )
+        finally:
+            versions.stop()
+    requested = [i for i, (has, _, _) in enumerate(versions.versions) if has]
+    assert requested, versions.versions
+    for has, phase, attempt in versions.versions[requested[0] :]:
+        if not has:
+            assert phase not in ("DeadLettered", "Failed") or attempt > dead["attempt"], (
+                versions.versions
+            )
 
 
 def test_a_dead_lettered_scheduled_run_is_replayed_through_its_mirrored_job_run(
