@@ -87,6 +87,10 @@ class Context:
     #: uid -> the generation last stored (ScheduledJobs) or handed to ``job_runs.reconcile``
     #: (user JobRuns): an event of a generation already handled changes nothing.
     reconciled: dict[str, int] = field(default_factory=dict)
+    #: uids of ScheduledJobs seen deleted by this process: a store already under way when the
+    #: deletion arrived deactivates its schedule again after its upsert
+    #: (``scheduled_jobs.reconcile``). Only grows with deletions; an entry is a few dozen bytes.
+    deleted_schedules: set[str] = field(default_factory=set)
     #: Event handlers storing objects at once, at most: a burst of events must leave pool
     #: connections to the mirror and the trigger.
     stores: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))

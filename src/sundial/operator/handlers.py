@@ -134,6 +134,10 @@ async def scheduled_job_event(event: Any, body: Any, memo: Any, **_: Any) -> Non
     metadata = plain["metadata"]
     if kind == "DELETED":
         ctx.reconciled.pop(metadata["uid"], None)
+        # Also here, not only behind the finalizer: an object deleted before kopf added it
+        # never reaches the delete handler (scheduled_jobs' docstring). Idempotent.
+        async with ctx.stores:
+            await scheduled_jobs.delete(ctx, plain)
         return
     if metadata.get("deletionTimestamp"):
         return  # the delete handler's
@@ -160,6 +164,12 @@ async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
     metadata = plain["metadata"]
     if kind == "DELETED":
         ctx.reconciled.pop(metadata["uid"], None)
+        if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) is None:
+            # Also here, not only behind the finalizer: a JobRun deleted before kopf added it
+            # never reaches the delete handler, and its run would go on. Idempotent: a run
+            # already cancelled or finished stays as it is.
+            async with ctx.stores:
+                await job_runs.delete(ctx, plain)
         return
     if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) is not None:
         return

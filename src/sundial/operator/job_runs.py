@@ -253,8 +253,13 @@ async def _submit(
     patched = await ctx.api.patch_status(
         kube.JOB_RUNS, namespace, metadata["name"], {"runId": str(submitted.run_id)}
     )
-    if patched is not None:  # the cache knows the runId now, not when its event arrives
-        ctx.job_run_cache.observe("MODIFIED", patched)
+    if patched is None:
+        # The JobRun went while its run was being submitted (deleted before kopf added the
+        # finalizer, or its DELETED event handled before this insert committed): nobody
+        # follows the run, so it must not run.
+        await delete(ctx, body)
+        return None
+    ctx.job_run_cache.observe("MODIFIED", patched)  # the cache knows the runId now
     return str(submitted.run_id)
 
 

@@ -9,7 +9,11 @@ every other object goes on being reconciled.
 
 ``delete`` deactivates the schedule: no new fires, and runs already started are left to
 finish (their history stays in PostgreSQL; the mirrored JobRuns go with their owner). See
-docs/adr/0008-operator.md for why runs are not cancelled.
+docs/adr/0008-operator.md for why runs are not cancelled. It runs behind kopf's finalizer, and
+also on the watch's DELETED event: an object deleted before kopf added the finalizer never
+reaches the delete handler, and its schedule would fire for ever. A store that was under way
+when the deletion arrived (a mirror pass that read the object just before) deactivates the
+schedule again after its upsert (``Context.deleted_schedules``).
 """
 
 from __future__ import annotations
@@ -92,6 +96,11 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
             "ScheduledJob refused by the store", extra={"object": _ref(body), "error": str(error)}
         )
         return
+    if metadata["uid"] in ctx.deleted_schedules:
+        # Deleted while this store was under way: the upsert may have re-activated it.
+        await schedules.deactivate(ctx.pool, uuid.UUID(str(metadata["uid"])))
+        log.info("ScheduledJob deleted while it was stored", extra={"object": _ref(body)})
+        return
     if result.stalled is not None:
         reason = conditions.EventReason(result.stalled.reason)  # a member for every error (tested)
         ctx.recorder.record(body, events.WARNING, reason, str(result.stalled))
@@ -123,6 +132,7 @@ async def reconcile_once(ctx: context.Context, body: Mapping[str, Any]) -> None:
 
 async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
     """Stop firing; active runs finish (see the module docstring)."""
+    ctx.deleted_schedules.add(str(body["metadata"]["uid"]))
     schedule_id = uuid.UUID(str(body["metadata"]["uid"]))
     await schedules.deactivate(ctx.pool, schedule_id)
     ctx.missed.pop(schedule_id, None)
