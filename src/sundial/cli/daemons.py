@@ -307,7 +307,7 @@ def runner(
     import socket
     import sys
 
-    from sundial.runner import health, registry, worker
+    from sundial.runner import health, lifeline, registry, worker
 
     context = click.get_current_context()
     if not maintenance and context.get_parameter_source("maintenance_seconds") not in (
@@ -348,6 +348,10 @@ def runner(
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
     )
+    # The DSN is in settings now: the process pool's workers (spawned with this environment)
+    # need none, and the runner's own /proc/PID/environ is closed to its handlers.
+    os.environ.pop("SUNDIAL_DSN", None)
+    lifeline.keep_environment_private()
     runner_worker = worker.Worker(settings, handlers)
     try:
         code = asyncio.run(runner_worker.run())

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 ENV_FD = "SUNDIAL_LIFELINE_FD"
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _POLL_SECONDS = 0.5
 
 
@@ -52,6 +53,21 @@ def set_parent_death_signal(signum: int = signal.SIGKILL) -> bool:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         return int(libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def keep_environment_private() -> bool:
+    """Make this process's ``/proc/PID/environ`` (and memory) unreadable to other processes of
+    the same user: ``prctl(PR_SET_DUMPABLE, 0)``. The runner's environment holds the database
+    DSN, and the handlers it starts as subprocesses run as its user; their own environment is
+    stripped of it, but ``/proc/$PPID/environ`` would still show it. Only root (CAP_SYS_PTRACE)
+    reads it then. False where it cannot (not Linux, no libc)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return int(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 
