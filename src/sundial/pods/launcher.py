@@ -439,6 +439,17 @@ class PodLauncher:
             if error.status == 409:
                 attempt.look_first = True  # it exists: adopted on the next step
                 return
+            if error.status == 403 and "error looking up service account" in str(error.body):
+                account = manifest["spec"].get("serviceAccountName") or "default"
+                await self._refuse(
+                    attempt,
+                    "ServiceAccountMissing",
+                    f"the ServiceAccount {account!r} of job Pods does not exist in namespace"
+                    f" {attempt.namespace}: add the namespace to the chart's jobPods.namespaces"
+                    f" (or watchNamespaces), or create {account!r} there with"
+                    " automountServiceAccountToken: false",
+                )
+                return
             if error.status in _PERMANENT_CREATE_STATUSES or (
                 error.status == 403 and "PodSecurity" in str(error.body)
             ):

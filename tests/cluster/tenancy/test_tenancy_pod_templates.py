@@ -7,6 +7,7 @@ namespace's level before creating it: restricted unless a platform admin labels 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -69,3 +70,28 @@ async def test_a_privileged_template_gets_no_pod_unless_the_namespace_allows_it(
         await wait_state(pool, allowed, "completed")
         [pod] = run_pods(core_api, namespace, allowed)
         assert pod.spec.host_pid is True
+
+
+async def test_a_namespace_without_the_job_service_account_fails_the_run_saying_so(
+    pool, api_client, core_api: client.CoreV1Api, namespace
+):
+    """All-namespaces mode: the chart makes the token-less job ServiceAccount only where it is
+    told; elsewhere the Pod is refused at once with what to do, not retried for minutes."""
+    job = Job(pool, namespace, name="lonely")
+    await job.define(template())
+    run_id = await job.submit()
+    manifest = dataclasses.replace(
+        settings(namespace, "x").manifest, service_account_name="sundial-job-missing"
+    )
+    launcher_settings = settings(namespace, f"launcher-{uuid.uuid4().hex[:6]}", manifest=manifest)
+    async with maintenance(pool), running_launcher(pool, api_client, launcher_settings):
+        row = await wait_state(pool, run_id, "failed", "dead_lettered", "completed", within=30)
+    assert (row["state"], row["attempt"], row["pod_reason"]) == (
+        "failed",
+        1,
+        "ServiceAccountMissing",
+    )
+    assert (
+        "'sundial-job-missing'" in row["last_error"] and "jobPods.namespaces" in row["last_error"]
+    )
+    assert run_pods(core_api, namespace, run_id) == []
