@@ -282,9 +282,15 @@ def api_error(target: Target, error: kube_client.ApiException) -> outcome.Plugin
     message = str(status.get("message") or error.reason or "").strip()
     where = f" in namespace {target.namespace}" if target.namespace else ""
     if error.status == 403:
+        # The history reads every namespace's runs: the chart keeps it in a role of its own.
+        hint = (
+            " (the chart's RELEASE-sundial-history role, bound there by a platform admin)"
+            if target.resource == "services/proxy"
+            else ""
+        )
         return outcome.PluginError(
             f"forbidden: {message}. Ask for an RBAC rule that allows verb {target.verb!r} on "
-            f"{target.resource!r}{where}",
+            f"{target.resource!r}{where}{hint}",
             outcome.FORBIDDEN,
         )
     if error.status == 404:

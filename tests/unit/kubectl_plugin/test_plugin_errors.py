@@ -70,6 +70,12 @@ FORBIDDEN = {
         ),
         (
             client.Target("get", "services/proxy", "sundial-system", "sundial-operator"),
+            failure(403, FORBIDDEN),
+            outcome.FORBIDDEN,
+            "on 'services/proxy' in namespace sundial-system (the chart's RELEASE-sundial-history",
+        ),
+        (
+            client.Target("get", "services/proxy", "sundial-system", "sundial-operator"),
             failure(503, {"message": 'no endpoints available for service "sundial-operator"'}),
             outcome.UNREACHABLE,
             "is the Sundial operator running",
