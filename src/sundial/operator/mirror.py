@@ -458,10 +458,6 @@ class Mirror:
                 patched = await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
                 if patched is not None:
                     self.ctx.job_run_cache.observe("MODIFIED", patched)
-            if asked:  # after the status shows the replay (or its refusal)
-                settled = await replays.settle(self.ctx, current)
-                if settled is not None:
-                    self.ctx.job_run_cache.observe("MODIFIED", settled)
                 events.record_unclaimable(self.ctx.recorder, owner, desired, before)
                 warning = events.TERMINAL_WARNINGS.get(desired["phase"])
                 if warning and before.get("phase") not in (None, desired["phase"]):
@@ -472,6 +468,10 @@ class Mirror:
                         events.dead_lettered_message(run.id, run.last_error or run.failure_reason),
                         key=events.dead_lettered_key(run.id, run.attempt),
                     )
+            if asked:  # after the status shows the replay (or its refusal)
+                settled = await replays.settle(self.ctx, current)
+                if settled is not None:
+                    self.ctx.job_run_cache.observe("MODIFIED", settled)
 
     async def _delete(self, name: str, owner_metadata: Mapping[str, Any]) -> None:
         async with self._writes:
