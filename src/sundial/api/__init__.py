@@ -5,5 +5,5 @@
 - ``validate``: what the CRD schema cannot check (the byte size of ``args``).
 - ``crd``: the structural CustomResourceDefinitions generated from the models (``crds/``).
 
-See DESIGN.md section 4 and docs/adr/0003-crd-schema-from-pydantic.md.
+See docs/design.md and docs/adr/0003-crd-schema-from-pydantic.md.
 """

@@ -123,7 +123,7 @@ class ConditionReason(enum.StrEnum):
 
 
 class EventReason(enum.StrEnum):
-    """Reasons of the Kubernetes Events Sundial records on its objects (DESIGN.md section 8)."""
+    """Reasons of the Kubernetes Events Sundial records on its objects (docs/design.md)."""
 
     MISS_SCHEDULE = "MissSchedule"
     """Warning: a fire was missed (past ``startingDeadlineSeconds``), as CronJob reports it."""

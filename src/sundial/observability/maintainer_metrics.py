@@ -14,7 +14,7 @@ of ``TASKS``; ``outcome`` of a reaped lease is ``requeued``, ``dead_lettered`` o
   schedule fire keys (``schedule_fire``) deleted after the key retention.
 - ``sundial_maintainer_pass_seconds{task}`` and ``sundial_maintainer_errors_total{task}``.
 - ``sundial_maintainer_leading``: 1 while this process's maintainer acts, else 0.
-- ``sundial_pending_runs{queue,priority,state}``: the backlog of the seed's monitoring table
+- ``sundial_pending_runs{queue,priority,state}``: the backlog of the monitoring table
   (``store.monitoring.pending_depth``), read by the leader only, so it is counted once.
 
 The rest of that table, read by the leader's ``monitor`` pass over a sliding window of the

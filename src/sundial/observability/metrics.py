@@ -1,6 +1,6 @@
 """The runner's Prometheus metrics: names, units and labels, defined once.
 
-Conventions (DESIGN.md section 8): every name starts with ``sundial_``, values are in base
+Conventions (docs/design.md): every name starts with ``sundial_``, values are in base
 units (seconds, not milliseconds), and label values come from bounded sets: executor names,
 outcome statuses, registered handler names, declared dependency names. Never a run id.
 

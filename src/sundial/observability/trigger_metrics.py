@@ -1,4 +1,4 @@
-"""Prometheus metrics of the trigger loop (DESIGN.md section 8).
+"""Prometheus metrics of the trigger loop (docs/design.md).
 
 Kept apart from ``observability.metrics`` (the runner's) so each component owns its module.
 Names have the ``sundial_`` prefix and base units; labels are bounded (``outcome`` has four

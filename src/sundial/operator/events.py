@@ -3,7 +3,7 @@
 Reconcilers and the trigger call ``record`` (never blocks, never raises); one task posts the
 queued Events. Events are best effort, as in Kubernetes itself: a full queue or a failed post
 is logged and dropped, and never stops a reconcile. Reasons are ``api.conditions.EventReason``
-members (or a scheduling error's ``reason``), the words users grep for (DESIGN.md section 8).
+members (or a scheduling error's ``reason``), the words users grep for (docs/design.md).
 
 An Event recorded with a ``key`` (e.g. run and attempt) gets a name derived from it, so posting
 it twice - two reporters of one fact, or a restarted operator reporting again - is a 409 from

@@ -1,4 +1,4 @@
-"""The status mirror (DESIGN.md section 4): PostgreSQL holds every run, etcd a bounded window.
+"""The status mirror (docs/design.md): PostgreSQL holds every run, etcd a bounded window.
 
 Level-triggered: every pass (each ``mirror_interval``, or sooner when a handler sets
 ``Context.wake``) recomputes, for every ScheduledJob, the desired set of JobRun objects from

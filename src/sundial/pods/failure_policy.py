@@ -22,7 +22,7 @@ Actions, as failure classes of ``sundial.scheduling.failures``:
 * ``Fail`` -> ``permanent``: the run fails now, no retry.
 * ``Quarantine`` -> ``permanent``, and the launcher quarantines the run's schedule.
 
-No rule matched: the default of the failure table (DESIGN.md section 6) - a non-zero exit is
+No rule matched: the default of the failure table (docs/design.md) - a non-zero exit is
 ``error``, OOMKilled ``oom`` (its own budget, ``oom.maxRetries``), a disruption
 ``infrastructure``, a Pod that never started ``start_failure``, a deadline ``timeout``.
 

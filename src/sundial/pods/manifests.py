@@ -8,7 +8,7 @@ Guarantees:
 * **Labels** ``sundial.dev/job``, ``sundial.dev/run-id``, ``sundial.dev/attempt`` and
   ``sundial.dev/instance`` (which Sundial installation owns the Pod) are always set, so the
   launcher finds its Pods by label, and a restarted launcher can adopt or delete them.
-* **Restricted by default** (DESIGN.md section 9): where the template leaves them unset, the
+* **Restricted by default** (docs/design.md): where the template leaves them unset, the
   Pod runs as non-root with seccomp RuntimeDefault, no privilege escalation, all capabilities
   dropped, a read-only root filesystem, and no service-account token. A template that sets one
   of these explicitly keeps its value here; the launcher then holds the whole Pod to the

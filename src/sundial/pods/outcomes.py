@@ -1,4 +1,4 @@
-"""What a Pod's status says about its attempt, on the failure table of DESIGN.md section 6 (pure).
+"""What a Pod's status says about its attempt, on the failure table of docs/design.md (pure).
 
 ``classify`` reads only the fields a kubelet (or kwok's stages, which copy them) writes:
 ``status.phase``, ``status.reason``, ``status.conditions`` and the containers'

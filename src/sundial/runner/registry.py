@@ -3,7 +3,7 @@
 User code registers handlers with ``@sundial.job("reports.build", ...)`` in a module the
 runner imports at start-up (``--handlers mypkg.jobs``). A run only ever names a handler; the
 name is looked up here and nothing else is imported, so a manifest can never make a runner
-import an arbitrary path (DESIGN.md section 9).
+import an arbitrary path (docs/design.md).
 
 Errors::
 

@@ -21,7 +21,7 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   (``store.maintenance.ensure_partitions`` / ``drop_partitions_before``);
 * ``keys``: idempotency keys and schedule fire keys older than the key retention whose run has
   left the hot table are deleted (``store.maintenance.expire_keys``; ADR 0034);
-* ``monitor``: the seed's monitoring table as gauges (``store.monitoring``): the backlog, and
+* ``monitor``: the monitoring table as gauges (``store.monitoring``): the backlog, and
   over the sliding ``monitor_window`` the runs that ended by job and state, failed attempts by
   reason, attempts per completed run and lease expiries. From the leader alone, so two
   schedulers never double a database-wide figure (``observability.maintainer_metrics``);

@@ -14,7 +14,7 @@ A ``Schedule`` turns into instants (timezone-aware UTC datetimes). ``parse_sched
   not apply to it.
 
 Cron fires follow the local wall clock of the schedule's ``timeZone``, and DST is handled as
-DESIGN.md section 7 says (see docs/adr/0002-cron-and-dst.md for why croniter is wrapped):
+docs/design.md says (see docs/adr/0002-cron-and-dst.md for why croniter is wrapped):
 
 - a wall-clock time repeated by fall-back fires ONCE, at its first occurrence;
 - a wall-clock time skipped by spring-forward fires at the first valid instant after it (the

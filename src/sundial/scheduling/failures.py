@@ -7,15 +7,15 @@ when it is not retried. Two classes draw on budgets of their own instead (``Fail
 * Infrastructure failures (an evicted Pod, a drained node) are not the job's fault, so they
   draw on a separate, larger budget (``INFRASTRUCTURE_RETRY_LIMIT``) — still bounded, so that
   nothing retries forever.
-* An OOMKilled attempt spends the job's ``oom.maxRetries`` (DESIGN.md section 6: "its own
+* An OOMKilled attempt spends the job's ``oom.maxRetries`` (docs/design.md: "its own
   retry budget"), copied to the run at submit; the store picks that budget by the class name
   (migration 0060), so a job that runs out of memory cannot use up the retries meant for its
   errors, nor the other way round. ``oom`` never spends ``maxRetries``.
 
 A class that is never retried ends the run at once in its ``terminal_state``; a retried class
 ends it there once its budget is spent. That is ``dead_lettered`` (visible, replayable) for
-every retried class but one: a run whose last attempt timed out ends ``timed_out`` (DESIGN.md
-section 6; ADR 0001, decision 7). The store reads any other ``terminal_state`` of a retried
+every retried class but one: a run whose last attempt timed out ends ``timed_out`` (docs/design.md;
+ADR 0001, decision 7). The store reads any other ``terminal_state`` of a retried
 class as ``dead_lettered`` (migration 0050), so a poison run never ends plain ``failed``.
 
 ``FailureClass`` is the one word for how an attempt ended as far as its run is concerned; the

@@ -6,7 +6,7 @@ for ``decision.fire_times`` and stores ``decision.next_fire_time``. The same cal
 that is a second late, a leader that was down for two hours and a schedule resumed after a
 week of ``suspend: true``.
 
-Definitions (DESIGN.md section 7):
+Definitions (docs/design.md):
 
 - **Due fires** are the schedule's fire times in ``[next_fire_time, now]``.
 - The **newest** due fire is **on time** when ``now - fire <= on_time_tolerance`` (60 s by

@@ -22,7 +22,7 @@ from datetime import datetime
 from sundial.scheduling import concurrency, cron, missed_fires, quarantine, spread, suspension
 from sundial.scheduling.clock import require_aware
 
-# Event reasons (DESIGN.md section 8), besides concurrency.JOB_ALREADY_ACTIVE and friends.
+# Event reasons (docs/design.md), besides concurrency.JOB_ALREADY_ACTIVE and friends.
 MISS_SCHEDULE = "MissSchedule"
 TOO_MANY_MISSED_TIMES = "TooManyMissedTimes"
 COALESCED = "Coalesced"

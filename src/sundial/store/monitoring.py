@@ -1,4 +1,4 @@
-"""The queries behind the seed's monitoring table (seed-design section 7).
+"""The queries behind the monitoring table.
 
 Each function reads, never writes, and covers live and archived runs where it matters; the
 observability layer turns the results into Prometheus metrics. Windows are measured on the

@@ -95,7 +95,7 @@ async def mark_unclaimable(
     """Write (or clear) the reason of pending runs no live runner can claim; at most ``limit``.
 
     Reads the ``scan`` runs without a reason that are due longest, in the claim's order, and
-    the runs that have one; never the whole backlog, which at twice the seed's peak held
+    the runs that have one; never the whole backlog, which at twice the design peak held
     250,000 runs and took 5.2 s to group (migration 0190). A run nobody can claim stays in the
     claim's order while the runs before it are claimed, so it is blamed once fewer than
     ``scan`` unblamed runs are due before it."""

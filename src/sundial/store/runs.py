@@ -49,7 +49,7 @@ __all__ = [
     "submit_many",
 ]
 
-#: Arguments are bounded (DESIGN.md section 9): larger payloads belong in object storage.
+#: Arguments are bounded (docs/design.md): larger payloads belong in object storage.
 MAX_ARGS_BYTES = 64 * 1024
 #: The longest idempotency key the store keeps (``scoped_key`` fits any scope and key into it).
 MAX_IDEMPOTENCY_KEY_LENGTH = 256

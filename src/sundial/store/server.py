@@ -1,6 +1,6 @@
 """The PostgreSQL server settings the run store needs beyond the defaults, and a check of them.
 
-The hot table turns over fast: at the seed's peak (6,000 runs/s) every run leaves dead row
+The hot table turns over fast: at the design peak (6,000 runs/s) every run leaves dead row
 versions and dead index entries behind it (submitted, claimed, finished), which the claim,
 the finish and the reaper walk until a vacuum removes them. The table's own autovacuum
 thresholds are low (migration 0002), but PostgreSQL's autovacuum launcher starts a worker for

@@ -13,7 +13,7 @@ runner holds (``lifeline``) and SIGKILLs its process group when the pipe closes.
 
 The child does not inherit the runner's database credentials: variables the runner is
 configured with (``SUNDIAL_*``), libpq's (``PG*``) and ``DATABASE_URL`` are dropped before the
-run's own ``SUNDIAL_*`` variables are added (DESIGN.md section 9: jobs get no credentials).
+run's own ``SUNDIAL_*`` variables are added (docs/design.md: jobs get no credentials).
 """
 
 from __future__ import annotations
