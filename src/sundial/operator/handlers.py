@@ -41,7 +41,7 @@ from typing import Any
 
 import kopf
 
-from sundial.api import common
+from sundial.api import common, job_run
 from sundial.operator import context, job_runs, kube, scheduled_jobs
 
 __all__ = ["FINALIZER", "registry", "settings"]
@@ -164,10 +164,12 @@ async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
     metadata = plain["metadata"]
     if kind == "DELETED":
         ctx.reconciled.pop(metadata["uid"], None)
-        if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) is None:
+        finished = (plain.get("status") or {}).get("phase") in job_run.TERMINAL_PHASES
+        if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) is None and not finished:
             # Also here, not only behind the finalizer: a JobRun deleted before kopf added it
             # never reaches the delete handler, and its run would go on. Idempotent: a run
-            # already cancelled or finished stays as it is.
+            # already cancelled stays as it is. A finished one (every JobRun its TTL deletes)
+            # is skipped: nothing to cancel, and no statement or LIST spent on it.
             async with ctx.stores:
                 await job_runs.delete(ctx, plain)
         return
