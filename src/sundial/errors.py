@@ -21,6 +21,9 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   └── HandlersImportError (ImportError)        a handlers module failed to import
     ├── PortUnavailableError (OSError)               sundial.runner.health: metrics port taken
     ├── PlacementError (ValueError)                  sundial.pods.placement: a refused placement
+    ├── FrontProxyMissingError                       sundial.operator.front_proxy: no aggregation
+    ├── NotFromFrontProxyError                       sundial.operator.front_proxy: a caller not
+    │                                                vouched for by the API server
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later

@@ -128,3 +128,8 @@ volumeMounts:
   - name: tmp
     mountPath: /tmp
 {{- end -}}
+
+{{/* The Secret holding the history API's serving certificate (tls.crt, tls.key). */}}
+{{- define "sundial.historyTlsSecret" -}}
+{{- .Values.historyApi.tls.existingSecret | default (include "sundial.componentName" (dict "root" . "component" "history-tls")) -}}
+{{- end }}

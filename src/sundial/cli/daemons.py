@@ -481,7 +481,27 @@ def pod_launcher(
     type=click.IntRange(0, 65535),
     default=8080,
     show_default=True,
-    help="Port of GET /healthz (0 turns it off).",
+    help="Port of GET /healthz and /metrics (0 turns it off).",
+)
+@click.option(
+    "--history-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="HTTPS port of the history API (runs.history.sundial.dev), which only the API "
+    "server's front proxy may call; 0 turns it off. Needs --history-tls-cert and -key.",
+)
+@click.option(
+    "--history-tls-cert",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The history API's serving certificate (PEM); the APIService's caBundle signs it.",
+)
+@click.option(
+    "--history-tls-key",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The key of --history-tls-cert (PEM).",
 )
 @click.option(
     "--holder",
@@ -538,6 +558,9 @@ def operator(
     namespaces: tuple[str, ...],
     all_namespaces: bool,
     liveness_port: int,
+    history_port: int,
+    history_tls_cert: str | None,
+    history_tls_key: str | None,
     holder: str | None,
     lease_ttl: float,
     mirror_seconds: float,
@@ -574,6 +597,11 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    if history_port and not (history_tls_cert and history_tls_key):
+        raise click.UsageError(
+            "--history-port needs --history-tls-cert and --history-tls-key: the API server "
+            "reaches the history API over TLS only (or give --history-port 0)"
+        )
     maintenance = _maintainer_settings(
         hot_window, archive_retention_days, retention_interval, key_retention
     )
@@ -582,6 +610,9 @@ def operator(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
         liveness_port=liveness_port,
+        history=runtime.HistorySettings(history_port, history_tls_cert, history_tls_key)
+        if history_port
+        else None,
         holder=holder or trigger.default_holder(),
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),

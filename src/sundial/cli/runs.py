@@ -307,9 +307,9 @@ def runs_(
 
 def _row_json(row: history.HistoryRow) -> dict[str, Any]:
     """One run for ``-o json``: the history endpoint's keys and a few more (see --help)."""
-    from sundial.operator import history_endpoint
+    from sundial.operator import history_api
 
-    return history_endpoint.row_json(row)
+    return history_api.row_json(row)
 
 
 def _when(moment: datetime.datetime | None) -> str:

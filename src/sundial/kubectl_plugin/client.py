@@ -31,6 +31,8 @@ from sundial.kubectl_plugin import outcome
 __all__ = ["RESOURCES", "Cluster", "Resource", "connect", "resource_named"]
 
 MERGE_PATCH: Final = "application/merge-patch+json"
+#: The history API's resource, as RBAC and kubectl name it.
+HISTORY_RESOURCE: Final = "runs.history.sundial.dev"
 _CRD_NAMES: Final = "crd/scheduledjobs.sundial.dev crd/jobruns.sundial.dev"
 #: Two waits, as in the README: ``--for=condition`` alone fails at once on a CRD whose
 #: conditions the apiserver has not written yet (``sundial.localdev.crds``).
@@ -228,15 +230,13 @@ class Cluster:
             finally:
                 response.release_conn()
 
-    def proxy_get(self, namespace: str, service: str, path: str, query: Mapping[str, str]) -> Any:
-        """``GET`` ``path`` of ``service`` through the API server's service proxy; the decoded
-        JSON answer."""
-        target = Target("get", "services/proxy", namespace, service)
+    def get_path(self, target: Target, path: str, query: Mapping[str, str]) -> Any:
+        """``GET`` an API path of the API server (an aggregated API's, say); the decoded JSON
+        answer. Errors are worded for ``target``."""
         with translated(target):
             method, url, headers, body, post = self._raw.param_serialize(
                 "GET",
-                "/api/v1/namespaces/{namespace}/services/{name}/proxy/{path}",
-                path_params={"namespace": namespace, "name": service, "path": path},
+                path,
                 query_params=list(query.items()),
                 header_params={"Accept": "application/json"},
                 auth_settings=["BearerToken"],
@@ -281,17 +281,25 @@ def api_error(target: Target, error: kube_client.ApiException) -> outcome.Plugin
         status = {}
     message = str(status.get("message") or error.reason or "").strip()
     where = f" in namespace {target.namespace}" if target.namespace else ""
+    history = target.resource == HISTORY_RESOURCE
     if error.status == 403:
-        # The history reads every namespace's runs: the chart keeps it in a role of its own.
+        # The chart aggregates reading history into view; the role of its own is for groups.
         hint = (
-            " (the chart's RELEASE-sundial-history role, bound there by a platform admin)"
-            if target.resource == "services/proxy"
+            " (the view role has it with the chart installed, or the chart's "
+            "RELEASE-sundial-history role)"
+            if history
             else ""
         )
         return outcome.PluginError(
             f"forbidden: {message}. Ask for an RBAC rule that allows verb {target.verb!r} on "
             f"{target.resource!r}{where}{hint}",
             outcome.FORBIDDEN,
+        )
+    if error.status == 404 and history:
+        return outcome.PluginError(
+            f"the API server serves no {HISTORY_RESOURCE}: the history API is not installed "
+            "(the chart's historyApi.enabled, and its APIService v1alpha1.history.sundial.dev)",
+            outcome.NOT_FOUND,
         )
     if error.status == 404:
         details = status.get("details") or {}
@@ -317,10 +325,11 @@ def api_error(target: Target, error: kube_client.ApiException) -> outcome.Plugin
             "(your kubeconfig's user) and try again",
             outcome.FORBIDDEN,
         )
-    if error.status in (502, 503) and target.resource == "services/proxy":
+    if error.status in (502, 503) and history:
         return outcome.PluginError(
-            f"the API server could not reach service {target.name!r}{where} ({message}); "
-            "is the Sundial operator running, with its HTTP port open?",
+            f"the history API cannot answer now ({message or error.reason}); is the Sundial "
+            "operator running? kubectl get apiservice v1alpha1.history.sundial.dev says why "
+            "it is not Available",
             outcome.UNREACHABLE,
         )
     if error.status == 422:

@@ -1,46 +1,45 @@
 """``kubectl sundial history SJ``: every run of a job, from PostgreSQL, without its DSN.
 
 etcd keeps a bounded window of JobRuns; the full history is in PostgreSQL. The operator
-serves it (``sundial.operator.history_endpoint``) and this verb reaches it through the API
-server's service proxy, so the user's kubeconfig and RBAC are all it needs: ``get`` on
-``services/proxy`` for the operator's Service (docs/adr/0026-history-through-the-service-proxy.md).
+serves it as an aggregated API (``runs.history.sundial.dev``) and this verb reads it through
+the API server, so the user's kubeconfig and RBAC are all it needs: ``list`` on
+``runs.history.sundial.dev`` in the namespace, which the chart aggregates into ``view``
+(docs/adr/0048-history-as-an-aggregated-api.md).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import click
 
 from sundial.api import job_run
-from sundial.kubectl_plugin import options, outcome, output
+from sundial.kubectl_plugin import client, options, output
 
-__all__ = ["DEFAULT_SERVICE", "SERVICE_ENV", "history", "history_table", "parse_service"]
+__all__ = ["history", "history_table", "runs_path"]
 
-SERVICE_ENV: Final = "SUNDIAL_HISTORY_SERVICE"
-DEFAULT_SERVICE: Final = "sundial-system/sundial-operator"
 PAGE: Final = 1000
 
 
-def parse_service(text: str) -> tuple[str, str]:
-    """``NAMESPACE/NAME[:PORT]`` into (namespace, name[:port])."""
-    namespace, separator, name = text.partition("/")
-    if not separator or not namespace or not name:
-        raise outcome.PluginError(
-            f"--service {text!r}: write NAMESPACE/NAME[:PORT] (the operator's Service)",
-            outcome.USAGE,
-        )
-    return namespace, name
+def runs_path(namespace: str) -> str:
+    """The history API's list of one namespace's runs."""
+    return f"/apis/history.sundial.dev/v1alpha1/namespaces/{namespace}/runs"
 
 
 def _parse(value: str | None) -> datetime.datetime | None:
     if not value:
         return None
     return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _row(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A run as ``sundial runs -o json`` prints it: the API's object without its envelope."""
+    return {
+        key: value for key, value in item.items() if key not in ("kind", "apiVersion", "metadata")
+    }
 
 
 def history_table(rows: Sequence[Mapping[str, Any]], *, now: datetime.datetime, wide: bool) -> str:
@@ -85,40 +84,32 @@ def history_table(rows: Sequence[Mapping[str, Any]], *, now: datetime.datetime, 
 @click.option(
     "-o", "--output", "output_format", type=click.Choice(["wide", "json"]), help="Output format."
 )
-@click.option(
-    "--service",
-    envvar=SERVICE_ENV,
-    default=DEFAULT_SERVICE,
-    show_default=True,
-    metavar="NAMESPACE/NAME[:PORT]",
-    help=f"The operator's Service (also ${SERVICE_ENV}).",
-)
 def history(
     scheduled_job: str,
     connection: options.Connection,
     limit: int,
     everything: bool,
     output_format: str | None,
-    service: str,
 ) -> None:
     """Every run of ScheduledJob SJ that PostgreSQL has, newest first (also the runs of a
     deleted ScheduledJob, and runs long gone from the JobRun window).
 
-    Needs RBAC ``get`` on ``services/proxy`` for the operator's Service, not a database DSN.
+    Needs RBAC ``list`` on ``runs.history.sundial.dev`` in the namespace (the chart gives it
+    to ``view``), not a database DSN.
     """
-    service_namespace, service_name = parse_service(service or os.environ.get(SERVICE_ENV, ""))
     cluster = connection.connect()
+    target = client.Target("list", client.HISTORY_RESOURCE, cluster.namespace)
     rows: list[dict[str, Any]] = []
     try:
         before: str | None = None
         while True:
             wanted = PAGE if everything else min(PAGE, limit - len(rows))
-            query = {"namespace": cluster.namespace, "job": scheduled_job, "limit": str(wanted)}
+            query = {"job": scheduled_job, "limit": str(wanted)}
             if before is not None:
-                query["before"] = before
-            page = cluster.proxy_get(service_namespace, service_name, "history", query)
-            rows.extend(page.get("items") or [])
-            before = page.get("before")
+                query["continue"] = before
+            page = cluster.get_path(target, runs_path(cluster.namespace), query)
+            rows.extend(_row(item) for item in page.get("items") or [])
+            before = (page.get("metadata") or {}).get("continue")
             if before is None or (not everything and len(rows) >= limit):
                 break
     finally:

@@ -154,6 +154,9 @@ def real_node_values(
             "mirrorSeconds": 1,
             **on_node,
         },
+        # On the node's network too: the API server's aggregation layer dials the node's
+        # address at this port for the history API.
+        "historyApi": {"port": free_port()},
         "runner": {
             "image": _split_ref(node.images["EXAMPLES"]),
             "replicas": 1,

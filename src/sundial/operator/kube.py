@@ -308,3 +308,47 @@ class KubeApi:
             reporting_instance="sundial-operator",
         )
         await self._call(self.core.create_namespaced_event, namespace, event)
+
+    async def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The ConfigMap's data; ``None`` if there is no such ConfigMap."""
+        try:
+            found = await self._call(self.core.read_namespaced_config_map, name, namespace)
+        except exceptions.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(found.data or {})
+
+    async def may(
+        self,
+        user: str,
+        groups: Sequence[str],
+        extra: Mapping[str, Sequence[str]],
+        *,
+        verb: str,
+        group: str,
+        resource: str,
+        namespace: str,
+    ) -> tuple[bool, str]:
+        """Whether ``user`` (with ``groups`` and ``extra``) may ``verb`` ``resource`` of
+        ``group`` in ``namespace``, by a SubjectAccessReview; and the authorizer's reason."""
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user,
+                "groups": list(groups),
+                "extra": {key: list(values) for key, values in extra.items()},
+                "resourceAttributes": {
+                    "verb": verb,
+                    "group": group,
+                    "resource": resource,
+                    "namespace": namespace,
+                },
+            },
+        }
+        answer = await self._call(
+            client.AuthorizationV1Api(self.api_client).create_subject_access_review, review
+        )
+        status = answer.status
+        return bool(status and status.allowed), str((status and status.reason) or "")

@@ -1,7 +1,5 @@
 """The liveness endpoint: ``GET /healthz`` answers 200 while the event loop turns.
 
-The same server carries the operator's other read-only routes (``history_endpoint``).
-
 It answers for a standby too (a standby is alive; it is just not acting), with the role in
 the body, so a probe restarts a wedged process but never a healthy standby. The same port
 serves ``GET /metrics``: the process's Prometheus metrics (trigger, maintainer), in the text

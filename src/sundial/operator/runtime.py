@@ -15,10 +15,11 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
   their ends become Events (``pod_hooks``);
 * the lease keeper.
 
-The HTTP port (``--liveness-port``) serves ``/healthz`` and, for ``kubectl sundial history``,
-``/history`` (``history_endpoint``), from the leader and from a standby alike, and
-``/metrics``: the trigger's and the maintainer's metrics, and on the leader the
-per-ScheduledJob gauges (``scheduled_job_metrics``).
+The HTTP port (``--liveness-port``) serves ``/healthz`` and ``/metrics``: the trigger's and
+the maintainer's metrics, and on the leader the per-ScheduledJob gauges
+(``scheduled_job_metrics``). The HTTPS port (``--history-port``) serves the history API
+(``history_api``) to the API server's front proxy alone. Both answer on the leader and on a
+standby alike.
 
 When any of them ends - SIGTERM (kopf handles it), a lost lease, a crash - the others are
 stopped and the process exits; non-zero unless it was asked to stop. Everything is
@@ -42,8 +43,9 @@ from sundial.operator import (
     announcer,
     context,
     events,
+    front_proxy,
     handlers,
-    history_endpoint,
+    history_api,
     kube,
     liveness,
     mirror,
@@ -61,12 +63,23 @@ log = logging.getLogger("sundial.operator")
 
 
 @dataclass(frozen=True)
+class HistorySettings:
+    """Where the history API listens, and its serving certificate and key (PEM files)."""
+
+    port: int
+    cert_file: str | None
+    key_file: str | None
+
+
+@dataclass(frozen=True)
 class OperatorConfig:
     dsn: str
     #: ``None``: every namespace.
     namespaces: tuple[str, ...] | None = None
     #: 0 turns the endpoint off.
     liveness_port: int = 8080
+    #: ``None``: no history API.
+    history: HistorySettings | None = None
     holder: str = field(default_factory=trigger.default_holder)
     lease_ttl_seconds: float = 15.0
     mirror_interval: timedelta = timedelta(seconds=3)
@@ -99,11 +112,10 @@ async def serve(config: OperatorConfig) -> int:
     )
     lead = leadership.Leadership(lease_pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
     role = "standby"
-    probe = liveness.LivenessServer(
-        config.liveness_port, lambda: role, routes=history_endpoint.routes(pool)
-    )
+    probe = liveness.LivenessServer(config.liveness_port, lambda: role)
     if config.liveness_port:
         await probe.start()
+    history = await _history_api(config.history, pool)
     try:
         if not await lead.acquire(stop):
             return 0
@@ -112,8 +124,51 @@ async def serve(config: OperatorConfig) -> int:
     finally:
         await lead.release()
         await probe.stop()
+        if history is not None:
+            await history[0].stop()
+            history[1].close()
         await pool.close()
         await lease_pool.close()
+
+
+async def _history_api(
+    settings: HistorySettings | None, pool: store_pool.Pool
+) -> tuple[history_api.HistoryApi, kube.KubeApi] | None:
+    """The history API, started; ``None`` (and an error logged that says what to fix) when it
+    is off or cannot be served. Scheduling never waits on it: the history is a view."""
+    if settings is None or not settings.port:
+        return None
+    api = kube.KubeApi()
+    try:
+        data = await api.config_map_data(front_proxy.CONFIG_MAP_NAMESPACE, front_proxy.CONFIG_MAP)
+        proxy = front_proxy.FrontProxy.from_config_map(data)
+        context = proxy.server_context(str(settings.cert_file), str(settings.key_file))
+
+        async def authorize(caller: front_proxy.Caller, namespace: str) -> tuple[bool, str]:
+            return await api.may(
+                caller.user,
+                caller.groups,
+                caller.extra,
+                verb="list",
+                group=history_api.GROUP,
+                resource=history_api.RESOURCE,
+                namespace=namespace,
+            )
+
+        server = history_api.HistoryApi(
+            settings.port, context, history_api.routes(pool, proxy, authorize)
+        )
+        await server.start()
+    except Exception as error:
+        log.error(
+            "the history API is not served: %s; kubectl sundial history answers 503 until the "
+            "operator starts with it",
+            error,
+        )
+        api.close()
+        return None
+    log.info("history API serving", extra={"port": settings.port})
+    return server, api
 
 
 async def _lead(

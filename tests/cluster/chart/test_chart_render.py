@@ -51,11 +51,14 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
         "CustomResourceDefinition": 2,
         "ServiceAccount": 4,  # operator, runner, migrate hook, job Pods
         "ClusterRole": 5,  # operator, its CRD watch, view and edit aggregates, history
-        "ClusterRoleBinding": 2,
+        "ClusterRoleBinding": 3,  # operator, CRD watch, the history API's auth-delegator
+        "RoleBinding": 1,  # the history API reads the front proxy's CA in kube-system
         "Deployment": 2,
         "Job": 1,
         "NetworkPolicy": 1,
-        "Service": 1,  # the operator's, for kubectl sundial history
+        "Service": 1,  # the operator's: health, metrics and the history API
+        "APIService": 1,  # v1alpha1.history.sundial.dev
+        "Secret": 1,  # the history API's serving certificate
     }
     operator = _one(objects, "Deployment", "operator")
     assert operator["spec"]["strategy"] == {"type": "Recreate"}
@@ -100,37 +103,60 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
         assert "HookSucceeded" in argo.split(",")
 
 
-def test_the_history_role_opens_the_operator_service_alone_and_view_gets_no_proxy(
+def test_the_history_api_is_registered_served_and_read_under_namespace_rbac(
     render: Callable[..., Any],
 ) -> None:
     objects = render()
     service = _one(objects, "Service")
     assert service["metadata"]["name"] == "sundial-operator"
-    # One unnamed port: the proxy path and the RBAC resourceName are the bare Service name.
-    assert service["spec"]["ports"] == [{"port": 80, "targetPort": "health", "protocol": "TCP"}]
+    assert {port["name"]: port["targetPort"] for port in service["spec"]["ports"]} == {
+        "health": "health",
+        "history": "history",
+    }
     operator = _one(objects, "Deployment", "operator")
     assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
-    # The proxy reads every namespace's history: never folded into the built-in view or edit.
-    for name in ("view", "edit"):
-        role = _one(objects, "ClusterRole", name)
-        assert all(rule["apiGroups"] == ["sundial.dev"] for rule in role["rules"]), role
+    pod = operator["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert "--history-port=8443" in container["args"]
+    assert {"name": "history", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
+    secret = _one(objects, "Secret")
+    assert secret["type"] == "kubernetes.io/tls"
+    [volume] = [v for v in pod["volumes"] if v["name"] == "history-tls"]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    api_service = _one(objects, "APIService")
+    assert api_service["metadata"]["name"] == "v1alpha1.history.sundial.dev"
+    assert api_service["spec"]["service"] == {
+        "name": "sundial-operator",
+        "namespace": service["metadata"]["namespace"],
+        "port": 443,
+    }
+    assert api_service["spec"]["caBundle"] == secret["data"]["ca.crt"]
+    assert "insecureSkipTLSVerify" not in api_service["spec"]
+    # Reading history is per namespace like reading JobRuns: folded into view.
     history = _one(objects, "ClusterRole", "history")
-    assert not any(
-        key.startswith("rbac.authorization.k8s.io/aggregate")
-        for key in history["metadata"]["labels"]
-    )
+    assert history["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
     assert history["rules"] == [
-        {
-            "apiGroups": [""],
-            "resources": ["services/proxy"],
-            "resourceNames": ["sundial-operator"],
-            "verbs": ["get"],
-        }
+        {"apiGroups": ["history.sundial.dev"], "resources": ["runs"], "verbs": ["get", "list"]}
     ]
-    renamed = render({"operator": {"service": {"name": "history", "port": 8080}}})
-    assert _one(renamed, "Service")["metadata"]["name"] == "history"
-    history = _one(renamed, "ClusterRole", "history")
-    assert [r["resourceNames"] for r in history["rules"]] == [["history"]]
+    # No role of the chart opens a proxy.
+    for role in (o for o in objects if o["kind"] in ("ClusterRole", "Role")):
+        assert not any(
+            resource.endswith("/proxy")
+            for rule in role["rules"]
+            for resource in rule.get("resources", [])
+        ), role["metadata"]["name"]
+
+    off = render({"historyApi": {"enabled": False}})
+    assert not [o for o in off if o["kind"] in ("APIService", "Secret")]
+    assert not any(
+        "--history-port" in a
+        for a in _one(off, "Deployment", "operator")["spec"]["template"]["spec"]["containers"][0][
+            "args"
+        ]
+    )
+    given = render({"historyApi": {"tls": {"existingSecret": "history-cert", "caBundle": "Q0E="}}})
+    assert not [o for o in given if o["kind"] == "Secret"]
+    assert _one(given, "APIService")["spec"]["caBundle"] == "Q0E="
 
 
 def test_the_operator_is_scraped_with_its_labels_honoured(render: Callable[..., Any]) -> None:
@@ -190,7 +216,7 @@ def test_watch_namespaces_get_roles_and_no_cluster_wide_write(render: Callable[.
             # get: a namespace's Pod Security label, read before a job Pod is created there.
             assert verbs == {"get", "list", "watch"}
         elif name.endswith("-history"):
-            assert verbs == {"get"}  # services/proxy of the operator's Service alone
+            assert verbs == {"get", "list"}  # runs.history.sundial.dev, per namespace
         else:
             assert name.endswith(("-view", "-edit")), name
     # Job Pods run in the watched namespaces: their ServiceAccount and NetworkPolicy are there.

@@ -1,16 +1,18 @@
-"""``kubectl sundial history`` through the chart's own Service, by a user who holds only the
-chart's aggregated view role: ``helm install`` makes the Service and the roles, and nothing
-here makes another Service, Endpoints or Role.
+"""``kubectl sundial history`` through the chart's own APIService, by a user who holds only the
+built-in ``view`` role in one namespace: ``helm install`` makes the APIService, its serving
+certificate, the Service and the roles, and nothing here makes another Service, Endpoints,
+APIService or Role.
 
-The operator runs as a process on this host (as in test_kubectl_plugin.py): a Pod carrying the
-chart's operator labels, bound to a Node object no kubelet serves and with this host's IP in
-its status, stands in for the operator Pod (the chart's Deployment has 0 replicas), so the
-endpoints controller puts this host behind the chart's Service and the API server's service
-proxy dials it.
+The operator runs as a process on this host, with the chart's serving certificate: a Pod
+carrying the chart's operator labels, bound to a Node object no kubelet serves and with this
+host's IP in its status, stands in for the operator Pod (the chart's Deployment has 0
+replicas), so the endpoints controller puts this host behind the chart's Service and the API
+server's aggregation layer dials it.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 import os
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from support import history_api
 from support.operator import (
     OperatorProcess,
     StoreWorker,
@@ -83,7 +86,9 @@ def _viewer_kubeconfig(kubeconfig: Path, kubectl: Any, namespace: str, path: Pat
     return path
 
 
-def _stand_in(kubectl: Any, namespace: str, release: str, address: str, port: int) -> None:
+def _stand_in(
+    kubectl: Any, namespace: str, release: str, address: str, port: int, history_port: int
+) -> None:
     """A Ready Pod with the chart's operator labels whose IP is this host's."""
     node = f"operator-host-{namespace}"
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -112,7 +117,10 @@ def _stand_in(kubectl: Any, namespace: str, release: str, address: str, port: in
                 {
                     "name": "operator",
                     "image": "sundial-operator",
-                    "ports": [{"name": "health", "containerPort": port}],
+                    "ports": [
+                        {"name": "health", "containerPort": port},
+                        {"name": "history", "containerPort": history_port},
+                    ],
                 }
             ],
         },
@@ -130,7 +138,7 @@ def _stand_in(kubectl: Any, namespace: str, release: str, address: str, port: in
     )  # fmt: skip
 
 
-def test_history_through_the_charts_service_with_only_the_charts_history_role(
+def test_history_through_the_charts_api_service_with_only_the_view_role(
     helm: Callable[..., Any],
     sundial_crds_applied: None,
     operator_dsn: str,
@@ -142,7 +150,7 @@ def test_history_through_the_charts_service_with_only_the_charts_history_role(
 ) -> None:
     address = _host_address()
     if address is None:
-        pytest.skip("no non-loopback IPv4 address: the API server cannot proxy to this host")
+        pytest.skip("no non-loopback IPv4 address: the API server cannot reach this host")
     release = f"history-{uuid.uuid4().hex[:6]}"
     values = {
         "crds": {"enabled": False},  # the session applied them
@@ -152,18 +160,32 @@ def test_history_through_the_charts_service_with_only_the_charts_history_role(
     }
     (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
     base = ("--kubeconfig", str(kubeconfig), "--namespace", namespace)
+    # Deleted before anything else on the way out: an unavailable APIService stalls discovery.
+    request.addfinalizer(
+        lambda: kubectl("delete", "apiservice", history_api.API_SERVICE, "--ignore-not-found")
+    )
     helm("install", release, str(CHART), *base, "--values", str(tmp_path / "values.yaml"))
     request.addfinalizer(lambda: helm("uninstall", release, *base, "--wait"))
     node = f"operator-host-{namespace}"
     request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
-    history_role = f"{release}-sundial-history"
-    assert get_json(kubectl, "clusterrole", history_role)["metadata"]["name"] == history_role
 
-    port = _free_port()
-    service = ("--service", f"{namespace}/sundial-operator")
-    with running(
-        OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
-    ):
+    # The serving certificate the chart made, for the operator process.
+    secret = get_json(kubectl, "-n", namespace, "secret", f"{release}-sundial-history-tls")
+    for key in ("tls.crt", "tls.key"):
+        (tmp_path / key).write_bytes(base64.b64decode(secret["data"][key]))
+    api_service = get_json(kubectl, "apiservice", history_api.API_SERVICE)
+    assert api_service["spec"]["caBundle"] == secret["data"]["ca.crt"]
+
+    port, history_port = _free_port(), _free_port()
+    arguments = [
+        "--history-port", str(history_port),
+        "--history-tls-cert", str(tmp_path / "tls.crt"),
+        "--history-tls-key", str(tmp_path / "tls.key"),
+    ]  # fmt: skip
+    operator = OperatorProcess(
+        operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port, extra_args=arguments
+    )
+    with running(operator):
         apply(kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
         names = []
         with StoreWorker(operator_dsn):
@@ -178,27 +200,26 @@ def test_history_through_the_charts_service_with_only_the_charts_history_role(
             get_json(kubectl, "-n", namespace, "jr", name)["status"]["runId"] for name in names
         }
 
-        _stand_in(kubectl, namespace, release, address, port)
-        viewer = _viewer_kubeconfig(kubeconfig, kubectl, namespace, tmp_path / "viewer.yaml")
-        forbidden = _plugin(viewer, "history", "nightly", *service)
-        assert forbidden.returncode == 6, forbidden
-        assert "services/proxy" in forbidden.stderr
+        _stand_in(kubectl, namespace, release, address, port, history_port)
+        with history_api.registered(kubectl, None):
+            viewer = _viewer_kubeconfig(kubeconfig, kubectl, namespace, tmp_path / "viewer.yaml")
+            forbidden = _plugin(viewer, "history", "nightly")
+            assert forbidden.returncode == 6, forbidden
+            assert "runs.history.sundial.dev" in forbidden.stderr
 
-        # The chart's own history role, bound in the release's namespace, and nothing else.
-        kubectl(
-            "create", "rolebinding", "-n", namespace, "viewer", f"--clusterrole={history_role}",
-            f"--serviceaccount={namespace}:viewer",
-        )  # fmt: skip
+            # The built-in view role in this namespace, which the chart's history role joins.
+            kubectl(
+                "create", "rolebinding", "-n", namespace, "viewer", "--clusterrole=view",
+                f"--serviceaccount={namespace}:viewer",
+            )  # fmt: skip
 
-        def listed() -> Any:
-            result = _plugin(viewer, "history", "nightly", *service, "-o", "json")
-            return result.returncode == 0 and result
+            def listed() -> Any:
+                result = _plugin(viewer, "history", "nightly", "-o", "json")
+                return result.returncode == 0 and result
 
-        allowed = wait_until(listed, within=60, what="the chart's Service to reach the operator")
-        items = json.loads(allowed.stdout)["items"]
-        assert {item["runId"] for item in items} == run_ids
-        assert {item["state"] for item in items} == {"completed"}
-        # The Service is the chart's: its Endpoints were made by the endpoints controller.
-        endpoints = get_json(kubectl, "-n", namespace, "endpoints", "sundial-operator")
-        [subset] = endpoints["subsets"]
-        assert subset["addresses"][0]["targetRef"]["name"] == "operator-host"
+            allowed = wait_until(listed, within=60, what="the view role to read the history")
+            items = json.loads(allowed.stdout)["items"]
+            assert {item["runId"] for item in items} == run_ids
+            assert {item["state"] for item in items} == {"completed"}
+            # view in this namespace is not view in another one.
+            assert _plugin(viewer, "history", "nightly", "-n", "default").returncode == 6

@@ -13,17 +13,14 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-import yaml
 
 from support.operator import (
     OperatorProcess,
@@ -31,7 +28,6 @@ from support.operator import (
     apply,
     get_json,
     pod_job,
-    running,
     scheduled_job_manifest,
 )
 from support.polling import wait_until
@@ -422,157 +418,6 @@ def test_logs_of_a_pod_job_on_kwok_and_of_a_runner_job_say_why_there_are_none(
     hint = plugin("logs", handler_run, *ns)
     assert hint.returncode == 1
     assert "ran in a runner (handler tests.ok)" in hint.stderr and '"run_id"' in hint.stderr
-
-
-def _host_address() -> str | None:
-    """This host's address on its default route (a UDP connect sends no packet)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.254.254.254", 9))
-            address = str(probe.getsockname()[0])
-        except OSError:
-            return None
-    return None if address.startswith("127.") else address
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("0.0.0.0", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def history_operator(
-    sundial_crds_applied: None,
-    operator_dsn: str,
-    kubeconfig: Path,
-    namespace: str,
-    tmp_path: Path,
-    kubectl: Any,
-    request: pytest.FixtureRequest,
-) -> Iterator[OperatorProcess]:
-    """An operator with its HTTP port open, behind a Service named ``sundial-operator``.
-
-    The API server's service proxy only dials an endpoint that is a Pod's IP (it checks the
-    address's targetRef), and this operator is a process on this host, not a Pod: a Pod on a
-    Node object no kubelet serves stands in for it, its status saying its IP is this host's."""
-    address = _host_address()
-    if address is None:
-        pytest.skip("no non-loopback IPv4 address: the API server cannot proxy to this host")
-    port = _free_port()
-    # A Node object for the stand-in Pod: the Pod garbage collector deletes Pods bound to a
-    # Node that does not exist. No kubelet serves it; it lives for this test only.
-    node = f"operator-host-{namespace}"
-    kubectl(
-        "create",
-        "-f",
-        "-",
-        stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
-    )
-    request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
-    stand_in = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "sundial-operator-host"},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "operator", "image": "sundial-operator"}],
-        },
-    }
-    apply(kubectl, namespace, json.dumps(stand_in))
-    pod_status = {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}
-    kubectl(
-        "patch", "-n", namespace, "pod", "sundial-operator-host", "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": pod_status}),
-    )  # fmt: skip
-    # One unnamed port: the proxy path and the RBAC resourceName are the bare Service name.
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "sundial-operator"},
-        "spec": {"ports": [{"port": 80, "targetPort": port}]},
-    }
-    target = {"kind": "Pod", "name": "sundial-operator-host", "namespace": namespace}
-    endpoints = {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {"name": "sundial-operator"},
-        "subsets": [
-            {"addresses": [{"ip": address, "targetRef": target}], "ports": [{"port": port}]}
-        ],
-    }
-    items = [service, endpoints]
-    apply(kubectl, namespace, json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    process = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
-    with running(process):
-        yield process
-
-
-def _token_kubeconfig(kubeconfig: Path, kubectl: Any, namespace: str, path: Path) -> Path:
-    kubectl("create", "serviceaccount", "-n", namespace, "reader")
-    token = kubectl("create", "token", "-n", namespace, "reader").stdout.strip()
-    config = yaml.safe_load(kubeconfig.read_text())
-    context = config["contexts"][0]
-    context["context"]["user"] = "reader"
-    context["context"]["namespace"] = namespace
-    config["users"] = [{"name": "reader", "user": {"token": token}}]
-    config["current-context"] = context["name"]
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def test_history_comes_from_postgresql_through_the_service_proxy_under_rbac(
-    history_operator: OperatorProcess,
-    plugin: Any,
-    kubectl: Any,
-    kubeconfig: Path,
-    namespace: str,
-    operator_dsn: str,
-    tmp_path: Path,
-) -> None:
-    ns = ("-n", namespace)
-    service = ("--service", f"{namespace}/sundial-operator")
-    apply(kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
-    names = []
-    with StoreWorker(operator_dsn):
-        for _ in range(3):
-            names.append(plugin("run", "nightly", *ns, "-o", "name").stdout.strip().split("/")[1])
-        for name in names:
-            assert plugin("wait", name, *ns, "--timeout", "50s").returncode == 0
-    run_ids = [get_json(kubectl, *ns, "jr", name)["status"]["runId"] for name in names]
-    for name in names:  # gone from etcd; PostgreSQL keeps them
-        kubectl("delete", *ns, "jr", name)
-
-    listed = plugin("history", "nightly", *ns, *service, "-o", "json", via_kubectl=True)
-    assert listed.returncode == 0, listed
-    items = json.loads(listed.stdout)["items"]
-    assert [item["runId"] for item in items] == sorted(run_ids, key=int, reverse=True)
-    assert {item["state"] for item in items} == {"completed"}
-    paged = plugin("history", "nightly", *ns, *service, "--limit", "2")
-    assert len(paged.stdout.splitlines()) == 3  # the header and two runs
-    everything = plugin("history", "nightly", *ns, *service, "--all")
-    assert all(run_id in everything.stdout for run_id in run_ids)
-
-    reader = _token_kubeconfig(kubeconfig, kubectl, namespace, tmp_path / "reader.yaml")
-    forbidden = plugin("history", "nightly", *service, config=reader)
-    assert forbidden.returncode == 6, forbidden
-    assert "services/proxy" in forbidden.stderr and "'get'" in forbidden.stderr
-    kubectl(
-        "create", "role", "-n", namespace, "sundial-history", "--verb=get",
-        "--resource=services/proxy", "--resource-name=sundial-operator",
-    )  # fmt: skip
-    kubectl(
-        "create", "rolebinding", "-n", namespace, "sundial-history", "--role=sundial-history",
-        f"--serviceaccount={namespace}:reader",
-    )  # fmt: skip
-    allowed = wait_until(
-        lambda: (r := plugin("history", "nightly", *service, config=reader)).returncode == 0 and r,
-        within=30,
-        what="the RoleBinding to take effect",
-    )
-    assert all(run_id in allowed.stdout for run_id in run_ids)
-    # The same user still cannot read the JobRuns themselves: only the history was granted.
-    assert plugin("get", "jr", config=reader).returncode == 6
 
 
 def test_a_waiting_job_run_says_why_in_its_status_and_in_get_wide(

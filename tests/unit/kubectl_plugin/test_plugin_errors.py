@@ -69,16 +69,22 @@ FORBIDDEN = {
             "Ask for an RBAC rule that allows verb 'list' on 'jobruns.sundial.dev' in namespace t",
         ),
         (
-            client.Target("get", "services/proxy", "sundial-system", "sundial-operator"),
+            client.Target("list", client.HISTORY_RESOURCE, "team-a"),
             failure(403, FORBIDDEN),
             outcome.FORBIDDEN,
-            "on 'services/proxy' in namespace sundial-system (the chart's RELEASE-sundial-history",
+            "verb 'list' on 'runs.history.sundial.dev' in namespace team-a (the view role has it",
         ),
         (
-            client.Target("get", "services/proxy", "sundial-system", "sundial-operator"),
-            failure(503, {"message": 'no endpoints available for service "sundial-operator"'}),
+            client.Target("list", client.HISTORY_RESOURCE, "team-a"),
+            failure(503, {"message": "the server is currently unable to handle the request"}),
             outcome.UNREACHABLE,
-            "is the Sundial operator running",
+            "is the Sundial operator running? kubectl get apiservice v1alpha1.history.sundial.dev",
+        ),
+        (
+            client.Target("list", client.HISTORY_RESOURCE, "team-a"),
+            failure(404, {"message": "the server could not find the requested resource"}),
+            outcome.NOT_FOUND,
+            "the history API is not installed",
         ),
         (
             client.Target("get", "jobruns.sundial.dev", "t", "x"),
