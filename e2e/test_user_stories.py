@@ -239,6 +239,22 @@ def test_kubectl_get_jobruns_shows_each_phase(target: Target, stories: Phases) -
     assert stories.seen["needs-more-memory"][-1] == "Succeeded"
 
 
+def test_the_run_history_of_postgresql_is_read_through_the_api_server(
+    target: Target, stories: Phases
+) -> None:
+    """The chart's APIService is Available (the API server reaches the operator Pod with its
+    front-proxy certificate) and lists this namespace's finished runs, as kubectl pages."""
+    stories.ended("hello-later")
+    service = _json(target, "get", "apiservice", "v1alpha1.history.sundial.dev")
+    conditions = {c["type"]: c["status"] for c in service["status"]["conditions"]}
+    assert conditions.get("Available") == "True", service["status"]
+    listed = _json(target, "get", "runs.history.sundial.dev", "-n", JOBS, "--chunk-size=5")
+    runs = listed["items"]
+    assert any(run["job"] == "hello" and run["state"] == "completed" for run in runs), runs
+    assert all(run["metadata"]["namespace"] == JOBS for run in runs)
+    assert all(run["lastError"] is None for run in runs)
+
+
 def test_uninstall_leaves_nothing_but_the_kept_crds(target: Target) -> None:
     # The operator's objects first, while its Role in the namespace (watchNamespaces) still
     # lets it take its finalizers off: a namespace's deletion removes that Role too, and the

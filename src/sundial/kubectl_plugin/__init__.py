@@ -1,9 +1,9 @@
 """``kubectl sundial``: the kubectl plugin a Sundial user works with.
 
 It talks to the API server only, through the user's kubeconfig and RBAC: it reads and writes
-ScheduledJob and JobRun objects, reads Pod logs, and reaches the run history of PostgreSQL
-through the operator's history endpoint behind the API server's service proxy
-(docs/adr/0026-history-through-the-service-proxy.md). It never needs a database DSN.
+ScheduledJob and JobRun objects, reads Pod logs, and reads the run history of PostgreSQL
+through the history API the operator serves behind the API server's aggregation layer
+(docs/adr/0048-history-as-an-aggregated-api.md). It never needs a database DSN.
 
 One module per verb group (``listing``, ``actions``, ``waiting``, ``pod_logs``, ``linting``,
 ``backfilling``, ``history_client``), ``output`` for tables, ages and ``-o``, ``client`` for the
