@@ -125,9 +125,9 @@ def sundial_leg(admin_dsn: str, jobs: int, concurrency: int, handler: str = "ben
             """
             INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
                                   max_retries, backoff_base_seconds, backoff_cap_seconds,
-                                  state, priority, run_at, dispatch_key, args)
+                                  state, priority, run_at, dispatch_key, args, namespace)
             SELECT %s, 'default', %s, 'async', 60, 3, 1, 60, 'pending', 1, now(),
-                   sundial_dispatch_key(now(), 1::smallint), '{}'
+                   sundial_dispatch_key(now(), 1::smallint), '{}', 'bench'
             FROM generate_series(1, %s)
             """,
             (job, handler, jobs),

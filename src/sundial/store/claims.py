@@ -190,7 +190,8 @@ async def claim(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     namespaces: Sequence[str] | None = None,
 ) -> list[ClaimedRun]:
-    """Claim up to ``limit`` due runs (size it to free slots), strictly by aged priority.
+    """Claim up to ``limit`` due runs (size it to free slots): dealt round-robin over the
+    namespaces that have some, by aged priority within each (queries/claim.sql).
 
     ``namespaces``: claim only runs of jobs in these namespaces (None: every namespace). Each
     namespace is a tenant boundary, so a runner that serves one team never runs another's."""

@@ -1,6 +1,15 @@
 -- Claim up to %(limit)s due runs in one statement. SKIP LOCKED lets many workers poll without
 -- blocking each other; dispatch_key orders by priority with aging (see 0002_runs.sql).
 --
+-- Fair share between namespaces (migration 0210, docs/adr/0049-fair-share-between-namespaces.md):
+-- the claim deals its slots round-robin over the namespaces that have pending runs, each
+-- namespace's runs taken from its own head in dispatch order, so priority orders runs within a
+-- namespace and a namespace flooding at the top priority cannot hold another's back. With
+-- more namespaces than slots, which ones get the first slots is random, so over claims each
+-- gets its share. Slots a namespace cannot fill (it has fewer due runs, or none this claimer
+-- may take) go to the rest in dispatch order, runs of no namespace (written by an older
+-- version) among them.
+--
 -- The picked ids go to the UPDATE as an array (id = ANY(ARRAY(...))), not as a CTE joined on
 -- id: with a join the planner estimates the CTE at %(limit)s rows and hashes the whole hot
 -- table (a sequential scan of every live and recently finished run, per claim: about half
@@ -12,15 +21,61 @@
 -- A run whose execution_model is NULL takes its model from the handler's registration
 -- (migration 0080): %(unset_model)s says the claimer registers the named handlers under the
 -- models it asks for, so it may take such runs (a runner does; the pod launcher does not).
-WITH claimed AS (
-UPDATE job_runs r
-SET state = 'running',
-    lease_owner = %(worker)s,
-    lease_until = now() + make_interval(secs => %(lease_seconds)s::double precision),
-    attempt = r.attempt + 1,
-    started_at = now(),
-    unclaimable_reason = NULL
-WHERE r.id = ANY(ARRAY(
+WITH RECURSIVE spaces AS (
+    -- Every namespace with pending runs, one index probe each (a loose index scan). It walks
+    -- from the end of each namespace's range, its newest runs: claims take runs from the
+    -- front, whose index entries stay (dead) until a vacuum, and a probe from the front
+    -- stepped over every one of them, each claim.
+    (SELECT namespace FROM job_runs
+     WHERE state = 'pending' AND namespace IS NOT NULL
+     ORDER BY namespace DESC, dispatch_key DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.namespace FROM job_runs r
+            WHERE r.state = 'pending' AND r.namespace < s.namespace
+            ORDER BY r.namespace DESC, r.dispatch_key DESC LIMIT 1)
+    FROM spaces s
+    WHERE s.namespace IS NOT NULL
+),
+served AS (
+    -- A claimer that serves some namespaces names them; the walk above runs only for one that
+    -- serves them all.
+    SELECT unnest(%(namespaces)s::text[]) AS namespace
+    WHERE %(namespaces)s::text[] IS NOT NULL
+    UNION ALL
+    SELECT namespace FROM spaces
+    WHERE namespace IS NOT NULL AND %(namespaces)s::text[] IS NULL
+),
+dealt AS (
+    SELECT picked.id, picked.namespace, picked.dispatch_key
+    FROM served s
+    CROSS JOIN LATERAL (
+        -- A range, not "=": ordered by (namespace, dispatch_key), only the namespace index
+        -- serves it in order, so this never walks the global dispatch index past another
+        -- namespace's flood to find this one's runs.
+        SELECT id, namespace, dispatch_key FROM job_runs
+        WHERE state = 'pending'
+          AND namespace >= s.namespace AND namespace <= s.namespace
+          AND run_at <= now()
+          AND queue = ANY(%(queues)s::text[])
+          AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
+          AND (%(execution_models)s::text[] IS NULL
+               OR execution_model = ANY(%(execution_models)s::text[])
+               OR (execution_model IS NULL AND %(unset_model)s::boolean))
+        ORDER BY namespace, dispatch_key
+        LIMIT (SELECT ceil(%(limit)s::numeric / greatest(1, count(*)))::int FROM served)
+        FOR UPDATE SKIP LOCKED
+    ) picked
+),
+fair AS (
+    -- Round by round: every namespace's first run, then every second run, ...
+    SELECT id FROM (
+        SELECT id, row_number() OVER (PARTITION BY namespace ORDER BY dispatch_key) AS round
+        FROM dealt
+    ) ranked
+    ORDER BY round, random()
+    LIMIT %(limit)s
+),
+rest AS (
     SELECT id FROM job_runs
     WHERE state = 'pending'
       AND run_at <= now()
@@ -30,10 +85,20 @@ WHERE r.id = ANY(ARRAY(
       AND (%(execution_models)s::text[] IS NULL
            OR execution_model = ANY(%(execution_models)s::text[])
            OR (execution_model IS NULL AND %(unset_model)s::boolean))
+      AND id <> ALL(ARRAY(SELECT id FROM dealt))
     ORDER BY dispatch_key
-    LIMIT %(limit)s
+    LIMIT (SELECT %(limit)s - count(*) FROM fair)
     FOR UPDATE SKIP LOCKED
-))
+),
+claimed AS (
+UPDATE job_runs r
+SET state = 'running',
+    lease_owner = %(worker)s,
+    lease_until = now() + make_interval(secs => %(lease_seconds)s::double precision),
+    attempt = r.attempt + 1,
+    started_at = now(),
+    unclaimable_reason = NULL
+WHERE r.id = ANY(ARRAY(SELECT id FROM fair UNION ALL SELECT id FROM rest))
 RETURNING r.id, r.attempt, r.job_id, r.queue, r.handler, r.execution_model, r.args,
           r.timeout_seconds, r.schedule_id, r.fire_time,
           coalesce(r.idempotency_key, 'run:' || r.id) AS idempotency_key, r.lease_until,

@@ -127,6 +127,8 @@ CREATE INDEX job_runs_finished_by_schedule_idx ON job_runs USING btree (schedule
 
 CREATE INDEX job_runs_finished_idx ON job_runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
 
+CREATE INDEX job_runs_pending_by_namespace_idx ON job_runs USING btree (namespace, dispatch_key) WHERE (state = 'pending'::text);
+
 CREATE INDEX job_runs_running_by_lease_idx ON job_runs USING btree (lease_until) WHERE (state = 'running'::text);
 
 CREATE INDEX job_runs_unclaimable_idx ON job_runs USING btree (queue, handler) WHERE ((state = 'pending'::text) AND (unclaimable_reason IS NOT NULL));

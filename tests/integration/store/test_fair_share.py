@@ -1,0 +1,143 @@
+"""Fair share between namespaces: a claim deals its slots round-robin over the namespaces that
+have due runs, priority orders runs within a namespace, and a namespace flooding at the top
+priority cannot hold another's runs back."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+
+from sundial.store import claims, queries, runs
+from sundial.store import pool as store_pool
+
+
+async def _flood(
+    pool: store_pool.Pool,
+    make_job: Callable[..., uuid.UUID],
+    namespace: str,
+    count: int,
+    priority: int,
+) -> list[int]:
+    job = make_job(f"job-{uuid.uuid4().hex[:8]}", namespace=namespace, handler="work.do")
+    items = [runs.BatchItem(args={"n": n}, priority=priority) for n in range(count)]
+    return [made.run_id for made in await runs.submit_many(pool, job, items)]
+
+
+async def test_a_flood_at_top_priority_leaves_another_namespace_its_share(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    await _flood(pool, make_job, "team-b", 500, priority=9)
+    quiet = await _flood(pool, make_job, "team-a", 5, priority=1)
+
+    claimed = await claims.claim(pool, "w", limit=10)
+    by_namespace = Counter(run.namespace for run in claimed)
+    # team-a has 5, fewer than its share (5 of 10): all of them; team-b fills the rest.
+    assert by_namespace == {"team-a": 5, "team-b": 5}
+    assert sorted(run.id for run in claimed if run.namespace == "team-a") == quiet
+
+
+async def test_slots_a_namespace_cannot_fill_go_to_the_others_in_priority_order(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    low = await _flood(pool, make_job, "team-b", 20, priority=1)
+    high = await _flood(pool, make_job, "team-b", 20, priority=5)
+    await _flood(pool, make_job, "team-a", 2, priority=1)
+
+    claimed = await claims.claim(pool, "w", limit=12)
+    assert len(claimed) == 12
+    team_b = [run.id for run in claimed if run.namespace == "team-b"]
+    # Within team-b, aged priority still orders: its 10 are the priority-5 runs, oldest first.
+    assert team_b == high[:10] and not set(team_b) & set(low)
+
+
+async def test_one_slot_at_a_time_still_reaches_the_quiet_namespace(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """A busy runner frees one slot at a time: each claim of one run goes to one of the
+    namespaces with work at random, so team-a's first run is not behind all of team-b's
+    (the chance that 30 claims all went to team-b is 2**-30)."""
+    await _flood(pool, make_job, "team-b", 200, priority=9)
+    await _flood(pool, make_job, "team-a", 50, priority=1)
+
+    seen: list[str | None] = []
+    for _ in range(30):
+        [run] = await claims.claim(pool, "w", limit=1)
+        seen.append(run.namespace)
+        if run.namespace == "team-a":
+            break
+    assert seen[-1] == "team-a", seen
+
+
+async def test_more_namespaces_than_slots_gives_each_slot_to_a_different_namespace(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    for team in ("a", "b", "c", "d", "e"):
+        await _flood(pool, make_job, f"team-{team}", 10, priority=1)
+
+    claimed = await claims.claim(pool, "w", limit=3)
+    assert len({run.namespace for run in claimed}) == 3
+
+    # Over many claims every namespace is served, none twice before all once per round.
+    everything = Counter(run.namespace for run in claimed)
+    for _ in range(9):
+        everything.update(run.namespace for run in await claims.claim(pool, "w", limit=5))
+    assert sum(everything.values()) == 48
+    assert set(everything.values()) <= {9, 10}, everything
+
+
+async def test_a_runner_that_serves_some_namespaces_shares_its_slots_between_them(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    await _flood(pool, make_job, "team-a", 30, priority=9)
+    await _flood(pool, make_job, "team-b", 30, priority=1)
+    await _flood(pool, make_job, "team-c", 30, priority=9)
+
+    claimed = await claims.claim(pool, "w", namespaces=["team-a", "team-b"], limit=10)
+    assert Counter(run.namespace for run in claimed) == {"team-a": 5, "team-b": 5}
+
+
+async def test_runs_of_no_namespace_are_still_claimed(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """A run an older version inserted carries no namespace: a runner of every namespace
+    takes it with the slots the namespaces leave."""
+    [legacy] = await _flood(pool, make_job, "team-old", 1, priority=1)
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE job_runs SET namespace = NULL WHERE id = %s", (legacy,))
+    await _flood(pool, make_job, "team-a", 3, priority=1)
+
+    claimed = await claims.claim(pool, "w", limit=10)
+    assert len(claimed) == 4 and legacy in {run.id for run in claimed}
+    assert await claims.claim(pool, "w", namespaces=["team-a"], limit=10) == []
+
+
+async def test_the_claim_plan_reads_each_namespace_from_its_own_index_range(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """The plan that keeps a flood cheap for everyone: namespaces listed by backward probes of
+    the namespace index (its live end, not the dead entries claims leave at the front), each
+    namespace's runs read from its own range of that index, never the global dispatch index
+    walked past another namespace's flood; the global index is read only for slots left over."""
+    await _flood(pool, make_job, "team-b", 3000, priority=9)
+    await _flood(pool, make_job, "team-a", 5, priority=1)
+    async with pool.connection() as conn:
+        await conn.execute("ANALYZE job_runs")
+        params = {
+            "worker": "w",
+            "queues": ["default"],
+            "handlers": None,
+            "execution_models": None,
+            "unset_model": True,
+            "limit": 10,
+            "lease_seconds": 30.0,
+            "namespaces": None,
+        }
+        cursor = await conn.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + queries.get("claim"), params
+        )
+        plan = "\n".join(line for (line,) in await cursor.fetchall())
+    assert "Index Only Scan Backward using job_runs_pending_by_namespace_idx" in plan, plan
+    assert "Index Scan using job_runs_pending_by_namespace_idx" in plan, plan
+    [global_scan] = [line for line in plan.splitlines() if "job_runs_dispatch_idx" in line]
+    assert "never executed" in global_scan, plan
