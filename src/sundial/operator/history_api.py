@@ -251,8 +251,21 @@ def routes(pool: Pool, proxy: front_proxy.FrontProxy, authorize: Authorizer) -> 
             }
         )
 
+    async def every_namespace(request: web.Request) -> web.Response:
+        try:
+            caller_of(request)
+        except front_proxy.NotFromFrontProxyError as error:
+            return _status(401, "Unauthorized", str(error))
+        return _status(
+            400,
+            "BadRequest",
+            f"{RESOURCE}.{GROUP} is read one namespace at a time: give -n NAMESPACE (RBAC "
+            "grants history per namespace)",
+        )
+
     return [
         web.get("/apis", api_group_list),
+        web.get(f"{base}/{RESOURCE}", every_namespace),
         web.get(f"/apis/{GROUP}", api_group),
         web.get(base, resource_list),
         web.get(f"{base}/namespaces/{{namespace}}/{RESOURCE}", list_runs),

@@ -244,6 +244,11 @@ async def test_nobody_but_the_front_proxy_is_answered(pool: store_pool.Pool, api
     assert not [ask for ask in api.asked if ask[0] != "alice"]
 
 
+async def test_every_namespace_at_once_is_refused_with_what_to_give(api: Api) -> None:
+    status, answer = await api.get("/apis/history.sundial.dev/v1alpha1/runs")
+    assert status == 400 and "give -n NAMESPACE" in answer["message"]
+
+
 async def test_discovery_says_what_the_api_serves(api: Api) -> None:
     status, resources = await api.get(
         "/apis/history.sundial.dev/v1alpha1", headers={"X-Remote-User": "system:kube-aggregator"}
