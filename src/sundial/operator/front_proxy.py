@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import ssl
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -30,6 +30,7 @@ __all__ = [
     "CONFIG_MAP_NAMESPACE",
     "Caller",
     "FrontProxy",
+    "FrontProxyFollower",
     "FrontProxyMissingError",
     "NotFromFrontProxyError",
 ]
@@ -146,3 +147,29 @@ class FrontProxy:
             groups=tuple(group.strip() for group in groups),
             extra={key: tuple(values) for key, values in extra.items()},
         )
+
+
+class FrontProxyFollower:
+    """The front proxy as the cluster publishes it now.
+
+    A cluster rotates its front-proxy CA (kubeadm's certificate renewal, a managed control
+    plane's rotation): the API server then presents a certificate the CA read at start-up does
+    not know, and every history request fails its handshake until the operator restarts.
+    ``refresh`` reads the ConfigMap again and says whether anything changed, so the server can
+    be given a TLS context of the new CA."""
+
+    def __init__(
+        self, read: Callable[[], Awaitable[Mapping[str, str] | None]], current: FrontProxy
+    ) -> None:
+        self._read = read
+        self.current = current
+
+    async def refresh(self) -> bool:
+        """Read the ConfigMap; ``True`` when the front proxy it describes changed. Raises
+        (``FrontProxyMissingError``, or the read's error) and keeps the current one when the
+        ConfigMap cannot be read or names no CA."""
+        published = FrontProxy.from_config_map(await self._read())
+        if published == self.current:
+            return False
+        self.current = published
+        return True

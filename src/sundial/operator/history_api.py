@@ -20,6 +20,7 @@ text is left out. Standbys serve it too: reading history needs no lease.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 import time
@@ -52,6 +53,8 @@ RESOURCE: Final = "runs"
 KIND: Final = "Run"
 DEFAULT_LIMIT: Final = 50
 MAX_LIMIT: Final = 1000
+#: How often the server reads the cluster's front proxy again (a rotated CA is picked up).
+FRONT_PROXY_REFRESH_SECONDS: Final = 60.0
 #: How long one caller's answer for one namespace is reused: ``kubectl sundial history --all``
 #: pages through thousands of runs, one SubjectAccessReview per page would be a call per page.
 DECISION_SECONDS: Final = 10.0
@@ -170,15 +173,17 @@ class _Decisions:
         return allowed, reason
 
 
-def routes(pool: Pool, proxy: front_proxy.FrontProxy, authorize: Authorizer) -> list[web.RouteDef]:
-    """The API's routes. Each request must come from the front proxy (``proxy``) and, for
-    runs, be allowed by ``authorize``."""
+def routes(
+    pool: Pool, proxy: Callable[[], front_proxy.FrontProxy], authorize: Authorizer
+) -> list[web.RouteDef]:
+    """The API's routes. Each request must come from the front proxy (``proxy()``: the one the
+    cluster publishes now) and, for runs, be allowed by ``authorize``."""
     decisions = _Decisions(authorize)
     base = f"/apis/{GROUP}/{VERSION}"
 
     def caller_of(request: web.Request) -> front_proxy.Caller:
         peer = request.transport.get_extra_info("peercert") if request.transport else None
-        return proxy.caller(peer, request.headers)
+        return proxy().caller(peer, request.headers)
 
     async def discovery(request: web.Request, document: dict[str, Any]) -> web.Response:
         try:
@@ -273,18 +278,70 @@ def routes(pool: Pool, proxy: front_proxy.FrontProxy, authorize: Authorizer) -> 
 
 
 class HistoryApi:
-    """The history API's HTTPS server: ``routes`` on ``port``, TLS from ``context``."""
+    """The history API's HTTPS server: ``routes`` on ``port``, TLS from ``context``.
+
+    Given a ``follower`` (and ``context_of``, the TLS context for a front proxy), it reads the
+    cluster's front proxy again every ``refresh_seconds`` and, when its CA or names changed,
+    listens again with a context of the new CA: a rotation needs no operator restart."""
 
     def __init__(
-        self, port: int, context: ssl.SSLContext, routes: list[web.RouteDef], host: str = "0.0.0.0"
+        self,
+        port: int,
+        context: ssl.SSLContext,
+        routes: list[web.RouteDef],
+        host: str = "0.0.0.0",
+        *,
+        follower: front_proxy.FrontProxyFollower | None = None,
+        context_of: Callable[[front_proxy.FrontProxy], ssl.SSLContext] | None = None,
+        refresh_seconds: float = FRONT_PROXY_REFRESH_SECONDS,
     ) -> None:
         self.port = port
         self.host = host
         self._context = context
         self._routes = routes
         self._runner: web.AppRunner | None = None
+        self._follower = follower
+        self._context_of = context_of
+        self._refresh_seconds = refresh_seconds
+        self._following: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        await self._listen()
+        if self._follower is not None and self._context_of is not None:
+            self._following = asyncio.create_task(self._follow(), name="front-proxy")
+
+    async def stop(self) -> None:
+        if self._following is not None:
+            self._following.cancel()
+            await asyncio.gather(self._following, return_exceptions=True)
+            self._following = None
+        await self._close()
+
+    async def refresh(self) -> bool:
+        """Read the front proxy again; listen with a context of it if it changed (``True``)."""
+        assert self._follower is not None and self._context_of is not None
+        if not await self._follower.refresh():
+            return False
+        context = self._context_of(self._follower.current)
+        await self._close()
+        self._context = context
+        await self._listen()
+        log.info("the cluster's front proxy changed: the history API serves with its new CA")
+        return True
+
+    async def _follow(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_seconds)
+            try:
+                await self.refresh()
+            except Exception as error:  # keep serving with the CA we have; say why
+                log.warning(
+                    "cannot read the cluster's front proxy again; the history API keeps the CA "
+                    "it has",
+                    extra={"error": str(error)},
+                )
+
+    async def _listen(self) -> None:
         app = web.Application()
         app.router.add_routes(self._routes)
         self._runner = web.AppRunner(app, access_log=None)
@@ -292,6 +349,7 @@ class HistoryApi:
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._context)
         await site.start()
 
-    async def stop(self) -> None:
+    async def _close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None

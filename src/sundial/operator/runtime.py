@@ -32,6 +32,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -140,9 +142,18 @@ async def _history_api(
         return None
     api = kube.KubeApi()
     try:
-        data = await api.config_map_data(front_proxy.CONFIG_MAP_NAMESPACE, front_proxy.CONFIG_MAP)
-        proxy = front_proxy.FrontProxy.from_config_map(data)
-        context = proxy.server_context(str(settings.cert_file), str(settings.key_file))
+
+        async def published() -> Mapping[str, str] | None:
+            return await api.config_map_data(
+                front_proxy.CONFIG_MAP_NAMESPACE, front_proxy.CONFIG_MAP
+            )
+
+        def context_of(proxy: front_proxy.FrontProxy) -> ssl.SSLContext:
+            return proxy.server_context(str(settings.cert_file), str(settings.key_file))
+
+        follower = front_proxy.FrontProxyFollower(
+            published, front_proxy.FrontProxy.from_config_map(await published())
+        )
 
         async def authorize(caller: front_proxy.Caller, namespace: str) -> tuple[bool, str]:
             return await api.may(
@@ -156,7 +167,11 @@ async def _history_api(
             )
 
         server = history_api.HistoryApi(
-            settings.port, context, history_api.routes(pool, proxy, authorize)
+            settings.port,
+            context_of(follower.current),
+            history_api.routes(pool, lambda: follower.current, authorize),
+            follower=follower,
+            context_of=context_of,
         )
         await server.start()
     except Exception as error:

@@ -130,7 +130,7 @@ async def api(pool: store_pool.Pool, pki: Path) -> AsyncIterator[Api]:
     port = _free_port()
     context = proxy.server_context(str(pki / "serving.crt"), str(pki / "serving.key"))
     server = history_api.HistoryApi(
-        port, context, history_api.routes(pool, proxy, authorize), host="127.0.0.1"
+        port, context, history_api.routes(pool, lambda: proxy, authorize), host="127.0.0.1"
     )
     await server.start()
     try:
@@ -287,3 +287,52 @@ async def test_error_text_stays_out_of_the_api_but_not_out_of_the_store(
 
     (row,) = await history.recent(pool, namespace="default", job="charges", limit=1)
     assert secret in (history_api.row_json(row)["lastError"] or "")
+
+
+async def test_a_rotated_front_proxy_ca_is_served_without_a_restart(
+    pool: store_pool.Pool, pki: Path
+) -> None:
+    """The cluster publishes a new front-proxy CA: after a refresh, the API server's new
+    certificate is answered and one of the old CA is refused in the handshake."""
+
+    def published(ca: str) -> dict[str, str]:
+        return {
+            "requestheader-client-ca-file": (pki / f"{ca}.crt").read_text(),
+            "requestheader-allowed-names": '["front-proxy-client"]',
+        }
+
+    data = published("front-proxy-ca")
+
+    async def read() -> dict[str, str]:
+        return data
+
+    follower = front_proxy.FrontProxyFollower(read, front_proxy.FrontProxy.from_config_map(data))
+
+    def context_of(proxy: front_proxy.FrontProxy) -> ssl.SSLContext:
+        return proxy.server_context(str(pki / "serving.crt"), str(pki / "serving.key"))
+
+    async def everyone(caller: front_proxy.Caller, namespace: str) -> tuple[bool, str]:
+        return True, ""
+
+    port = _free_port()
+    server = history_api.HistoryApi(
+        port,
+        context_of(follower.current),
+        history_api.routes(pool, lambda: follower.current, everyone),
+        host="127.0.0.1",
+        follower=follower,
+        context_of=context_of,
+        refresh_seconds=3600,
+    )
+    api = Api(f"https://127.0.0.1:{port}", pki, [])
+    await server.start()
+    try:
+        assert (await api.runs("default"))[0] == 200
+        assert await server.refresh() is False  # nothing changed: the socket stays as it is
+        data = published("other-ca")
+        assert await server.refresh() is True
+        assert (await api.get("/apis", client="other-client"))[0] == 200
+        with pytest.raises(aiohttp.ClientError):
+            await api.runs("default")  # the old CA's certificate
+    finally:
+        await server.stop()
