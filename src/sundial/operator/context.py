@@ -121,4 +121,5 @@ class Context:
         statuses, missed-fire reports and Pod collection still make progress under a stream
         of JobRuns that never pauses."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.no_submissions.wait(), SUBMISSION_HOLD_SECONDS)
+            async with asyncio.timeout(SUBMISSION_HOLD_SECONDS):  # wait_for can lose a cancel
+                await self.no_submissions.wait()

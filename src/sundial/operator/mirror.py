@@ -37,7 +37,6 @@ so a run archived mid-window stays in its window.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -103,11 +102,9 @@ class Mirror:
                 self.heap.after_pass(self.work)
             waiter = asyncio.ensure_future(self.ctx.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED),
-                    timeout=interval,
-                )
+            await asyncio.wait(
+                {waiter, stopper}, timeout=interval, return_when=asyncio.FIRST_COMPLETED
+            )
             waiter.cancel()
             stopper.cancel()
             # Coalesce a burst of wake-ups (a thousand objects applied at once) into one pass.

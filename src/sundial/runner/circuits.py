@@ -79,8 +79,12 @@ class Publisher:
         retry = reconnect.Backoff("publishing circuit state failed; retrying", logger=log)
         delay = self.refresh_seconds
         while True:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the result when
+            # the event is set in the same step as a cancel, and the cancel is lost (the
+            # runner's shutdown then waited for this task forever).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout=max(delay, 0.0))
+                async with asyncio.timeout(max(delay, 0.0)):
+                    await self._changed.wait()
             self._changed.clear()
             if loop.time() >= next_refresh:
                 next_refresh = loop.time() + self.refresh_seconds

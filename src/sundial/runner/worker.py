@@ -617,7 +617,8 @@ def _log_unclaimable(run: runners.Unclaimable, worker: str) -> None:
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout=seconds)
+        async with asyncio.timeout(seconds):  # not wait_for: see runner.circuits
+            await event.wait()
 
 
 async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:

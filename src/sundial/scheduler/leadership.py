@@ -62,7 +62,8 @@ class Leadership:
                 log.info("standing by: another operator holds the lease")
                 announced = True
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.ttl_seconds / 3)
+                async with asyncio.timeout(self.ttl_seconds / 3):  # wait_for can lose a cancel
+                    await stop.wait()
         return False
 
     async def keep_apart(self, dsn: str, stop: asyncio.Event) -> None:

@@ -232,7 +232,8 @@ class TriggerLoop:
                     delay = min(30.0, 0.5 * 2 ** min(failures, 6))
                     log.exception("trigger step failed; retrying", extra={"delay": delay})
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=max(0.01, delay))
+                    async with asyncio.timeout(max(0.01, delay)):  # wait_for can lose a cancel
+                        await stop.wait()
         finally:
             if self.lease is not None:
                 try:

@@ -98,3 +98,20 @@ async def test_the_refresh_reports_an_open_breaker_that_turned_half_open(
         await eventually(state_is("open"), "open")
         clock.now += 30  # open_seconds pass; no run asks the breaker
         await eventually(state_is("half_open"), "the refresh to find it half-open")
+
+
+async def test_a_cancel_in_the_step_of_a_transition_stops_the_publisher(
+    pool: store_pool.Pool,
+) -> None:
+    """The runner stops its publisher with a cancel; a transition in the same step must not
+    swallow it (Python 3.11's wait_for did, and the runner's shutdown waited forever)."""
+    for _ in range(20):
+        publisher = circuits.Publisher("r1", metrics.RunnerMetrics(), refresh_seconds=30)
+        breakers = breaker.Breakers(POLICY, on_transition=publisher.transition)
+        task = asyncio.create_task(publisher.run(lambda: pool, breakers, lambda error: None))
+        await asyncio.sleep(0.01)  # the publisher waits for a change
+        publisher.transition("payments", breaker.State.OPEN)
+        await asyncio.sleep(0)  # the wait sees the change ...
+        task.cancel()  # ... and the cancel comes in the same step
+        done, _ = await asyncio.wait({task}, timeout=5)
+        assert done == {task} and task.cancelled()
