@@ -382,6 +382,12 @@ def runner(
 @click.option("--lease-seconds", type=click.FloatRange(3, 3600), default=30.0, show_default=True)
 @click.option("--poll-seconds", type=click.FloatRange(0.05, 60), default=1.0, show_default=True)
 @click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
+@click.option(
+    "--max-pods-per-namespace",
+    type=click.IntRange(1),
+    default=None,
+    help="Pods held at once in one namespace (default: only --max-pods bounds them).",
+)
 @click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
 @job_pod_placement_options
@@ -398,6 +404,7 @@ def pod_launcher(
     lease_seconds: float,
     poll_seconds: float,
     max_pods: int,
+    max_pods_per_namespace: int | None,
     service_account: str | None,
     runner_image: str,
     job_pod_node_selector: tuple[str, ...],
@@ -438,6 +445,7 @@ def pod_launcher(
         lease_seconds=lease_seconds,
         poll_interval_seconds=poll_seconds,
         max_pods=max_pods,
+        max_pods_per_namespace=max_pods_per_namespace,
         manifest=manifests.ManifestSettings(
             instance=instance,
             service_account_name=service_account,
@@ -539,6 +547,12 @@ def pod_launcher(
     help="Queue whose pod-mode runs it launches (repeatable).",
 )
 @click.option("--max-pods", type=click.IntRange(1), default=200, show_default=True)
+@click.option(
+    "--max-pods-per-namespace",
+    type=click.IntRange(1),
+    default=None,
+    help="Pods held at once in one namespace (default: only --max-pods bounds them).",
+)
 @click.option("--pod-service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option(
     "--runner-image",
@@ -569,6 +583,7 @@ def operator(
     pod_instance: str,
     pod_queues: tuple[str, ...],
     max_pods: int,
+    max_pods_per_namespace: int | None,
     pod_service_account: str | None,
     runner_image: str,
     job_pod_node_selector: tuple[str, ...],
@@ -621,6 +636,7 @@ def operator(
         pod_launcher=pod_launcher,
         pod_queues=pod_queues,
         max_pods=max_pods,
+        max_pods_per_namespace=max_pods_per_namespace,
         pods=manifests.ManifestSettings(
             instance=pod_instance,
             service_account_name=pod_service_account,

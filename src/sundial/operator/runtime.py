@@ -95,6 +95,8 @@ class OperatorConfig:
     pod_queues: tuple[str, ...] = ("default",)
     pod_poll: timedelta = timedelta(seconds=1)
     max_pods: int = 200
+    #: Pods held at once in one namespace (None: only ``max_pods``).
+    max_pods_per_namespace: int | None = None
     #: ``instance`` labels the Pods; the image runs handler jobs whose executionModel is pod.
     pods: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
 
@@ -234,6 +236,7 @@ async def _lead(
                 namespaces=config.namespaces,
                 poll_interval_seconds=config.pod_poll.total_seconds(),
                 max_pods=config.max_pods,
+                max_pods_per_namespace=config.max_pods_per_namespace,
                 manifest=config.pods,
             ),
             clock=clock,

@@ -66,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -110,6 +111,9 @@ class LauncherSettings:
     poll_interval_seconds: float = 1.0
     #: Attempts held at once (Pods live or starting).
     max_pods: int = 200
+    #: Attempts held at once in one namespace (None: only ``max_pods``), so one tenant whose
+    #: Pods run long cannot hold every Pod slot.
+    max_pods_per_namespace: int | None = None
     claim_batch: int = 50
     #: Used when the job sets no startTimeoutSeconds.
     default_start_timeout_seconds: float = 300.0
@@ -275,7 +279,8 @@ class PodLauncher:
         """Until the poll interval passes, ``stop`` is set, or the watch saw a change (but at
         least ``min_step_interval_seconds``)."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), self._settings.min_step_interval_seconds)
+            async with asyncio.timeout(self._settings.min_step_interval_seconds):
+                await stop.wait()  # not wait_for, which can lose a cancel
             return
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(changed.wait())]
         try:
@@ -339,14 +344,37 @@ class PodLauncher:
         free = self._settings.max_pods - len(self._attempts)
         if free <= 0:
             return
+        cap = self._settings.max_pods_per_namespace
+        if cap is None:
+            await self._claim_some(min(free, self._settings.claim_batch))
+            return
+        # A claim may hand all it claims to one namespace. So: the namespaces this launcher
+        # holds no Pod of, up to ``cap`` at once; then those it holds some of, up to the least
+        # room any of them has left. Neither claim can take a namespace past ``cap``.
+        held = Counter(a.run.namespace for a in self._attempts.values() if a.run.namespace)
+        room = {namespace: cap - count for namespace, count in held.items()}
+        free -= await self._claim_some(
+            min(free, self._settings.claim_batch, cap), excluded=sorted(room)
+        )
+        partly = sorted(namespace for namespace, left in room.items() if left > 0)
+        if partly and free > 0:
+            least = min(room[namespace] for namespace in partly)
+            await self._claim_some(min(free, self._settings.claim_batch, least), only=partly)
+
+    async def _claim_some(
+        self, limit: int, *, excluded: Sequence[str] = (), only: Sequence[str] | None = None
+    ) -> int:
+        """Claim up to ``limit`` pod runs of the namespaces served (``only`` these, none of
+        ``excluded``) and track them; how many were claimed."""
         claimed = await claims.claim(
             self._pool,
             self._settings.worker,
             queues=self._settings.queues,
             execution_models=("pod",),
-            limit=min(free, self._settings.claim_batch),
+            limit=limit,
             lease_seconds=self._settings.lease_seconds,
-            namespaces=self._settings.namespaces,
+            namespaces=self._settings.namespaces if only is None else only,
+            excluded_namespaces=excluded,
         )
         if claimed:
             lease = self._settings.lease_seconds
@@ -354,6 +382,7 @@ class PodLauncher:
                 lag = (run.lease_until - run.run_at).total_seconds() - lease
                 pod_metrics.SCHEDULE_LAG.labels(run.queue).observe(lag if lag > 0.0 else 0.0)
             await self._track(claimed)
+        return len(claimed)
 
     async def _track(
         self,

@@ -189,12 +189,15 @@ async def claim(
     limit: int = 10,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     namespaces: Sequence[str] | None = None,
+    excluded_namespaces: Sequence[str] | None = None,
 ) -> list[ClaimedRun]:
     """Claim up to ``limit`` due runs (size it to free slots): dealt round-robin over the
     namespaces that have some, by aged priority within each (queries/claim.sql).
 
     ``namespaces``: claim only runs of jobs in these namespaces (None: every namespace). Each
-    namespace is a tenant boundary, so a runner that serves one team never runs another's."""
+    namespace is a tenant boundary, so a runner that serves one team never runs another's.
+    ``excluded_namespaces``: none of these, whatever ``namespaces`` says (a claimer with no room
+    left for them, as the pod launcher at a namespace's Pod limit)."""
     if limit <= 0:
         return []
     async with pool.connection() as conn:
@@ -209,6 +212,7 @@ async def claim(
                 "limit": limit,
                 "lease_seconds": float(lease_seconds),
                 "namespaces": None if namespaces is None else list(namespaces),
+                "excluded": list(excluded_namespaces) if excluded_namespaces else None,
             },
         )
         rows = await cursor.fetchall()

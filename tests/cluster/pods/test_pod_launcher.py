@@ -385,3 +385,36 @@ async def test_a_handler_job_in_pod_mode_runs_sundial_exec_in_the_runner_image(
         ["sundial", "exec", "reports.nightly"],
     )
     assert env_of(pod)["SUNDIAL_ARGS"] == '{"day": "monday"}'
+
+
+async def test_a_namespace_at_its_pod_limit_waits_while_the_launcher_has_room(
+    pool, api_client, core_api, namespace
+):
+    """Room for 10 Pods, 2 per namespace: of five runs that run until cancelled, two get Pods
+    and the others wait, through many claims; when one of the two ends, a third starts."""
+    job = Job(pool, namespace)
+    await job.define(template({OUTCOME: "run-forever"}))
+    run_ids = [await job.submit() for _ in range(5)]
+
+    async def states() -> dict[int, str]:
+        return {run_id: (await run_row(pool, run_id))["state"] for run_id in run_ids}
+
+    async def two_running() -> list[int] | None:
+        running = [run_id for run_id, state in (await states()).items() if state == "running"]
+        return running if len(running) == 2 else None
+
+    capped = settings(namespace, worker(), max_pods=10, max_pods_per_namespace=2)
+    async with maintenance(pool), running_launcher(pool, api_client, capped):
+        first = await wait_until_async(two_running, within=30, what="two runs running")
+        await asyncio.sleep(2)  # ten claims at the launcher's 0.2 s poll
+        assert sorted((await states()).values()) == ["pending"] * 3 + ["running"] * 2
+        pods = await asyncio.to_thread(core_api.list_namespaced_pod, namespace)
+        assert len(pods.items) == 2
+        assert await runs.cancel(pool, first[0]) == runs.CancelResult.REQUESTED
+        await wait_state(pool, first[0], "cancelled", within=30)
+        after = await wait_until_async(two_running, within=30, what="a third run started")
+        assert first[1] in after and first[0] not in after
+        for run_id in run_ids:
+            await runs.cancel(pool, run_id, reason="test over")
+        for run_id in run_ids:
+            await wait_state(pool, run_id, "cancelled", within=30)

@@ -37,6 +37,22 @@ async def test_a_flood_at_top_priority_leaves_another_namespace_its_share(
     assert sorted(run.id for run in claimed if run.namespace == "team-a") == quiet
 
 
+async def test_an_excluded_namespace_is_claimed_neither_by_its_share_nor_by_the_rest(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """The pod launcher at a namespace's Pod limit leaves it out: the others' runs fill every
+    slot, in any mode of serving (every namespace, or a list naming the excluded one)."""
+    await _flood(pool, make_job, "team-b", 50, priority=9)
+    quiet = await _flood(pool, make_job, "team-a", 3, priority=1)
+    for namespaces in (None, ["team-a", "team-b"]):
+        claimed = await claims.claim(
+            pool, "w", limit=10, namespaces=namespaces, excluded_namespaces=["team-b"]
+        )
+        assert sorted(run.id for run in claimed) == (quiet if namespaces is None else [])
+    claimed = await claims.claim(pool, "w", limit=10, excluded_namespaces=["team-a"])
+    assert len(claimed) == 10 and {run.namespace for run in claimed} == {"team-b"}
+
+
 async def test_slots_a_namespace_cannot_fill_go_to_the_others_in_priority_order(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
@@ -132,6 +148,7 @@ async def test_the_claim_plan_reads_each_namespace_from_its_own_index_range(
             "limit": 10,
             "lease_seconds": 30.0,
             "namespaces": None,
+            "excluded": None,
         }
         cursor = await conn.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + queries.get("claim"), params

@@ -16,7 +16,9 @@
 -- of a 500-run claim's time at 20,000 rows). The array form is a primary-key probe per picked
 -- run, whatever the table's size (docs/adr/0012-runner-hot-path.md).
 --
--- %(namespaces)s (NULL: all) keeps a runner to the namespaces it serves (migration 0200).
+-- %(namespaces)s (NULL: all) keeps a runner to the namespaces it serves (migration 0200);
+-- %(excluded)s (NULL: none) leaves out namespaces the claimer has no room for now (the pod
+-- launcher's Pod limit per namespace).
 --
 -- A run whose execution_model is NULL takes its model from the handler's registration
 -- (migration 0080): %(unset_model)s says the claimer registers the named handlers under the
@@ -36,7 +38,7 @@ WITH RECURSIVE spaces AS (
     FROM spaces s
     WHERE s.namespace IS NOT NULL
 ),
-served AS (
+named AS (
     -- A claimer that serves some namespaces names them; the walk above runs only for one that
     -- serves them all.
     SELECT unnest(%(namespaces)s::text[]) AS namespace
@@ -44,6 +46,10 @@ served AS (
     UNION ALL
     SELECT namespace FROM spaces
     WHERE namespace IS NOT NULL AND %(namespaces)s::text[] IS NULL
+),
+served AS (
+    SELECT namespace FROM named
+    WHERE %(excluded)s::text[] IS NULL OR namespace <> ALL(%(excluded)s::text[])
 ),
 dealt AS (
     SELECT picked.id, picked.namespace, picked.dispatch_key
@@ -81,6 +87,8 @@ rest AS (
       AND run_at <= now()
       AND queue = ANY(%(queues)s::text[])
       AND (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
+      AND (%(excluded)s::text[] IS NULL OR namespace IS NULL
+           OR namespace <> ALL(%(excluded)s::text[]))
       AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
       AND (%(execution_models)s::text[] IS NULL
            OR execution_model = ANY(%(execution_models)s::text[])
