@@ -222,6 +222,8 @@ class Worker:
         stop = shutdown.Shutdown()
         stop.install()
         self._wake = asyncio.Event()
+        #: Where each model's next claim starts in each namespace, while claims fill up.
+        self._floors = {model: claims.ClaimFloors() for model in self.models}
         self._loop = asyncio.get_running_loop()
         lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
         lag.start()
@@ -338,6 +340,7 @@ class Worker:
                     if free <= 0 or not names:
                         continue
                     limit = min(free, self.settings.max_claim_batch)
+                    floors = self._floors[model].for_claim()
                     sent = time.monotonic()  # no later than the database's now() of the lease
                     started = time.perf_counter()
                     runs = await claims.claim(
@@ -352,8 +355,10 @@ class Worker:
                         limit=limit,
                         lease_seconds=self.settings.lease_seconds,
                         namespaces=self.settings.namespaces,
+                        floors=floors,
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
+                    self._floors[model].claimed(runs, limit, floored=floors is not None)
                     for run in runs:
                         self._start(run, model, sent)
                     if len(runs) == limit:

@@ -86,7 +86,10 @@ def _load_json(data: str | bytes) -> Any:
 
 
 async def _configure(conn: Connection) -> None:
-    await conn.execute("SET TIME ZONE 'UTC'")
+    # JIT off: the store's statements are short probes, but over a deep backlog their cost
+    # estimates pass jit_above_cost, and compiling took 50 ms of a 2 ms claim
+    # (docs/adr/0050-claims-under-a-deep-backlog.md).
+    await conn.execute("SET TIME ZONE 'UTC'; SET jit = off")
     psycopg.types.json.set_json_loads(_load_json, conn)
 
 

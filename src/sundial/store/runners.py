@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from psycopg.types.json import Jsonb
 
-from sundial.store import queries
+from sundial.store import claims, queries
 from sundial.store.pool import Pool
 
 __all__ = ["Unclaimable", "announce", "mark_unclaimable", "purge_expired", "withdraw"]
@@ -104,6 +104,8 @@ async def mark_unclaimable(
         # is in the hundreds of thousands of rows, which puts the statement's cost past
         # jit_above_cost: compiling it took 0.7 s of a call that runs in milliseconds.
         await conn.execute("SET LOCAL jit = off")
+        # It reads the queue's head as the claim does, and a stale estimate misleads it alike.
+        await conn.execute(claims.INDEX_ORDER_ONLY)
         cursor = await conn.execute(
             queries.get("mark_unclaimable_runs"),
             {"grace_seconds": float(grace_seconds), "limit": limit, "scan": scan},

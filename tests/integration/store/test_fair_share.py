@@ -149,6 +149,8 @@ async def test_the_claim_plan_reads_each_namespace_from_its_own_index_range(
             "lease_seconds": 30.0,
             "namespaces": None,
             "excluded": None,
+            "floor_namespaces": None,
+            "floor_keys": None,
         }
         cursor = await conn.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + queries.get("claim"), params

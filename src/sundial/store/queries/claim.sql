@@ -48,8 +48,11 @@ named AS (
     WHERE namespace IS NOT NULL AND %(namespaces)s::text[] IS NULL
 ),
 served AS (
-    SELECT namespace FROM named
-    WHERE %(excluded)s::text[] IS NULL OR namespace <> ALL(%(excluded)s::text[])
+    SELECT n.namespace, f.floor
+    FROM named n
+    LEFT JOIN unnest(%(floor_namespaces)s::text[], %(floor_keys)s::double precision[])
+        AS f(namespace, floor) ON f.namespace = n.namespace
+    WHERE %(excluded)s::text[] IS NULL OR n.namespace <> ALL(%(excluded)s::text[])
 ),
 dealt AS (
     SELECT picked.id, picked.namespace, picked.dispatch_key
@@ -60,7 +63,9 @@ dealt AS (
         -- namespace's flood to find this one's runs.
         SELECT id, namespace, dispatch_key FROM job_runs
         WHERE state = 'pending'
-          AND namespace >= s.namespace AND namespace <= s.namespace
+          AND (namespace, dispatch_key)
+              >= (s.namespace, coalesce(s.floor, '-Infinity'::double precision))
+          AND namespace <= s.namespace
           AND run_at <= now()
           AND queue = ANY(%(queues)s::text[])
           AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
