@@ -64,6 +64,16 @@ class Migration:
         return hashlib.sha256(self.sql.encode()).hexdigest()
 
 
+#: Migrations whose comments (never their statements) were reworded after release: a database
+#: that applied the earlier text recorded this checksum, which is accepted as well.
+REWORDED: dict[int, str] = {
+    50: "21dcedd8d9872b73cd621c762ab267535e5519b7214ca8651bc1607385789855",
+    60: "f9296ea5f7e8ef795f416171ab6ed55b1c3066b13e55f796c1ac064180e04617",
+    170: "b5e3a9cb0dff82a78158eb2d3e784c07d59dfdcb6f9fba5ba04e6deeb1b7dc2f",
+    190: "7abc034877df88e3622fc7b23d3824e86785680b94d5bf353d3faca3bb991826",
+}
+
+
 def available() -> list[Migration]:
     """Every migration shipped in the package, in version order."""
     folder = resources.files("sundial.store").joinpath("migrations")
@@ -116,7 +126,8 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
                 if target is not None and migration.version > target:
                     break
                 if migration.version in done:
-                    if done[migration.version] != migration.checksum:
+                    recorded = done[migration.version]
+                    if recorded not in (migration.checksum, REWORDED.get(migration.version)):
                         raise errors.MigrationError(
                             f"migration {migration.version:04d}_{migration.name}.sql changed "
                             "after it was applied: never edit an applied migration, add a new one"

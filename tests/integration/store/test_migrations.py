@@ -86,6 +86,25 @@ def test_an_edited_applied_migration_is_refused(make_database: Callable[..., str
         migrate.migrate(dsn)
 
 
+def test_a_database_migrated_before_comments_were_reworded_migrates_on(
+    make_database: Callable[..., str],
+) -> None:
+    """The checksums an older release recorded for the migrations whose comments alone were
+    reworded are accepted; any other checksum for them is still refused."""
+    dsn = make_database()
+    migrate.migrate(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for version, earlier in migrate.REWORDED.items():
+            conn.execute(
+                "UPDATE schema_migrations SET checksum = %s WHERE version = %s", (earlier, version)
+            )
+    assert migrate.migrate(dsn) == []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 170")
+    with pytest.raises(errors.MigrationError, match="changed after it was applied"):
+        migrate.migrate(dsn)
+
+
 def test_sundial_migrate_command(make_database: Callable[..., str]) -> None:
     dsn = make_database()
     runner = CliRunner()

@@ -1,5 +1,5 @@
--- A run whose attempts kept timing out ends 'timed_out', not 'dead_lettered' (DESIGN.md
--- section 6: "Pod exceeds its deadline -> TIMED_OUT"; ADR 0001, decision 7, amended). A timeout
+-- A run whose attempts kept timing out ends 'timed_out', not 'dead_lettered' (the failure
+-- table in docs/failure-modes.md: "Pod exceeds its deadline -> TIMED_OUT"; ADR 0001, decision 7, amended). A timeout
 -- is still retried with backoff while maxRetries lasts; only the state at the end changes.
 -- Every other retried class still ends 'dead_lettered' once its budget is spent (poison runs).
 --

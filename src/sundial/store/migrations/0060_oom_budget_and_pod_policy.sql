@@ -1,6 +1,6 @@
 -- Pod mode, completed (docs/adr/0010-oom-budget-and-pod-deletion.md):
 --
--- 1. OOMKilled has its own retry budget (DESIGN.md section 6). A job's `oom.maxRetries` is
+-- 1. OOMKilled has its own retry budget (docs/failure-modes.md). A job's `oom.maxRetries` is
 --    copied to each run at submit, like max_retries, so a finish never joins the job. An
 --    attempt that ends with class 'oom' spends oom_retries_used, never retries_used; once
 --    the OOM budget is spent the run ends dead_lettered with failure_reason 'oom'.

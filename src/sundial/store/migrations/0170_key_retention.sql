@@ -3,7 +3,7 @@
 -- The maintainer deletes keys written longer ago than its key retention whose run has left
 -- the hot table, in bounded batches: `WHERE created_at < cutoff ... LIMIT batch`. Without an
 -- index on created_at each batch would read both tables whole (they gain a row per keyed run
--- and per fire, hundreds of millions at the seed's rate). A B-tree, not a BRIN: deleted space
+-- and per fire, hundreds of millions at the design's peak). A B-tree, not a BRIN: deleted space
 -- is reused by new rows, which would widen every BRIN range until each batch read them all.
 --
 -- CREATE INDEX (not CONCURRENTLY: a migration is one transaction) blocks writes to both tables
