@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+from collections.abc import Mapping
 
 import click
 
@@ -87,16 +89,73 @@ def exec_(
 @main.command()
 @dsn_option
 @click.option("--target", type=int, default=None, help="Stop after this migration version.")
-def migrate(dsn: str, target: int | None) -> None:
-    """Apply the database migrations that are not applied yet (safe to run concurrently)."""
+@click.option(
+    "--roles/--no-roles",
+    default=True,
+    show_default=True,
+    help="Make the database roles of the components (operator, runner, reader) and their grants.",
+)
+@click.option(
+    "--role-prefix",
+    default="sundial",
+    show_default=True,
+    help="Prefix of the roles' names (PREFIX_operator, ...): roles are shared by a server's"
+    " databases, so two installations on one server need two prefixes.",
+)
+@click.option(
+    "--login",
+    "logins",
+    multiple=True,
+    metavar="COMPONENT=NAME",
+    help="Make NAME a login with COMPONENT's grants (operator, runner or reader), its password"
+    " read from SUNDIAL_LOGIN_PASSWORD_<COMPONENT>. Repeatable.",
+)
+def migrate(
+    dsn: str, target: int | None, roles: bool, role_prefix: str, logins: tuple[str, ...]
+) -> None:
+    """Apply the database migrations that are not applied yet (safe to run concurrently),
+    then make the components' database roles."""
     from sundial.store import errors as store_errors
     from sundial.store import migrate as store_migrate
+    from sundial.store import roles as store_roles
 
+    wanted = _logins(logins, os.environ)
     try:
-        applied = store_migrate.migrate(dsn, target=target)
+        applied = store_migrate.migrate(
+            dsn, target=target, grant_roles=roles, role_prefix=role_prefix, logins=wanted
+        )
+    except store_roles.RolesNotCreated as error:
+        if wanted:
+            raise click.ClickException(str(error)) from error
+        click.echo(f"warning: {error}", err=True)
+        applied = []
     except store_errors.StoreError as error:
         raise click.ClickException(str(error)) from error
     for migration in applied:
         click.echo(f"applied {migration.version:04d}_{migration.name}")
     if not applied:
         click.echo("schema is up to date")
+    for component, (login, _) in wanted.items():
+        click.echo(f"login {login} has the {component} grants")
+
+
+def _logins(values: tuple[str, ...], environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """``--login COMPONENT=NAME`` values as component -> (login, password from the environment)."""
+    from sundial.store import roles as store_roles
+
+    wanted: dict[str, tuple[str, str]] = {}
+    for value in values:
+        component, separator, login = value.partition("=")
+        if not separator or not login or component not in store_roles.COMPONENTS:
+            known = ", ".join(store_roles.COMPONENTS)
+            raise click.BadParameter(
+                f"{value!r}: write COMPONENT=NAME, COMPONENT one of {known}", param_hint="--login"
+            )
+        variable = f"SUNDIAL_LOGIN_PASSWORD_{component.upper()}"
+        password = environ.get(variable, "")
+        if not password:
+            raise click.BadParameter(
+                f"{value!r}: set the login's password in {variable}", param_hint="--login"
+            )
+        wanted[component] = (login, password)
+    return wanted

@@ -39,6 +39,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -156,6 +157,8 @@ class Worker:
         self._draining = False
         # Stopped by the drain before it withdraws the announcement (see _drain).
         self._announcer: asyncio.Task[None] | None = None
+        #: The name of the part whose error stopped the runner (exit code 1), if one did.
+        self._failed_part: str | None = None
         self._slot_limited = False
         self.max_unfinished = in_flight.unfinished_bound(
             sum(executor.size for executor in self.executors.values()),
@@ -278,6 +281,8 @@ class Worker:
                 )
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
+                for task in background:
+                    task.add_done_callback(functools.partial(self._part_ended, stop))
                 # Start-up is over: what it built is frozen, out of the collector's walks.
                 with collector.tuned():
                     await self._claim_loop(stop)
@@ -294,7 +299,24 @@ class Worker:
                 await server.stop()
             stop.uninstall()
         log.info("runner stopped", extra={"worker": self.settings.worker_id})
-        return 0
+        return 1 if self._failed_part else 0
+
+    def _part_ended(self, stop: shutdown.Shutdown, task: asyncio.Task[None]) -> None:
+        """A part of the runner (finisher, heartbeats, announcer …) ends only when cancelled.
+        One that raised an error its retries do not cover (a refused statement: a missing
+        grant, a schema older than this runner) would leave the runner claiming nothing or
+        never writing a result, silently: it is logged and the runner stops, exiting 1, so
+        that its supervisor restarts it and the error is seen."""
+        if task.cancelled() or task.exception() is None:
+            return
+        self._failed_part = task.get_name()
+        log.error(
+            "a part of the runner failed; stopping",
+            extra={"part": task.get_name(), "worker": self.settings.worker_id},
+            exc_info=task.exception(),
+        )
+        stop.request(f"{task.get_name()} failed")
+        stop.request(f"{task.get_name()} failed")  # a second request: do not wait the grace
 
     async def _connect(self, stop: shutdown.Shutdown) -> bool:
         retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)

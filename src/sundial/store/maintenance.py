@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from psycopg import errors as pg_errors
-from psycopg import sql
 
 from sundial.store import queries
 from sundial.store.pool import Pool
@@ -123,9 +122,8 @@ async def drop_partitions_before(
             try:
                 async with conn.transaction():
                     await conn.execute(f"SET LOCAL lock_timeout = {DROP_LOCK_TIMEOUT_MS}")
-                    await conn.execute(
-                        sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name))
-                    )
+                    # As the owner: the maintainer's own role may not drop tables.
+                    await conn.execute("SELECT sundial_drop_month_partition(%s)", (name,))
             except pg_errors.LockNotAvailable:
                 busy.append(name)
                 continue

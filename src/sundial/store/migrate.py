@@ -19,14 +19,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import psycopg
 
-from sundial.store import errors, pool
+from sundial.store import errors, pool, roles
 
 __all__ = [
     "ADVISORY_LOCK_KEY",
@@ -111,8 +111,19 @@ def applied_versions(dsn: str) -> list[int]:
         return [row[0] for row in rows]
 
 
-def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
-    """Apply every migration not yet applied (up to ``target``); return those applied now."""
+def migrate(
+    dsn: str,
+    *,
+    target: int | None = None,
+    grant_roles: bool = False,
+    role_prefix: str = roles.DEFAULT_PREFIX,
+    logins: Mapping[str, tuple[str, str]] | None = None,
+) -> list[Migration]:
+    """Apply every migration not yet applied (up to ``target``); return those applied now.
+
+    ``grant_roles``: then make the components' database roles and their grants
+    (``store/roles.py``), and the ``logins`` given as component -> (login, password). Raises
+    ``roles.RolesNotCreated`` after the migrations when the roles cannot be made."""
     applied_now: list[Migration] = []
     with _connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
@@ -146,6 +157,11 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
                         f"migration {migration.version:04d}_{migration.name}.sql failed: {error}"
                     ) from error
                 applied_now.append(migration)
+            if grant_roles or logins:
+                with conn.transaction():
+                    roles.ensure(conn, role_prefix)
+                    for component, (login, password) in (logins or {}).items():
+                        roles.create_login(conn, component, login, password, role_prefix)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return applied_now

@@ -1,7 +1,8 @@
--- Current definition; last changed by migrations/0003_finished_runs_and_attempts.sql.
+-- Current definition; last changed by migrations/0220_partition_ddl_for_the_maintainer_role.sql.
 -- Create the month partitions of both history tables covering `month_start` (idempotent).
+-- Runs as its owner: the maintainer's role owns no table (store/roles.py).
 CREATE OR REPLACE FUNCTION sundial_ensure_month_partition(month_start timestamptz) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     lower_bound timestamptz := date_trunc('month', month_start AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
     upper_bound timestamptz := (date_trunc('month', month_start AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC';
