@@ -68,6 +68,32 @@ app.kubernetes.io/component: {{ .component }}
       key: {{ include "sundial.dsnSecretKey" . }}
 {{- end -}}
 
+{{/*
+The key of the DSN a component (operator, runner, reader) connects with: its own database
+login's (docs/operations.md, "Database roles"). The bundled PostgreSQL's Secret has one per
+component; with your own, `existingSecret.<component>Key`, else the owner's `key`.
+*/}}
+{{- define "sundial.componentDsnKey" -}}
+{{- if .root.Values.postgresql.bundled.enabled -}}
+{{- printf "%s-dsn" .component -}}
+{{- else -}}
+{{- (get .root.Values.postgresql.existingSecret (printf "%sKey" .component)) | default .root.Values.postgresql.existingSecret.key -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sundial.componentDsnEnv" -}}
+- name: {{ .name | default "SUNDIAL_DSN" }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "sundial.dsnSecretName" .root }}
+      key: {{ include "sundial.componentDsnKey" . }}
+{{- end -}}
+
+{{/* The login `sundial migrate` makes for a component of the bundled PostgreSQL. */}}
+{{- define "sundial.bundledLogin" -}}
+{{- printf "%s_%s_login" .root.Values.postgresql.roles.prefix .component -}}
+{{- end -}}
+
 {{/* Namespaces where job Pods run. */}}
 {{- define "sundial.jobPodNamespaces" -}}
 {{- $namespaces := .Values.jobPods.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) -}}
@@ -117,9 +143,25 @@ imagePullSecrets:
 name: migrate
 image: {{ include "sundial.image" (dict "root" . "image" .Values.operator.image) }}
 imagePullPolicy: {{ .Values.operator.image.pullPolicy }}
-args: [migrate]
+args:
+  - migrate
+  - --role-prefix={{ .Values.postgresql.roles.prefix }}
+  {{- if .Values.postgresql.bundled.enabled }}
+  {{- range $component := list "operator" "runner" "reader" }}
+  - --login={{ $component }}={{ include "sundial.bundledLogin" (dict "root" $ "component" $component) }}
+  {{- end }}
+  {{- end }}
 env:
   {{- include "sundial.dsnEnv" . | nindent 2 }}
+  {{- if .Values.postgresql.bundled.enabled }}
+  {{- range $component := list "operator" "runner" "reader" }}
+  - name: SUNDIAL_LOGIN_PASSWORD_{{ upper $component }}
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "sundial.dsnSecretName" $ }}
+        key: {{ $component }}-password
+  {{- end }}
+  {{- end }}
 resources:
   {{- toYaml .Values.migrations.resources | nindent 2 }}
 securityContext:

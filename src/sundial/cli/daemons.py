@@ -512,6 +512,13 @@ def pod_launcher(
     help="The key of --history-tls-cert (PEM).",
 )
 @click.option(
+    "--history-dsn",
+    envvar="SUNDIAL_HISTORY_DSN",
+    default=None,
+    help="Read the history with a pool of its own on this DSN, a login of the reader's"
+    " database role (default: the operator's DSN). Also SUNDIAL_HISTORY_DSN.",
+)
+@click.option(
     "--holder",
     default=None,
     help="Lease holder name (default: host-pid); a restart with the same name leads at once.",
@@ -575,6 +582,7 @@ def operator(
     history_port: int,
     history_tls_cert: str | None,
     history_tls_key: str | None,
+    history_dsn: str | None,
     holder: str | None,
     lease_ttl: float,
     mirror_seconds: float,
@@ -625,7 +633,9 @@ def operator(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
         liveness_port=liveness_port,
-        history=runtime.HistorySettings(history_port, history_tls_cert, history_tls_key)
+        history=runtime.HistorySettings(
+            history_port, history_tls_cert, history_tls_key, dsn=history_dsn
+        )
         if history_port
         else None,
         holder=holder or trigger.default_holder(),

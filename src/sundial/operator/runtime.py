@@ -71,6 +71,9 @@ class HistorySettings:
     port: int
     cert_file: str | None
     key_file: str | None
+    #: The history reads with a pool of its own on this DSN (a login of the reader's database
+    #: role, docs/adr/0051), so the network-facing path cannot write; None: the operator's.
+    dsn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,19 +134,25 @@ async def serve(config: OperatorConfig) -> int:
         if history is not None:
             await history[0].stop()
             history[1].close()
+            if history[2] is not pool:
+                await history[2].close()
         await pool.close()
         await lease_pool.close()
 
 
 async def _history_api(
     settings: HistorySettings | None, pool: store_pool.Pool
-) -> tuple[history_api.HistoryApi, kube.KubeApi] | None:
-    """The history API, started; ``None`` (and an error logged that says what to fix) when it
-    is off or cannot be served. Scheduling never waits on it: the history is a view."""
+) -> tuple[history_api.HistoryApi, kube.KubeApi, store_pool.Pool] | None:
+    """The history API, started, and the pool it reads with; ``None`` (and an error logged
+    that says what to fix) when it is off or cannot be served. Scheduling never waits on it:
+    the history is a view."""
     if settings is None or not settings.port:
         return None
     api = kube.KubeApi()
+    reader = pool
     try:
+        if settings.dsn:
+            reader = await store_pool.open_pool(settings.dsn, max_size=4, name="sundial-history")
 
         async def published() -> Mapping[str, str] | None:
             return await api.config_map_data(
@@ -171,7 +180,7 @@ async def _history_api(
         server = history_api.HistoryApi(
             settings.port,
             context_of(follower.current),
-            history_api.routes(pool, lambda: follower.current, authorize),
+            history_api.routes(reader, lambda: follower.current, authorize),
             follower=follower,
             context_of=context_of,
         )
@@ -183,9 +192,11 @@ async def _history_api(
             error,
         )
         api.close()
+        if reader is not pool:
+            await reader.close()
         return None
     log.info("history API serving", extra={"port": settings.port})
-    return server, api
+    return server, api, reader
 
 
 async def _lead(

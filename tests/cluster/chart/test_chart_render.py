@@ -89,7 +89,10 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
     annotations = job["metadata"]["annotations"]
     assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert annotations["argocd.argoproj.io/hook"] == "PreSync"
-    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "migrate",
+        "--role-prefix=sundial",
+    ]
     account = _one(objects, "ServiceAccount", "migrate")
     assert account["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert int(account["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(
@@ -279,13 +282,62 @@ def test_the_bundled_postgresql_migrates_in_init_containers_and_admits_only_sund
 ) -> None:
     objects = render(EVERYTHING)
     assert "Job" not in _kinds(objects)
-    for name in ("operator", "runner"):
-        spec = _one(objects, "Deployment", name)["spec"]["template"]["spec"]
-        assert [c["args"] for c in spec["initContainers"]] == [["migrate"]]
+    operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    assert [c["args"] for c in operator["initContainers"]] == [
+        [
+            "migrate",
+            "--role-prefix=sundial",
+            "--login=operator=sundial_operator_login",
+            "--login=runner=sundial_runner_login",
+            "--login=reader=sundial_reader_login",
+        ]
+    ]
+    runner = _one(objects, "Deployment", "runner")["spec"]["template"]["spec"]
+    assert "initContainers" not in runner  # the owner's DSN never reaches a runner
     policy = _one(objects, "NetworkPolicy", "postgresql")
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    secret = _one(objects, "Secret", "postgresql")
-    assert secret["stringData"]["dsn"].startswith("postgresql://sundial:")
+    secret = _one(objects, "Secret", "postgresql")["stringData"]
+    assert secret["dsn"].startswith("postgresql://sundial:")
+    for component in ("operator", "runner", "reader"):
+        login = f"sundial_{component}_login"
+        password = secret[f"{component}-password"]
+        assert secret[f"{component}-dsn"].startswith(f"postgresql://{login}:{password}@")
+        assert password != secret["password"] and len(password) == 32
+
+
+def _dsn_keys(container: dict[str, Any]) -> dict[str, str]:
+    return {
+        e["name"]: e["valueFrom"]["secretKeyRef"]["key"]
+        for e in container.get("env", [])
+        if "secretKeyRef" in e.get("valueFrom", {})
+    }
+
+
+def test_each_component_connects_as_its_own_database_login(render: Callable[..., Any]) -> None:
+    """Bundled: the operator's, runner's and history reader's own logins; the owner's DSN only
+    where `sundial migrate` runs. Your own PostgreSQL: the keys you name, else the owner's."""
+    objects = render(EVERYTHING)
+    operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    assert _dsn_keys(operator["containers"][0]) == {
+        "SUNDIAL_DSN": "operator-dsn",
+        "SUNDIAL_HISTORY_DSN": "reader-dsn",
+    }
+    assert _dsn_keys(operator["initContainers"][0]) == {
+        "SUNDIAL_DSN": "dsn",
+        "SUNDIAL_LOGIN_PASSWORD_OPERATOR": "operator-password",
+        "SUNDIAL_LOGIN_PASSWORD_RUNNER": "runner-password",
+        "SUNDIAL_LOGIN_PASSWORD_READER": "reader-password",
+    }
+    runner = _one(objects, "Deployment", "runner")["spec"]["template"]["spec"]
+    assert _dsn_keys(runner["containers"][0]) == {"SUNDIAL_DSN": "runner-dsn"}
+
+    own = render(
+        {"postgresql": {"existingSecret": {"name": "pg", "key": "dsn", "runnerKey": "runner"}}}
+    )
+    runner = _one(own, "Deployment", "runner")["spec"]["template"]["spec"]
+    assert _dsn_keys(runner["containers"][0]) == {"SUNDIAL_DSN": "runner"}
+    operator = _one(own, "Deployment", "operator")["spec"]["template"]["spec"]
+    assert _dsn_keys(operator["containers"][0]) == {"SUNDIAL_DSN": "dsn"}
 
 
 def test_optional_parts_render_only_when_enabled(render: Callable[..., Any]) -> None:
