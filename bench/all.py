@@ -1,8 +1,8 @@
-"""Every benchmark of the seed's workload in one command, and one table of what they found.
+"""Every benchmark of the design workload in one command, and one table of what they found.
 
 Not a test. Runs each benchmark as its own process, one after another (they would only
 measure each other if run at once), in its ``--quick`` form (minutes) or full form (about
-two hours: the seed's peak at 6,000/s, the 60-minute soak, 10,000 schedules), keeps each
+two hours: the design peak at 6,000/s, the 60-minute soak, 10,000 schedules), keeps each
 one's whole output under --logs, and prints one table: the benchmark, its headline figures
 and the command that reproduces the row. ``--write-docs`` puts the table, every benchmark's
 own table and the machine it ran on (CPUs, memory, load average before and after each run,

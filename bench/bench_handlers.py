@@ -92,7 +92,7 @@ async def noop_dependency(args: dict[str, Any], ctx: sundial.JobContext) -> None
 
 @sundial.job("bench.sleep")
 async def sleep(args: dict[str, Any], ctx: sundial.JobContext) -> None:
-    """The seed's job: a 2 s wait (``seconds`` overrides it)."""
+    """The design workload's job: a 2 s wait (``seconds`` overrides it)."""
     await asyncio.sleep(float(args.get("seconds", 2.0)))
 
 

@@ -1,4 +1,4 @@
-"""Bursts of no-op runs drained by one runner over a big hot table (issue 17).
+"""Bursts of no-op runs drained by one runner over a big hot table (docs/adr/0028).
 
 Not a test: prints figures. Starts a throwaway PostgreSQL, fills ``job_runs`` with
 ``--hot`` completed runs (as a soak leaves them when no operator archives), VACUUM ANALYZE,

@@ -1,6 +1,6 @@
 """Pod mode against native CronJobs on the same local cluster, side by side in one run.
 
-Not a test: prints figures (DESIGN.md section 11). Starts a throwaway PostgreSQL and the local
+Not a test: prints figures (docs/performance.md). Starts a throwaway PostgreSQL and the local
 control plane of hack/cluster (or uses --dsn / --kubeconfig), then, for each scenario (kwok's
 simulated nodes; with --real-node, then the cluster's real node too), creates:
 

@@ -1,7 +1,7 @@
 """Executor overhead without the database: no-op handlers through each executor.
 
 Not a test: it prints figures. It bounds what the claim loop can reach per runner process
-before PostgreSQL enters the picture (DESIGN.md section 11 measures the full protocol).
+before PostgreSQL enters the picture (bench/runner_throughput.py measures the full protocol).
 
     PYTHONPATH=tests .venv/bin/python bench/runner_executors.py [--jobs 2000]
 """

@@ -13,7 +13,7 @@ default), each system in its own database, over the same number of jobs, one aft
   a few ms).
 * procrastinate (if installed): ``run_worker_async(wait=False)`` with ``PsycopgConnector``,
   jobs deferred with ``batch_defer_async``; best of a few ``concurrency`` settings.
-* raw: the seed's claim statement + a batched ``(id, attempt)``-fenced finish on one
+* raw: the textbook claim statement + a batched ``(id, attempt)``-fenced finish on one
   connection, no job execution (bench/store_throughput.py's ``raw_loop``): the ceiling.
 * raw, array claim: the same loop with the claim's picked ids handed to the UPDATE as an
   array (``id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED))``) instead of a CTE join, which

@@ -1,11 +1,11 @@
-"""The seed's peak: N dispatches/s of 2 s async jobs, then 2x and 4x, until lag p99 passes 1 s.
+"""The design peak: N dispatches/s of 2 s async jobs, then 2x and 4x, until lag p99 passes 1 s.
 
 Not a test: it prints one table. Each stage uses a fresh database on one throwaway PostgreSQL
 and the shipped processes: `sundial scheduler` (the trigger; fire budget raised to the stage's
 rate so only the system limits it) and P `sundial runner` processes serving ``bench.sleep``
 (``await asyncio.sleep(2)``), with enough async slots for 1.5x the in-flight count.
 
-The load has the seed's two sources, both measured by the same metric:
+The load has the design workload's two sources, both measured by the same metric:
 * schedules: S schedules (one job each, ``@every {stage}s`` - for a 60 s stage the grid of
   ``* * * * *`` - with spreadSeconds = the stage's length) all due at the same instant, as at
   the top of a minute; the trigger fires them and spreads their run_at over the stage (they
@@ -472,7 +472,7 @@ def report(stages: list[Stage], options: argparse.Namespace) -> str:
         )
     )
     return (
-        f"seed's peak: {JOB_SECONDS:g} s async jobs, {os.cpu_count()} CPUs\n"
+        f"design peak: {JOB_SECONDS:g} s async jobs, {os.cpu_count()} CPUs\n"
         + stack.table(headers, rows)
         + f"\nreproduce: {command}"
     )

@@ -4,10 +4,10 @@ Not a test: it prints figures. One worker, one connection, batches of ``--batch`
 
 * store: ``claims.claim`` -> ``claims.heartbeat`` -> ``claims.finish`` (the full protocol:
   lease, fenced batch heartbeat, fenced batch finish with dependency and history handling);
-* raw: the seed's claim statement (seed-design section 3) on the seed's own ``job_runs``
-  table and index (section 5), then a batched finish of the claimed rows conditional on
+* raw: the textbook claim statement (``SELECT … FOR UPDATE SKIP LOCKED``) on a
+  minimal ``job_runs`` table and index, then a batched finish of the claimed rows conditional on
   ``(id, attempt)`` — the ceiling the store is measured against. No heartbeat.
-* for reference, the seed's loop exactly as written: its claim, then its finish statement
+* for reference, the textbook loop: its claim, then its finish statement
   once per run.
 
 Both run in the same process against the same PostgreSQL, one after the other, each over
@@ -91,13 +91,13 @@ WHERE r.id = ANY(ARRAY(
 RETURNING r.id, r.attempt
 """
 
-# The seed's finish statement as written: one conditional UPDATE per run.
+# The textbook finish: one conditional UPDATE per run.
 SEED_FINISH_ONE = """
 UPDATE seed.job_runs SET status = 'COMPLETED', finished_at = now()
 WHERE id = %(id)s AND attempt = %(attempt)s
 """
 
-# The same, batched over unnest() as DESIGN.md section 5 asks: the ceiling we compare against.
+# The same, batched over unnest() (one statement for the batch): the ceiling we compare against.
 SEED_FINISH = """
 UPDATE seed.job_runs r SET status = 'COMPLETED', finished_at = now()
 FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS f(id, attempt)
@@ -297,7 +297,7 @@ def main() -> int:
             f"ratio  store / raw (jobs per CPU-second of client + backend): "
             f"{store_cpu / raw_cpu:.0%}  (store {store_cpu:,.0f}, raw {raw_cpu:,.0f})"
         )
-    print(f"(seed claim + one finish per run, as written in the seed: {per_row_wall:,.0f} jobs/s;")
+    print(f"(textbook claim + one finish per run: {per_row_wall:,.0f} jobs/s;")
     print(f" store / that = {store_wall / per_row_wall:.0%})")
     print(f"reproduce: .venv/bin/python bench/store_throughput.py --runs {options.runs} "
           f"--batch {options.batch} --rounds {options.rounds}")  # fmt: skip

@@ -4,7 +4,7 @@ on one just restarted (which sees every ScheduledJob and every submitted JobRun 
 
 The ScheduledJobs fire every 10 s and a runner executes their runs, so the mirror always has
 writes to make (each fire's mirrored JobRun and status, the window moving on), as beside the
-seed's 1,000 ``@every 10s`` ScheduledJobs; the JobRuns are applied once the fires flow.
+design workload's 1,000 ``@every 10s`` ScheduledJobs; the JobRuns are applied once the fires flow.
 
 What the user sees is ``status.runId``: the test waits for every JobRun to show one, within a
 bound the operator missed by far when a submission queued behind the mirror's writes. The

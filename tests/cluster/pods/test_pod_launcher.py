@@ -176,7 +176,7 @@ async def test_a_pod_past_its_timeout_is_deleted_and_the_run_timed_out(
         await wait_pods(core_api, namespace, run_id, lambda pods: not pods, within=15)
 
     # The store retries a timeout while maxRetries lasts; with maxRetries 0 the run ends
-    # timed_out with reason timeout (DESIGN.md section 6), exactly as a runner-pool timeout does.
+    # timed_out with reason timeout (docs/failure-modes.md), exactly as a runner-pool timeout does.
     assert (row["state"], row["failure_reason"], row["pod_reason"]) == (
         "timed_out",
         "timeout",

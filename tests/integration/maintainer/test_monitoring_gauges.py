@@ -1,5 +1,6 @@
-"""The seed's monitoring table as gauges: read from PostgreSQL by the leading maintainer alone,
-over a sliding window, with bounded labels, and dropped when this process stops leading."""
+"""The monitoring table of docs/operations.md as gauges: read from PostgreSQL by the leading
+maintainer alone, over a sliding window, with bounded labels, and dropped when this process
+stops leading."""
 
 from __future__ import annotations
 

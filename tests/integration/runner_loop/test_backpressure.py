@@ -2,7 +2,7 @@
 
 Every finish is held back: a transaction locks the rows that are running, so the finisher's
 next write waits on them while the handlers (no-ops) keep returning at once. A runner that
-freed a run's place when its handler returned claimed on and on (issue 17: 84,000 rows
+freed a run's place when its handler returned claimed on and on (docs/adr/0028: 84,000 rows
 `running` under 500 slots); this one stops at ``max_unfinished`` and goes on once the
 finishes are committed.
 """

@@ -1,7 +1,7 @@
 """OOMKilled attempts spend their own budget (oom.maxRetries), never maxRetries, and the job's
 pod settings (oom, startTimeoutSeconds, podDeletionPolicy) reach the store from the API.
 
-DESIGN.md section 6: "Pod OOMKilled -> failure class OOMKilled, its own retry budget";
+docs/failure-modes.md: "Pod OOMKilled -> failure class OOMKilled, its own retry budget";
 migration 0060; docs/adr/0010-oom-budget-and-pod-deletion.md.
 """
 

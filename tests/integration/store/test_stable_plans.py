@@ -1,7 +1,7 @@
 """On a hot table of a million finished runs, the heartbeat, the finish, the release and the
 reaper reach job_runs only through index conditions (docs/adr/0028, "stable plans").
 
-The table is built the way the collapse of issue 17 left it: a million completed runs, VACUUM
+The table is built the way the collapse of docs/adr/0028 left it: a million completed runs, VACUUM
 ANALYZE while few runs were running, then tens of thousands claimed (statistics that no longer
 say how many run). The real store functions run with ``auto_explain`` logging every statement
 (nested ones too: the UPDATE inside ``sundial_apply_outcomes``), under custom and under

@@ -1,6 +1,6 @@
 """Timeouts: retried with backoff while maxRetries lasts, then the run ends timed_out.
 
-DESIGN.md section 6 ("Pod exceeds its deadline -> TIMED_OUT"); ADR 0001, decision 7. Every
+docs/failure-modes.md ("Pod exceeds its deadline -> TIMED_OUT"); ADR 0001, decision 7. Every
 other retried failure class still ends dead_lettered (test_fencing.py).
 """
 

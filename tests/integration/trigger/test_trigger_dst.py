@@ -2,7 +2,8 @@
 
 The pure layer has exhaustive DST tests (tests/unit/scheduling/test_cron_dst.py); these prove
 the loop stores those instants: a wall time skipped by spring-forward fires at the transition,
-a wall time repeated by fall-back fires once, at its first occurrence (DESIGN.md section 7).
+a wall time repeated by fall-back fires once, at its first occurrence (docs/design.md,
+"Scheduling").
 """
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def killed(exit_code: int, reason: str, finished: str = "2026-11-29T12:00:06Z") 
 
 DISRUPTION = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]
 
-# The whole failure table (DESIGN.md section 6), one row per rule and per way past it:
+# The whole failure table (docs/failure-modes.md), one row per rule and per way past it:
 # (what the Pod looks like, the state, the reason, the exit code).
 TABLE = [
     ("succeeded", pod("Succeeded", terminated(0, "Completed")), PodState.SUCCEEDED, "Completed", 0),

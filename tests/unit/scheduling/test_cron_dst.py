@@ -1,4 +1,4 @@
-"""DST, as DESIGN.md section 7 states it, in three zones with different kinds of shift.
+"""DST, as docs/design.md ("Scheduling") states it, in three zones with different kinds of shift.
 
 - in the repeated (fall-back) hour a wall-clock time fires once, at its first occurrence;
 - a wall-clock time skipped by spring-forward fires at the first valid instant after it.
