@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, Self
 
 import pydantic
 from pydantic import alias_generators
 
-from sundial.api import execution_model, json_values, validate
+from sundial.api import execution_model, json_values, messages, validate
 
 GROUP: Final = "sundial.dev"
 VERSION: Final = "v1alpha1"
@@ -516,3 +517,19 @@ Conditions = Annotated[
     ),
 ]
 """Conditions, at most one per type (a list-map keyed by ``type``)."""
+
+
+def metadata_problem(body: Mapping[str, Any]) -> str | None:
+    """Why ``metadata`` cannot key a stored object (name, namespace, uid, generation), or None.
+
+    The apiserver guarantees these; a body from anywhere else (a test, a Python caller) is
+    checked so that a bad one is reported, not raised from ``uuid.UUID`` or the database."""
+    metadata = body.get("metadata")
+    try:
+        parsed = ObjectMeta.model_validate(metadata if metadata is not None else {})
+    except pydantic.ValidationError as error:
+        return messages.describe(error, root="metadata")
+    missing = [key for key in ("name", "namespace", "uid") if getattr(parsed, key) is None]
+    if missing:
+        return "; ".join(f"metadata.{key}: Required value" for key in missing)
+    return None

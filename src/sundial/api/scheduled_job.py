@@ -8,11 +8,12 @@ policy) is shared with JobRun through ``common.JobSpec``.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
 import pydantic
 
-from sundial.api import common
+from sundial.api import common, messages
 
 KIND: Final = "ScheduledJob"
 
@@ -136,3 +137,16 @@ class ScheduledJob(common.ApiModel):
         if self.metadata.name is not None and len(self.metadata.name) > MAX_NAME_LENGTH:
             raise ValueError(NAME_LENGTH.message)
         return self
+
+
+def parse(body: Mapping[str, Any]) -> tuple[ScheduledJobSpec | None, str | None]:
+    """The spec of a ScheduledJob object, or the message that names what is wrong with it (or
+    with the metadata the store keys the job by): what the operator reports as Stalled and
+    ``kubectl sundial lint`` before it."""
+    problem = common.metadata_problem(body)
+    if problem is not None:
+        return None, problem
+    try:
+        return ScheduledJobSpec.model_validate(body.get("spec") or {}), None
+    except pydantic.ValidationError as error:
+        return None, messages.describe(error)

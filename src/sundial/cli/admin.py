@@ -124,7 +124,7 @@ def migrate(
         applied = store_migrate.migrate(
             dsn, target=target, grant_roles=roles, role_prefix=role_prefix, logins=wanted
         )
-    except store_roles.RolesNotCreated as error:
+    except store_roles.RolesNotCreatedError as error:
         if wanted:
             raise click.ClickException(str(error)) from error
         click.echo(f"warning: {error}", err=True)

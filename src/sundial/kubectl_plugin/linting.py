@@ -7,9 +7,9 @@ server rejected):
 1. the CRD schema (``schema_check.schema_problems``), as ``kubectl apply`` reports it;
 2. the CEL rules of the schema (``schema_check.cel_problems``; needs the ``cel`` extra);
 3. the operator's own checks, with the operator's messages: the models
-   (``scheduled_jobs.describe``: sizes, quantities, cross-field rules), the cron expression and
+   (``scheduled_job.parse``: sizes, quantities, cross-field rules), the cron expression and
    time zone (``scheduling.cron``, the text of the Stalled condition) and the policy fields
-   (``store.schedules.rules``).
+   (``scheduling.plan.rules_from_policy``).
 
 Then, across the file, ``dependsOn`` cycles between JobRuns of one namespace, found and worded
 as the operator does (it marks each member, and each JobRun waiting on one, Stalled).
@@ -28,13 +28,10 @@ import click
 import pydantic
 import yaml
 
-from sundial.api import crd, job_run, scheduled_job
+from sundial.api import crd, job_run, messages, scheduled_job
 from sundial.kubectl_plugin import outcome, schema_check
-from sundial.operator import job_runs, scheduled_jobs
-from sundial.scheduling import cron
+from sundial.scheduling import cron, dependency_cycles, plan
 from sundial.scheduling import errors as scheduling_errors
-from sundial.store import dependencies as dependency_graph
-from sundial.store import schedules
 
 __all__ = ["Problem", "dependency_stalls", "lint", "lint_documents"]
 
@@ -82,13 +79,13 @@ def _operator_problems(kind: str, document: Mapping[str, Any]) -> Iterator[str]:
         # The API server fills in what a manifest leaves out; the operator checks the rest.
         metadata = {"namespace": "default", "uid": str(uuid.UUID(int=0)), "generation": 1}
         metadata.update(document.get("metadata") or {})
-        spec, problem = scheduled_jobs.parse({**document, "metadata": metadata})
+        spec, problem = scheduled_job.parse({**document, "metadata": metadata})
         if spec is None:
             yield f"{problem} (the operator reports this as InvalidSpec)"
             return
         try:
             cron.parse_schedule(spec.schedule, spec.time_zone)
-            schedules.rules(
+            plan.rules_from_policy(
                 spec.spread_seconds,
                 spec.concurrency_policy,
                 spec.missed_fire_policy,
@@ -104,7 +101,7 @@ def _operator_problems(kind: str, document: Mapping[str, Any]) -> Iterator[str]:
     try:
         job_run.JobRunSpec.model_validate(spec_body)
     except pydantic.ValidationError as error:
-        problem = scheduled_jobs.describe(error)
+        problem = messages.describe(error)
         yield f"{problem} (the operator sets Stalled with reason InvalidSpec)"
 
 
@@ -144,7 +141,7 @@ def dependency_stalls(documents: Sequence[Any]) -> list[tuple[str | None, str, s
     """(namespace, JobRun, message) for each JobRun of the file that the operator would stall
     on a ``dependsOn`` cycle among the file's JobRuns of its namespace: the members, and
     those waiting on one. The cycle is found and worded as the operator does
-    (``store.dependencies.find_cycle``, ``operator.job_runs.cycle_message``)."""
+    (``scheduling.dependency_cycles``)."""
     graphs: dict[str | None, dict[str, list[str]]] = {}
     for document in documents:
         if not isinstance(document, dict) or document.get("kind") != "JobRun":
@@ -158,9 +155,9 @@ def dependency_stalls(documents: Sequence[Any]) -> list[tuple[str | None, str, s
     stalls = []
     for namespace, graph in graphs.items():
         for name in sorted(graph):
-            cycle = dependency_graph.find_cycle(graph, name)
+            cycle = dependency_cycles.find_cycle(graph, name)
             if cycle is not None:
-                stalls.append((namespace, name, job_runs.cycle_message(name, cycle)))
+                stalls.append((namespace, name, dependency_cycles.cycle_message(name, cycle)))
     return stalls
 
 

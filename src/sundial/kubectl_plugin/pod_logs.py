@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
+from sundial.api import labels
 from sundial.kubectl_plugin import client, options, outcome
-from sundial.pods import manifests
 
 __all__ = ["logs", "runner_hint"]
 
@@ -38,12 +38,12 @@ def logs(name: str, connection: options.Connection, attempt: int | None, follow:
                 f"JobRun {name} has no run yet ({current.get('phase') or 'not submitted'}); "
                 f"wait for it: kubectl sundial wait {name}"
             )
-        selector = f"{manifests.LABEL_RUN_ID}={run_id}"
+        selector = f"{labels.LABEL_RUN_ID}={run_id}"
         if attempt is not None:
-            selector += f",{manifests.LABEL_ATTEMPT}={attempt}"
+            selector += f",{labels.LABEL_ATTEMPT}={attempt}"
         pods: list[Any] = sorted(
             cluster.pods(cluster.namespace, selector),
-            key=lambda pod: int((pod.metadata.labels or {}).get(manifests.LABEL_ATTEMPT, 0)),
+            key=lambda pod: int((pod.metadata.labels or {}).get(labels.LABEL_ATTEMPT, 0)),
         )
         if not pods:
             raise outcome.PluginError(_no_pods(cluster, body, int(run_id), attempt))
@@ -51,7 +51,7 @@ def logs(name: str, connection: options.Connection, attempt: int | None, follow:
             pods = pods[-1:]
         failures = 0
         for pod in pods:
-            label = (pod.metadata.labels or {}).get(manifests.LABEL_ATTEMPT, "?")
+            label = (pod.metadata.labels or {}).get(labels.LABEL_ATTEMPT, "?")
             if len(pods) > 1 or attempt is None:
                 click.echo(f"==> attempt {label}: pod/{pod.metadata.name} <==")
             try:

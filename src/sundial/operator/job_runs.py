@@ -38,20 +38,19 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 
-from sundial.api import conditions, job_run, messages
+from sundial.api import common, conditions, job_run, messages
 from sundial.api.conditions import ConditionReason, ConditionType
 from sundial.operator import context, events, kube, replays, scheduled_jobs, status
-from sundial.scheduling import run_state
-from sundial.store import dependencies as dependency_graph
+from sundial.scheduling import dependency_cycles, run_state
 from sundial.store import errors as store_errors
 from sundial.store import history, runs, schedules
 
-__all__ = ["DELETED_REASON", "cycle_message", "delete", "reconcile", "run_key"]
+__all__ = ["DELETED_REASON", "delete", "reconcile", "run_key"]
 
 log = logging.getLogger("sundial.operator.jobrun")
 
@@ -68,7 +67,7 @@ async def reconcile(
     metadata = body["metadata"]
     current = body.get("status") or {}
     generation = metadata.get("generation")
-    problem = scheduled_jobs.metadata_problem(body)
+    problem = common.metadata_problem(body)
     if problem is None:
         try:
             spec = job_run.JobRunSpec.model_validate(body.get("spec") or {})
@@ -295,18 +294,6 @@ async def _submit_run(
     )
 
 
-def cycle_message(name: str, cycle: Sequence[str]) -> str:
-    """The Stalled message of JobRun ``name``, whose ``dependsOn`` reaches ``cycle`` (as
-    ``store.dependencies.find_cycle`` gives it); ``kubectl sundial lint`` words it the same."""
-    shown = " -> ".join(cycle)
-    if name in cycle:
-        return f"spec.dependsOn: dependsOn forms a cycle: {shown}; remove one edge"
-    return (
-        f"spec.dependsOn: an upstream JobRun is on a dependsOn cycle: {shown}; it can"
-        " never run: remove one edge of the cycle"
-    )
-
-
 async def _wait_for_upstream(
     ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec, name: str
 ) -> None:
@@ -320,9 +307,9 @@ async def _wait_for_upstream(
         and (other["metadata"].get("labels") or {}).get(context.LABEL_MIRROR) != "true"
     }
     graph[metadata["name"]] = list(spec.depends_on or ())  # this body may be newer than the list
-    cycle = dependency_graph.find_cycle(graph, metadata["name"])
+    cycle = dependency_cycles.find_cycle(graph, metadata["name"])
     if cycle is not None:
-        message = cycle_message(metadata["name"], cycle)
+        message = dependency_cycles.cycle_message(metadata["name"], cycle)
         await _report(
             ctx,
             body,

@@ -237,7 +237,7 @@ class Mirror:
                 tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None],
             ] = {}
             for body in part:
-                spec, problem = scheduled_jobs.parse(body)
+                spec, problem = scheduled_job.parse(body)
                 parsed[status.schedule_id(body)] = (body, spec, problem)
             # Limits come from the raw spec (the schema bounds them), so a ScheduledJob
             # stalled by an invalid edit keeps its window visible and up to date.

@@ -23,54 +23,19 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-import pydantic
-
-from sundial.api import common, conditions, messages, scheduled_job
+from sundial.api import conditions, scheduled_job
 from sundial.operator import context, events
 from sundial.store import errors as store_errors
 from sundial.store import runs, schedules
 
-__all__ = ["delete", "parse", "reconcile", "reconcile_once", "run_now"]
+__all__ = ["delete", "reconcile", "reconcile_once", "run_now"]
 
 log = logging.getLogger("sundial.operator.scheduledjob")
 
 
-def describe(error: pydantic.ValidationError) -> str:
-    """A validation error as one line that names each field (``spec.handler.args: …``)."""
-    return messages.describe(error)
-
-
-def parse(body: Mapping[str, Any]) -> tuple[scheduled_job.ScheduledJobSpec | None, str | None]:
-    """The spec, or the message that names what is wrong with it (or with the metadata the
-    store keys the job by)."""
-    problem = metadata_problem(body)
-    if problem is not None:
-        return None, problem
-    try:
-        return scheduled_job.ScheduledJobSpec.model_validate(body.get("spec") or {}), None
-    except pydantic.ValidationError as error:
-        return None, describe(error)
-
-
-def metadata_problem(body: Mapping[str, Any]) -> str | None:
-    """Why ``metadata`` cannot key a stored object (name, namespace, uid, generation), or None.
-
-    The apiserver guarantees these; a body from anywhere else (a test, a Python caller) is
-    checked so that a bad one is reported, not raised from ``uuid.UUID`` or the database."""
-    metadata = body.get("metadata")
-    try:
-        parsed = common.ObjectMeta.model_validate(metadata if metadata is not None else {})
-    except pydantic.ValidationError as error:
-        return messages.describe(error, root="metadata")
-    missing = [key for key in ("name", "namespace", "uid") if getattr(parsed, key) is None]
-    if missing:
-        return "; ".join(f"metadata.{key}: Required value" for key in missing)
-    return None
-
-
 async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
     """Store the object's current generation (or report why it cannot be stored)."""
-    spec, problem = parse(body)
+    spec, problem = scheduled_job.parse(body)
     if spec is None:
         assert problem is not None
         ctx.recorder.record(body, events.WARNING, conditions.ConditionReason.INVALID_SPEC, problem)
@@ -155,7 +120,7 @@ async def run_now(ctx: context.Context, body: Mapping[str, Any]) -> bool:
     info = await schedules.get(ctx.pool, schedule_id)
     if info is None or not info.active:
         return True  # not stored yet: the next pass tries again
-    spec, _ = parse(body)
+    spec, _ = scheduled_job.parse(body)
     args = dict(spec.handler.args or {}) if spec is not None and spec.handler else {}
     try:
         submitted = await runs.submit(

@@ -49,6 +49,13 @@ from datetime import datetime
 from typing import Any
 
 from sundial.api import validate
+from sundial.api.labels import (
+    LABEL_ATTEMPT,
+    LABEL_INSTANCE,
+    LABEL_JOB,
+    LABEL_RUN_ID,
+    LABEL_TRACKED,
+)
 from sundial.pods import placement as placements
 
 __all__ = [
@@ -70,13 +77,6 @@ __all__ = [
     "pod_name",
 ]
 
-LABEL_JOB = "sundial.dev/job"
-LABEL_RUN_ID = "sundial.dev/run-id"
-LABEL_ATTEMPT = "sundial.dev/attempt"
-LABEL_INSTANCE = "sundial.dev/instance"
-#: Set with ``OUTCOME_FINALIZER`` and removed with it: selects the Pods whose outcome is still
-#: to be recorded, so the launcher lists those and not the ended Pods kept for JobRun windows.
-LABEL_TRACKED = "sundial.dev/tracked"
 #: Holds the Pod object until its attempt's outcome is committed in PostgreSQL.
 OUTCOME_FINALIZER = "sundial.dev/pod-outcome"
 #: Kubernetes' default is 30 s; a job that needs longer to clean up sets its own in the template.

@@ -131,3 +131,24 @@ def plan_fires(
         counts_capped=decision.counts_capped,
         events=tuple(events),
     )
+
+
+def rules_from_policy(
+    spread_seconds: int,
+    concurrency_policy: str,
+    missed_fire_policy: str,
+    max_backfill: int,
+    starting_deadline_seconds: int | None,
+) -> ScheduleRules:
+    """The rules from a ScheduledJob's policy fields, as stored or as written in a spec;
+    raises ``SchedulingError`` naming the field when one is invalid."""
+    return ScheduleRules(
+        missed_fire_rules=missed_fires.MissedFireRules.from_spec(
+            missed_fire_policy,
+            # maxBackfill means something only with Backfill; the column defaults to 10.
+            max_backfill if missed_fire_policy == "Backfill" else 1,
+            starting_deadline_seconds,
+        ),
+        concurrency_policy=concurrency.ConcurrencyPolicy.from_spec(concurrency_policy),
+        spread_seconds=spread_seconds,
+    )

@@ -10,8 +10,9 @@ cancelled, cancels) every blocked run downstream of it, with the cause in ``last
 Submissions can only depend on runs that already exist, and a run's edges are written once,
 with the run, so a cycle cannot be stored - not even by two submissions racing, since neither
 can name the other's run before it exists. :func:`topological_order` rejects cycles in a
-graph submitted as a whole before anything is written; :func:`find_cycle` finds the cycles of
-named objects that never get that far (JobRuns whose ``dependsOn`` wait on each other).
+graph submitted as a whole before anything is written; ``scheduling.dependency_cycles``
+finds the cycles of named objects that never get that far (JobRuns whose ``dependsOn`` wait
+on each other).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from sundial.store import errors, queries
 from sundial.store.pool import Connection
 
-__all__ = ["fail_dependents", "find_cycle", "release_dependents", "topological_order"]
+__all__ = ["fail_dependents", "release_dependents", "topological_order"]
 
 
 async def release_dependents(conn: Connection, completed_ids: Sequence[int]) -> dict[int, str]:
@@ -79,49 +80,3 @@ def topological_order(graph: Mapping[str, Sequence[str]]) -> list[str]:
                 path.pop()
                 order.append(node)
     return order
-
-
-def find_cycle(graph: Mapping[str, Sequence[str]], start: str) -> list[str] | None:
-    """A dependency cycle reachable from ``start``, as ``[a, b, a]``, or None.
-
-    ``graph`` maps a node to the nodes it depends on; a node missing from it has no edges. The
-    shortest cycle through ``start`` is preferred (``start`` is then first and last); else the
-    first cycle found downstream of it. Iterative, so any depth is fine.
-    """
-    # Breadth-first from start: the shortest path back to start is the cycle to report.
-    parents: dict[str, str] = {}
-    frontier = [start]
-    while frontier:
-        following: list[str] = []
-        for node in frontier:
-            for dep in graph.get(node, ()):
-                if dep == start:
-                    back = [node]
-                    while back[-1] != start:
-                        back.append(parents[back[-1]])
-                    return [start, *reversed(back[:-1]), start]
-                if dep not in parents and dep in graph:
-                    parents[dep] = node
-                    following.append(dep)
-        frontier = following
-    # No cycle through start: one further up (start waits on a node that is on a cycle).
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    stack: list[tuple[str, int]] = [(start, 0)]
-    path: list[str] = []
-    while stack:
-        node, index = stack.pop()
-        if index == 0:
-            state[node] = 1
-            path.append(node)
-        deps = [dep for dep in graph.get(node, ()) if dep in graph]
-        if index < len(deps):
-            stack.append((node, index + 1))
-            dep = deps[index]
-            if state.get(dep) == 1:
-                return [*path[path.index(dep) :], dep]
-            if state.get(dep) is None:
-                stack.append((dep, 0))
-        else:
-            state[node] = 2
-            path.pop()
-    return None

@@ -27,7 +27,7 @@ from typing import Any
 from sundial.scheduling import cron, plan, quarantine, run_state
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
-from sundial.store import dependencies, queries, schedules
+from sundial.store import dependencies, queries
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
@@ -134,7 +134,7 @@ async def fire_due(
         for row in rows:
             try:
                 schedule = _parse(row, remembered)
-                rules = schedules.rules(
+                rules = plan.rules_from_policy(
                     row.spread_seconds,
                     row.concurrency_policy,
                     row.missed_fire_policy,

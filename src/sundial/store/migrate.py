@@ -123,7 +123,7 @@ def migrate(
 
     ``grant_roles``: then make the components' database roles and their grants
     (``store/roles.py``), and the ``logins`` given as component -> (login, password). Raises
-    ``roles.RolesNotCreated`` after the migrations when the roles cannot be made."""
+    ``roles.RolesNotCreatedError`` after the migrations when the roles cannot be made."""
     applied_now: list[Migration] = []
     with _connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))

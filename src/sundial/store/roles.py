@@ -43,7 +43,7 @@ __all__ = [
     "COMPONENTS",
     "DEFAULT_PREFIX",
     "Grants",
-    "RolesNotCreated",
+    "RolesNotCreatedError",
     "create_login",
     "ensure",
     "role_name",
@@ -94,7 +94,7 @@ COMPONENTS: dict[str, Grants] = {
 }
 
 
-class RolesNotCreated(errors.StoreError):
+class RolesNotCreatedError(errors.StoreError):
     """The migrating role may not create roles (no ``CREATEROLE``) and they do not exist yet."""
 
 
@@ -125,7 +125,7 @@ def ensure(conn: psycopg.Connection[Any], prefix: str = DEFAULT_PREFIX) -> list[
     """Create the missing group roles and grant each exactly its privileges (idempotent:
     privileges a role should no longer have are revoked). Returns the roles created now.
 
-    Raises ``RolesNotCreated``, changing nothing, when a role is missing and the connected
+    Raises ``RolesNotCreatedError``, changing nothing, when a role is missing and the connected
     role may not create it."""
     created: list[str] = []
     can_create = bool(
@@ -135,7 +135,7 @@ def ensure(conn: psycopg.Connection[Any], prefix: str = DEFAULT_PREFIX) -> list[
     )
     missing = [role_name(c, prefix) for c in COMPONENTS if not _exists(conn, role_name(c, prefix))]
     if missing and not can_create:
-        raise RolesNotCreated(
+        raise RolesNotCreatedError(
             f"the database roles {', '.join(missing)} do not exist and the migrating role may "
             "not create them: create them once as a role with CREATEROLE "
             "(CREATE ROLE name NOLOGIN) and migrate again, or migrate with --no-roles"

@@ -24,7 +24,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from sundial.api import common, scheduled_job
-from sundial.scheduling import concurrency, cron, missed_fires, plan, spread, time_zones
+from sundial.scheduling import cron, plan, spread, time_zones
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import queries
@@ -38,7 +38,6 @@ __all__ = [
     "deactivate",
     "get",
     "next_due",
-    "rules",
     "set_suspended",
     "upsert",
     "upsert_job",
@@ -97,7 +96,7 @@ async def upsert(
     try:
         time_zones.require_iana(spec.time_zone)
         parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
-        rules(
+        plan.rules_from_policy(
             spec.spread_seconds,
             spec.concurrency_policy,
             spec.missed_fire_policy,
@@ -198,27 +197,6 @@ async def next_due(pool: Pool) -> datetime | None:
         cursor = await conn.execute(queries.get("trigger_next_due"))
         row = await cursor.fetchone()
     return None if row is None else row[0]
-
-
-def rules(
-    spread_seconds: int,
-    concurrency_policy: str,
-    missed_fire_policy: str,
-    max_backfill: int,
-    starting_deadline_seconds: int | None,
-) -> plan.ScheduleRules:
-    """The pure layer's rules from the stored (or spec) policy fields; raises
-    ``SchedulingError`` naming the field when one is invalid."""
-    return plan.ScheduleRules(
-        missed_fire_rules=missed_fires.MissedFireRules.from_spec(
-            missed_fire_policy,
-            # maxBackfill means something only with Backfill; the column defaults to 10.
-            max_backfill if missed_fire_policy == "Backfill" else 1,
-            starting_deadline_seconds,
-        ),
-        concurrency_policy=concurrency.ConcurrencyPolicy.from_spec(concurrency_policy),
-        spread_seconds=spread_seconds,
-    )
 
 
 def _offset_ms(schedule_id: uuid.UUID, spread_seconds: int) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sundial.api import conditions
+from sundial.api import conditions, scheduled_job
 from sundial.operator import context, events, job_runs, kube, scheduled_jobs, status
 from sundial.scheduling import clock
 from sundial.store import pool as store_pool
@@ -157,7 +157,7 @@ async def scheduled_job_edit(dsn: str, manifest: dict[str, Any]) -> None:
         edit = with_identity(manifest, name, uid, 2)
         await reconciled(scheduled_jobs.reconcile(ctx, edit))
         await ctx.recorder.flush()
-        spec, problem = scheduled_jobs.parse(edit)
+        spec, problem = scheduled_job.parse(edit)
         if spec is None:
             event(f"ScheduledJob edit refused: {problem[:60]}")
             assert problem is not None and NAMES_A_FIELD.match(problem), problem

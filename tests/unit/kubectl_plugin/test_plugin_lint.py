@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sundial.api import crd
+from sundial.api import crd, scheduled_job
 from sundial.kubectl_plugin import linting, main, schema_check
-from sundial.operator import job_runs, scheduled_jobs
+from sundial.scheduling import dependency_cycles
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -91,7 +91,7 @@ def test_the_operators_own_checks_give_the_operators_messages() -> None:
     [too_big] = problems(big)
     # As the operator receives it: the API server has set the namespace and the uid.
     stored = {**big, "metadata": {**big["metadata"], "namespace": "t", "uid": str(uuid.uuid4())}}
-    operator_says = scheduled_jobs.parse(stored)[1]
+    operator_says = scheduled_job.parse(stored)[1]
     assert operator_says is not None and "spec.handler.args" in operator_says
     assert too_big == f"{operator_says} (the operator reports this as InvalidSpec)"
 
@@ -108,10 +108,13 @@ def test_depends_on_cycles_in_one_file_stall_what_the_operator_stalls() -> None:
     found = linting.lint_documents(documents, "f.yaml", cel=True)
     suffix = " (the operator sets Stalled with reason DependencyCycle)"
     assert [(p.where, p.message) for p in found] == [
-        ("f.yaml: JobRun/a", job_runs.cycle_message("a", ["a", "b", "c", "a"]) + suffix),
-        ("f.yaml: JobRun/b", job_runs.cycle_message("b", ["b", "c", "a", "b"]) + suffix),
-        ("f.yaml: JobRun/c", job_runs.cycle_message("c", ["c", "a", "b", "c"]) + suffix),
-        ("f.yaml: JobRun/waits", job_runs.cycle_message("waits", ["a", "b", "c", "a"]) + suffix),
+        ("f.yaml: JobRun/a", dependency_cycles.cycle_message("a", ["a", "b", "c", "a"]) + suffix),
+        ("f.yaml: JobRun/b", dependency_cycles.cycle_message("b", ["b", "c", "a", "b"]) + suffix),
+        ("f.yaml: JobRun/c", dependency_cycles.cycle_message("c", ["c", "a", "b", "c"]) + suffix),
+        (
+            "f.yaml: JobRun/waits",
+            dependency_cycles.cycle_message("waits", ["a", "b", "c", "a"]) + suffix,
+        ),
     ]
     assert "forms a cycle: a -> b -> c -> a" in found[0].message
     assert "an upstream JobRun is on a dependsOn cycle" in found[3].message

@@ -1,4 +1,4 @@
-"""``dependencies.find_cycle`` against brute-force reachability on random graphs."""
+"""``dependency_cycles.find_cycle`` against brute-force reachability on random graphs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sundial.store import dependencies
+from sundial.scheduling import dependency_cycles
 
 NODES = "abcdefg"
 GRAPHS = st.dictionaries(
@@ -31,7 +31,7 @@ def test_a_cycle_is_found_exactly_when_one_is_reachable(
     graph: dict[str, list[str]], data: st.DataObject
 ) -> None:
     start = data.draw(st.sampled_from(sorted(graph)))
-    cycle = dependencies.find_cycle(graph, start)
+    cycle = dependency_cycles.find_cycle(graph, start)
     on_cycle = {
         node for node in reachable(graph, start) | {start} if node in reachable(graph, node)
     }
@@ -63,5 +63,5 @@ def shortest_cycle_through(graph: dict[str, list[str]], start: str) -> int:
 def test_deep_chains_do_not_recurse() -> None:
     graph = {str(n): [str(n + 1)] for n in range(100_000)}
     graph["100000"] = ["0"]
-    cycle = dependencies.find_cycle(graph, "0")
+    cycle = dependency_cycles.find_cycle(graph, "0")
     assert cycle is not None and len(cycle) == 100_002
