@@ -186,9 +186,15 @@ def _lifecycle(operator: OperatorProcess, kubectl: Callable[..., Any], namespace
 
     # Cancelling a running pod job deletes its Pod (pods delete).
     apply(kubectl, namespace, pod_job_run("forever", "run-forever"))
-    wait_until(lambda: (jr("forever").get("status") or {}).get("phase") == "Running",
-               within=60, what="the long pod JobRun Running")  # fmt: skip
-    long_pod = jr("forever")["status"]["podName"]
+
+    # The claim makes the run Running; the Pod's name is recorded once the Pod exists, which
+    # a mirror pass may see a moment later.
+    def running_pod_name() -> str | None:
+        status = jr("forever").get("status") or {}
+        return status.get("podName") if status.get("phase") == "Running" else None
+
+    long_pod = wait_until(running_pod_name, within=60,
+                          what="the long pod JobRun Running with its Pod's name")  # fmt: skip
     kubectl("-n", namespace, "patch", "jr", "forever", "--type=merge", "-p",
             '{"spec":{"cancel":true}}')  # fmt: skip
     wait_until(lambda: (jr("forever").get("status") or {}).get("phase") == "Cancelled",
