@@ -128,7 +128,7 @@ def migrate(
         if wanted:
             raise click.ClickException(str(error)) from error
         click.echo(f"warning: {error}", err=True)
-        applied = []
+        applied = error.applied
     except store_errors.StoreError as error:
         raise click.ClickException(str(error)) from error
     for migration in applied:

@@ -123,7 +123,8 @@ def migrate(
 
     ``grant_roles``: then make the components' database roles and their grants
     (``store/roles.py``), and the ``logins`` given as component -> (login, password). Raises
-    ``roles.RolesNotCreatedError`` after the migrations when the roles cannot be made."""
+    ``roles.RolesNotCreatedError`` after the migrations when the roles cannot be made; its
+    ``applied`` lists the migrations applied first."""
     applied_now: list[Migration] = []
     with _connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
@@ -158,10 +159,13 @@ def migrate(
                     ) from error
                 applied_now.append(migration)
             if grant_roles or logins:
-                with conn.transaction():
-                    roles.ensure(conn, role_prefix)
-                    for component, (login, password) in (logins or {}).items():
-                        roles.create_login(conn, component, login, password, role_prefix)
+                try:
+                    with conn.transaction():
+                        roles.ensure(conn, role_prefix)
+                        for component, (login, password) in (logins or {}).items():
+                            roles.create_login(conn, component, login, password, role_prefix)
+                except roles.RolesNotCreatedError as error:
+                    raise roles.RolesNotCreatedError(str(error), applied_now) from None
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return applied_now

@@ -31,6 +31,7 @@ database's (docs/security.md says what that leaves to the platform team).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +96,14 @@ COMPONENTS: dict[str, Grants] = {
 
 
 class RolesNotCreatedError(errors.StoreError):
-    """The migrating role may not create roles (no ``CREATEROLE``) and they do not exist yet."""
+    """The migrating role may not create roles (no ``CREATEROLE``) and they do not exist yet.
+
+    ``applied``: the migrations applied before the roles were tried, so a caller that treats
+    this as a warning can still say what changed."""
+
+    def __init__(self, message: str, applied: Sequence[Any] = ()) -> None:
+        super().__init__(message)
+        self.applied = list(applied)
 
 
 def role_name(component: str, prefix: str = DEFAULT_PREFIX) -> str:

@@ -298,6 +298,10 @@ def test_an_owner_without_createrole_migrates_and_is_told_how_to_make_the_roles(
         done = sundial_migrate(dsn, "--role-prefix", prefix)
         assert done.returncode == 0, done.stderr
         assert f"{prefix}_operator" in done.stderr and "CREATEROLE" in done.stderr
+        # The warning does not hide what the run changed.
+        last = migrate.available()[-1]
+        assert f"applied {last.version:04d}_{last.name}" in done.stdout, done.stdout
+        assert "schema is up to date" not in done.stdout, done.stdout
         assert migrate.applied_versions(dsn)[-1] == migrate.available()[-1].version
         asked = sundial_migrate(
             dsn,
