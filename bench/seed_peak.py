@@ -218,8 +218,7 @@ def run_stage(server: Any, options: argparse.Namespace, rate: float, index: int)
             for n in range(options.runners)
         ]
         scheduler = processes.scheduler(
-            extra=["--poll-seconds", "0.2", "--fires-per-second", str(rate * 2),
-                   "--fire-burst", str(max(1000, int(rate)))],
+            extra=["--poll-seconds", "0.2", "--fires-per-second", str(rate * 2)],
             env={"PGAPPNAME": "scheduler"},
         )  # fmt: skip
         start = time.monotonic() + (first_fire - datetime.now(UTC)).total_seconds()

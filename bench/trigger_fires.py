@@ -28,8 +28,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from sundial.localdev import postgres
-from sundial.scheduler import trigger
-from sundial.scheduling import cron, spread
+from sundial.scheduling import clock, cron, fire_budget, spread
 from sundial.store import fires, migrate
 from sundial.store import pool as store_pool
 
@@ -59,7 +58,12 @@ def create_schedules(dsn: str, count: int, spread_seconds: int, first_fire: date
 
 async def fire(dsn: str, args: argparse.Namespace, top_of_hour: datetime) -> None:
     pool = await store_pool.open_pool(dsn, min_size=1, max_size=2)
-    pacer = None if args.fires_per_second <= 0 else trigger.RunAtPacer(args.fires_per_second, 1000)
+    calendar = (
+        None
+        if args.fires_per_second <= 0
+        else fire_budget.FireCalendar(args.fires_per_second, clock.ManualClock(top_of_hour))
+    )
+    pacer = None if calendar is None else calendar.place
     created: list[tuple[float, float]] = []  # (seconds after the tick started, run_at offset)
     started = time.perf_counter()
     try:

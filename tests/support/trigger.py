@@ -62,6 +62,7 @@ def bulk_schedules(
     concurrency_policy: str = "Forbid",
     time_zone: str = "UTC",
     ids: list[uuid.UUID] | None = None,
+    namespace: str = "default",
 ) -> list[uuid.UUID]:
     """Insert ``count`` jobs and schedules with COPY (thousands in well under a second)."""
     first = cron.parse_schedule(schedule, time_zone).next_fire_after(now)
@@ -70,7 +71,7 @@ def bulk_schedules(
     rows = io.StringIO()
     for uid in ids:
         offset = spread.offset_for(uid, spread_seconds) // timedelta(milliseconds=1)
-        jobs.write(f"{uid}\tdefault\tbulk-{uid.hex}\thandlers.noop\n")
+        jobs.write(f"{uid}\t{namespace}\tbulk-{uid.hex}\thandlers.noop\n")
         rows.write(
             f"{uid}\t{uid}\t{schedule}\t{time_zone}\t{first.isoformat()}\t{spread_seconds}\t"
             f"{offset}\t{concurrency_policy}\n"

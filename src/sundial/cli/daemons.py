@@ -16,6 +16,8 @@ from sundial.cli.options import (
     _maintainer_settings,
     archive_retention_option,
     dsn_option,
+    fire_budget_options,
+    fire_budget_settings,
     hot_window_option,
     job_pod_placement,
     job_pod_placement_options,
@@ -39,14 +41,14 @@ from sundial.cli.options import (
     help="Longest sleep between steps; also how often a standby asks for the lease.",
 )
 @click.option("--lease-ttl", type=click.FloatRange(1, 600), default=15.0, show_default=True)
+@fire_budget_options
 @click.option(
-    "--fires-per-second",
-    type=click.FloatRange(0),
-    default=1000.0,
-    show_default=True,
-    help="Global fire budget on run_at (0 turns it off: spread alone).",
+    "--fire-burst",
+    type=click.IntRange(1),
+    default=None,
+    hidden=True,
+    help="No longer used: each second of run_at holds at most --fires-per-second runs.",
 )
-@click.option("--fire-burst", type=click.IntRange(1), default=1000, show_default=True)
 @click.option(
     "--maintainer/--no-maintainer",
     default=True,
@@ -76,7 +78,8 @@ def scheduler(
     poll_seconds: float,
     lease_ttl: float,
     fires_per_second: float,
-    fire_burst: int,
+    namespace_fires_per_second: float | None,
+    fire_burst: int | None,
     maintainer: bool,
     hot_window: float,
     archive_retention_days: int,
@@ -106,15 +109,22 @@ def scheduler(
     from sundial.store import pool as store_pool
 
     serve_module.configure_logs(log_level)
+    if fire_burst is not None:
+        click.echo(
+            "warning: --fire-burst has no effect any more: each second of run_at holds at most"
+            " --fires-per-second runs (and --namespace-fires-per-second of one namespace)",
+            err=True,
+        )
     maintenance = _maintainer_settings(
         hot_window, archive_retention_days, retention_interval, key_retention
     )
+    everywhere, per_namespace = fire_budget_settings(fires_per_second, namespace_fires_per_second)
     settings = trigger.TriggerSettings(
         batch_size=batch_size,
         poll_interval=datetime.timedelta(seconds=poll_seconds),
         lease_ttl_seconds=lease_ttl,
-        fires_per_second=fires_per_second or None,
-        fire_burst=fire_burst,
+        fires_per_second=everywhere,
+        namespace_fires_per_second=per_namespace,
     )
 
     async def serve() -> None:
@@ -568,6 +578,7 @@ def pod_launcher(
     help="Image of handler jobs whose executionModel is pod (it runs `sundial exec`).",
 )
 @job_pod_placement_options
+@fire_budget_options
 @hot_window_option
 @archive_retention_option
 @retention_interval_option
@@ -597,6 +608,8 @@ def operator(
     job_pod_node_selector: tuple[str, ...],
     job_pod_tolerations: tuple[str, ...],
     job_pod_affinity: str | None,
+    fires_per_second: float,
+    namespace_fires_per_second: float | None,
     hot_window: float,
     archive_retention_days: int,
     retention_interval: float,
@@ -629,6 +642,7 @@ def operator(
         hot_window, archive_retention_days, retention_interval, key_retention
     )
     placement = job_pod_placement(job_pod_node_selector, job_pod_tolerations, job_pod_affinity)
+    everywhere, per_namespace = fire_budget_settings(fires_per_second, namespace_fires_per_second)
     config = runtime.OperatorConfig(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
@@ -643,6 +657,8 @@ def operator(
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
         pod_gc_interval=datetime.timedelta(seconds=pod_gc_seconds),
         maintainer=maintenance,
+        fires_per_second=everywhere,
+        namespace_fires_per_second=per_namespace,
         pod_launcher=pod_launcher,
         pod_queues=pod_queues,
         max_pods=max_pods,

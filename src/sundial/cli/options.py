@@ -180,6 +180,40 @@ def _maintainer_settings(
         ) from None
 
 
+def fire_budget_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--fires-per-second`` and ``--namespace-fires-per-second``: how many runs one second of
+    run_at may hold, in all and of one namespace (``sundial.scheduling.fire_budget``)."""
+    command = click.option(
+        "--namespace-fires-per-second",
+        type=click.FloatRange(0, min_open=True),
+        default=None,
+        help="Runs one second of run_at may hold of one namespace, so a namespace with many"
+        " schedules due at once cannot fill the seconds its neighbours fire in (default: only"
+        " --fires-per-second).",
+    )(command)
+    return click.option(
+        "--fires-per-second",
+        type=click.FloatRange(0),
+        default=1000.0,
+        show_default=True,
+        help="Runs one second of run_at may hold in all; runs past it move to the next second"
+        " with room (0 turns the budget off: spread alone).",
+    )(command)
+
+
+def fire_budget_settings(
+    fires_per_second: float, namespace_fires_per_second: float | None
+) -> tuple[float | None, float | None]:
+    """The two options as ``TriggerSettings``' ``fires_per_second`` and
+    ``namespace_fires_per_second``; a namespace rate needs the global one."""
+    if namespace_fires_per_second is not None and not fires_per_second:
+        raise click.UsageError(
+            "--namespace-fires-per-second needs a fire budget: give --fires-per-second a rate"
+            " above 0 (0 turns the budget off)"
+        )
+    return fires_per_second or None, namespace_fires_per_second
+
+
 def job_pod_placement_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--job-pod-node-selector``, ``--job-pod-toleration``, ``--job-pod-affinity``: where every
     job Pod may run, under its template's own placement (``sundial.pods.placement``)."""

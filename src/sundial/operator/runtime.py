@@ -91,6 +91,10 @@ class OperatorConfig:
     #: The longest time between two sweeps of ended Pods outside their window (``pod_gc``).
     pod_gc_interval: timedelta = timedelta(seconds=30)
     trigger_poll: timedelta = timedelta(seconds=1)
+    #: The fire budget: runs one second of run_at may hold in all (None: off) and of one
+    #: namespace (None: only the global rate).
+    fires_per_second: float | None = 1000.0
+    namespace_fires_per_second: float | None = None
     #: The hot window, the archive retention and the intervals of the maintainer.
     maintainer: maintainer.MaintainerSettings = field(default_factory=maintainer.MaintainerSettings)
     #: Host the pod launcher (off: pod-mode runs wait for a ``sundial pod-launcher``).
@@ -228,7 +232,10 @@ async def _lead(
         ctx,
         holder=config.holder,
         settings=trigger.TriggerSettings(
-            poll_interval=config.trigger_poll, lease_ttl_seconds=config.lease_ttl_seconds
+            poll_interval=config.trigger_poll,
+            lease_ttl_seconds=config.lease_ttl_seconds,
+            fires_per_second=config.fires_per_second,
+            namespace_fires_per_second=config.namespace_fires_per_second,
         ),
     )
     housekeeping = maintainer.Maintainer(

@@ -22,11 +22,11 @@ so a new leader resumes where the old one stopped; missed fires go through the m
 policy. Time comes from an injected ``scheduling.clock.Clock``: tests drive minutes of
 schedule with a ``ManualClock`` and never sleep.
 
-The global fire budget (``RunAtPacer``) is a ``scheduling.fire_budget.FireBudget`` read on the
-``run_at`` timeline: runs are placed in ``run_at`` order and a run the budget cannot take at its
-spread ``run_at`` is moved to the budget's next release. So no second of ``run_at`` holds
-more than ``burst + fires_per_second`` runs, whatever the spread's hash did
-(docs/adr/0006-trigger-loop.md). This module never imports kopf.
+The fire budget is a ``scheduling.fire_budget.FireCalendar`` on the loop's clock: each run is
+placed on a second of ``run_at`` that has room for it, under the global rate and its
+namespace's, so no second of ``run_at`` holds more than ``fires_per_second`` runs, nor more than
+``namespace_fires_per_second`` of one namespace, whatever the spread's hash did and in whatever
+order the runs come (docs/adr/0052-fire-calendar.md). This module never imports kopf.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from sundial.scheduling import fire_budget
 from sundial.store import fires, leases, schedules
 from sundial.store.pool import Pool
 
-__all__ = ["LEASE_NAME", "RunAtPacer", "TriggerLoop", "TriggerSettings", "default_holder"]
+__all__ = ["LEASE_NAME", "TriggerLoop", "TriggerSettings", "default_holder"]
 
 LEASE_NAME = "trigger"
 #: How often the leader checks for pending runs no live runner can claim (store.runners).
@@ -60,46 +60,15 @@ class TriggerSettings:
     #: The longest sleep between steps; also how often a standby asks for the lease.
     poll_interval: timedelta = timedelta(seconds=1)
     lease_ttl_seconds: float = 15.0
-    #: The global fire budget on run_at; ``None`` turns it off (spread alone).
+    #: Runs one second of run_at may hold in all; ``None`` turns the budget off (spread alone).
     fires_per_second: float | None = 1000.0
-    fire_burst: int = 1000
+    #: Runs one second of run_at may hold of one namespace; ``None``: only the global budget.
+    namespace_fires_per_second: float | None = None
 
 
 def default_holder() -> str:
     """A lease holder name unique to this process."""
     return f"{socket.gethostname()}-{os.getpid()}"
-
-
-class _Cursor:
-    """The budget's clock: the run_at being placed, never going backwards."""
-
-    def __init__(self, start: datetime) -> None:
-        self.at = start
-
-    def now(self) -> datetime:
-        return self.at
-
-
-class RunAtPacer:
-    """The fire budget applied to ``run_at``; call it with each run_at in ascending order."""
-
-    def __init__(self, fires_per_second: float, burst: int) -> None:
-        self._fires_per_second = fires_per_second
-        self._burst = burst
-        self._cursor: _Cursor | None = None
-        self._budget: fire_budget.FireBudget | None = None
-
-    def __call__(self, run_at: datetime) -> datetime:
-        if self._cursor is None or self._budget is None:
-            self._cursor = _Cursor(run_at)
-            self._budget = fire_budget.FireBudget(self._fires_per_second, self._burst, self._cursor)
-        self._cursor.at = max(self._cursor.at, run_at)
-        grant = self._budget.acquire(1)
-        while not grant.granted:
-            assert grant.next_release_at is not None
-            self._cursor.at = max(self._cursor.at, grant.next_release_at)
-            grant = self._budget.acquire(1)
-        return self._cursor.at
 
 
 class TriggerLoop:
@@ -122,7 +91,15 @@ class TriggerLoop:
         self.stood_by = False
         self._released = False
         rate = self.settings.fires_per_second
-        self._pacer = None if rate is None else RunAtPacer(rate, self.settings.fire_burst)
+        self.fire_calendar = (
+            None
+            if rate is None
+            else fire_budget.FireCalendar(
+                rate,
+                self.clock,
+                namespace_fires_per_second=self.settings.namespace_fires_per_second,
+            )
+        )
 
     async def tick(self) -> fires.FireReport:
         """Fire every schedule due at the clock's now, one transaction per batch."""
@@ -131,7 +108,10 @@ class TriggerLoop:
         while True:
             now = self.clock.now()
             batch = await fires.fire_due(
-                self.pool, now=now, batch_size=self.settings.batch_size, pace=self._pacer
+                self.pool,
+                now=now,
+                batch_size=self.settings.batch_size,
+                pace=None if self.fire_calendar is None else self.fire_calendar.place,
             )
             report.add(batch)
             trigger_metrics.record_fires(

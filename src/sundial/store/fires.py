@@ -104,12 +104,12 @@ async def fire_due(
     *,
     now: datetime,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    pace: Callable[[datetime], datetime] | None = None,
+    pace: Callable[[datetime, str], datetime] | None = None,
 ) -> FireReport:
     """Handle up to ``batch_size`` due schedules at ``now`` in one transaction.
 
-    ``pace`` (the loop's fire budget) is called once per run to create, in ``run_at`` order,
-    and returns the ``run_at`` to store (the same instant or later).
+    ``pace`` (the loop's fire budget) is called once per run to create, with its ``run_at``
+    and its job's namespace, and returns the ``run_at`` to store (the same instant or later).
     """
     require_aware(now, "now")
     if batch_size < 1:
@@ -221,6 +221,7 @@ class _DueSchedule:
     consecutive_failures: int
     failures_counted_after: int
     quarantine_after: int | None
+    namespace: str
 
 
 class _RememberedSchedule:
@@ -335,10 +336,12 @@ async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID]) -> int:
 async def _insert_fires(
     conn: Connection,
     planned: Sequence[tuple[_DueSchedule, plan.PlannedRun]],
-    pace: Callable[[datetime], datetime] | None,
+    pace: Callable[[datetime, str], datetime] | None,
 ) -> list[FiredRun]:
     ordered = sorted(planned, key=lambda item: (item[1].run_at, item[0].id))
-    run_ats = [run.run_at if pace is None else pace(run.run_at) for _, run in ordered]
+    run_ats = [
+        run.run_at if pace is None else pace(run.run_at, row.namespace) for row, run in ordered
+    ]
     cursor = await conn.execute(
         queries.get("trigger_insert_fires"),
         {

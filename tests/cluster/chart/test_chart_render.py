@@ -389,6 +389,10 @@ def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files
         ({"watchNamespaces": ["Team_A"]}, "at '/watchNamespaces/0'"),
         ({"runner": {"concurrency": {"fibers": 2}}}, "additional properties 'fibers' not allowed"),
         ({"operator": {"service": {"name": "Sundial_Operator"}}}, "at '/operator/service/name'"),
+        (
+            {"operator": {"fireBudget": {"namespaceFiresPerSecond": 0}}},
+            "at '/operator/fireBudget/namespaceFiresPerSecond'",
+        ),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(
@@ -523,3 +527,29 @@ def test_the_runner_serves_the_release_namespace_or_what_it_is_told(
     assert served({"watchNamespaces": ["team-a", "team-b"]}) == ["team-a", "team-b"]
     assert served({"runner": {"namespaces": ["team-c"]}}) == ["team-c"]
     assert served({"runner": {"namespaces": ["*"]}}) == []  # no flag: every namespace
+
+
+def test_the_fire_budget_reaches_the_operator_as_flags_it_accepts(
+    render: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sundial.cli import daemons
+
+    def args_of(values: dict[str, Any] | None = None) -> list[str]:
+        operator = _one(render(values), "Deployment", "operator")["spec"]["template"]["spec"]
+        return list(operator["containers"][0]["args"])
+
+    def parsed(args: list[str]) -> dict[str, Any]:
+        # The operator command's own parser: a flag the chart passes and the CLI lacks fails.
+        # The TLS files exist only in the Pod, so those two flags are left out.
+        monkeypatch.setenv("SUNDIAL_DSN", "postgresql://unused/sundial")
+        flags = [a for a in args if a.startswith("--") and not a.startswith("--history-tls")]
+        return dict(daemons.operator.make_context("operator", flags).params)
+
+    default = parsed(args_of())
+    assert (default["fires_per_second"], default["namespace_fires_per_second"]) == (1000.0, None)
+    tenants = parsed(
+        args_of(
+            {"operator": {"fireBudget": {"firesPerSecond": 500, "namespaceFiresPerSecond": 50}}}
+        )
+    )
+    assert (tenants["fires_per_second"], tenants["namespace_fires_per_second"]) == (500.0, 50.0)
