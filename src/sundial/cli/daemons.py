@@ -194,6 +194,36 @@ def _parse_namespaces(
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
+def _parse_namespace_weights(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, float]:
+    """``NAMESPACE=WEIGHT`` values (comma lists split) as a mapping; each weight above 0."""
+    weights: dict[str, float] = {}
+    for item in (part.strip() for value in values for part in value.split(",")):
+        if not item:
+            continue
+        name, separator, text = item.partition("=")
+        name = name.strip()
+        if not separator or len(name) > 63 or not _NAMESPACE.fullmatch(name):
+            raise click.BadParameter(
+                f"{item!r} is not NAMESPACE=WEIGHT: write e.g. team-a=3 (a namespace not named"
+                " weighs 1)"
+            )
+        try:
+            weight = float(text)
+        except ValueError:
+            weight = float("nan")
+        if not 0 < weight < float("inf"):
+            raise click.BadParameter(
+                f"the weight of {name!r} is {text.strip()!r}: write a number above 0, e.g."
+                f" {name}=3 for three times a namespace of weight 1"
+            )
+        if name in weights:
+            raise click.BadParameter(f"{name!r} is weighed twice: give each namespace once")
+        weights[name] = weight
+    return weights
+
+
 @main.command()
 @dsn_option
 @click.option(
@@ -215,6 +245,16 @@ _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
     callback=_parse_namespaces,
     help="Serve only the runs of jobs in this namespace (repeatable). Each namespace is a tenant:"
     " a runner runs its handlers for the namespaces it names. Default: every namespace.",
+)
+@click.option(
+    "--namespace-weight",
+    "namespace_weights",
+    multiple=True,
+    metavar="NAMESPACE=WEIGHT",
+    callback=_parse_namespace_weights,
+    help="A namespace's share of the slots against the others' when several have runs"
+    " waiting (repeatable; a namespace not named weighs 1): team-a=3 gives team-a three runs"
+    " to one of each other namespace.",
 )
 @click.option(
     "--concurrency",
@@ -295,6 +335,7 @@ def runner(
     handler_modules: tuple[str, ...],
     queues: tuple[str, ...],
     namespaces: tuple[str, ...],
+    namespace_weights: dict[str, float],
     concurrency: dict[str, int],
     lease_seconds: float,
     grace_seconds: float,
@@ -343,6 +384,7 @@ def runner(
         handler_modules=handler_modules,
         queues=queues,
         namespaces=namespaces or None,
+        namespace_weights=namespace_weights,
         concurrency={
             **worker.DEFAULT_CONCURRENCY,
             **{registry.ExecutionModel(k): v for k, v in concurrency.items()},

@@ -96,6 +96,8 @@ class Settings:
     queues: tuple[str, ...] = ("default",)
     #: The namespaces whose runs it claims; None: every namespace.
     namespaces: tuple[str, ...] | None = None
+    #: A namespace's share of the slots against the others' (not named: 1; ADR 0049).
+    namespace_weights: Mapping[str, float] = dataclasses.field(default_factory=dict)
     concurrency: Mapping[Model, int] = dataclasses.field(
         default_factory=lambda: dict(DEFAULT_CONCURRENCY)
     )
@@ -238,6 +240,7 @@ class Worker:
                 "namespaces": "all"
                 if self.settings.namespaces is None
                 else list(self.settings.namespaces),
+                "namespace_weights": dict(self.settings.namespace_weights),
                 "handlers": sorted(h.name for h in self.handlers),
                 "metrics_port": self.port,
                 "max_unfinished": self.max_unfinished,
@@ -378,6 +381,7 @@ class Worker:
                         lease_seconds=self.settings.lease_seconds,
                         namespaces=self.settings.namespaces,
                         floors=floors,
+                        weights=self.settings.namespace_weights,
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
                     self._floors[model].claimed(runs, limit, floored=floors is not None)

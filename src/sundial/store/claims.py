@@ -262,6 +262,7 @@ async def claim(
     namespaces: Sequence[str] | None = None,
     excluded_namespaces: Sequence[str] | None = None,
     floors: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[ClaimedRun]:
     """Claim up to ``limit`` due runs (size it to free slots): dealt round-robin over the
     namespaces that have some, by aged priority within each (queries/claim.sql).
@@ -273,9 +274,14 @@ async def claim(
 
     ``floors``: per namespace, a dispatch key below which this claimer expects nothing it may
     take (``ClaimFloors``): the claim starts its walk of that namespace there, past the index
-    entries of runs claimed since the last vacuum."""
+    entries of runs claimed since the last vacuum.
+
+    ``weights``: per namespace, its share of the slots against the others' (a namespace not
+    named weighs 1): weights 3 and 1 give three runs to one for as long as both have runs."""
     if limit <= 0:
         return []
+    if weights and not all(0 < weight < math.inf for weight in weights.values()):
+        raise ValueError(f"namespace weights must be numbers above 0, got {dict(weights)}")
     async with pool.connection() as conn, conn.transaction():
         await conn.execute(INDEX_ORDER_ONLY)
         cursor = await conn.execute(
@@ -292,6 +298,8 @@ async def claim(
                 "excluded": list(excluded_namespaces) if excluded_namespaces else None,
                 "floor_namespaces": list(floors) if floors else None,
                 "floor_keys": list(floors.values()) if floors else None,
+                "weight_namespaces": list(weights) if weights else None,
+                "weights": [float(w) for w in weights.values()] if weights else None,
             },
         )
         rows = await cursor.fetchall()

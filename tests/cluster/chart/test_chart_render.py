@@ -393,6 +393,8 @@ def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files
             {"operator": {"fireBudget": {"namespaceFiresPerSecond": 0}}},
             "at '/operator/fireBudget/namespaceFiresPerSecond'",
         ),
+        ({"runner": {"namespaceWeights": {"team-a": 0}}}, "at '/runner/namespaceWeights/team-a'"),
+        ({"runner": {"namespaceWeights": {"Team_A": 2}}}, "invalid propertyName 'Team_A'"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(
@@ -553,3 +555,19 @@ def test_the_fire_budget_reaches_the_operator_as_flags_it_accepts(
         )
     )
     assert (tenants["fires_per_second"], tenants["namespace_fires_per_second"]) == (500.0, 50.0)
+
+
+def test_namespace_weights_reach_the_runner_as_flags_it_accepts(
+    render: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sundial.cli import daemons
+
+    values = {"runner": {"namespaces": ["*"], "namespaceWeights": {"team-a": 3, "team-b": 0.5}}}
+    runner = _one(render(values), "Deployment", "runner")["spec"]["template"]["spec"]
+    args = [a for a in runner["containers"][0]["args"] if a.startswith("--")]
+    monkeypatch.setenv("SUNDIAL_DSN", "postgresql://unused/sundial")
+    monkeypatch.setenv("SUNDIAL_HANDLERS", "acme.reports")
+    params = daemons.runner.make_context("runner", args).params
+    assert params["namespace_weights"] == {"team-a": 3.0, "team-b": 0.5}
+    default = _one(render(), "Deployment", "runner")["spec"]["template"]["spec"]
+    assert not [a for a in default["containers"][0]["args"] if "--namespace-weight" in a]

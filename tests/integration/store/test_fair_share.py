@@ -113,6 +113,45 @@ async def test_a_runner_that_serves_some_namespaces_shares_its_slots_between_the
     assert Counter(run.namespace for run in claimed) == {"team-a": 5, "team-b": 5}
 
 
+async def test_weights_share_a_claims_slots_in_their_proportion(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    await _flood(pool, make_job, "team-a", 400, priority=1)
+    await _flood(pool, make_job, "team-b", 400, priority=9)
+    await _flood(pool, make_job, "team-c", 400, priority=9)
+
+    weights = {"team-a": 3, "team-b": 1}  # team-c is not named: it weighs 1
+    claimed = await claims.claim(pool, "w", limit=10, weights=weights)
+    assert Counter(run.namespace for run in claimed) == {"team-a": 6, "team-b": 2, "team-c": 2}
+
+    # Over many claims of a few slots, the shares hold too, and nobody is left out: team-a
+    # takes two of three slots about three claims in four (1.74 runs a claim; it needs over
+    # 1.5, which it misses over 100 claims about once in 10**7).
+    over_time: Counter[str | None] = Counter()
+    for _ in range(100):
+        over_time.update(
+            run.namespace for run in await claims.claim(pool, "w", limit=3, weights=weights)
+        )
+    assert over_time["team-b"] > 0 and over_time["team-c"] > 0
+    assert over_time["team-a"] > over_time["team-b"] + over_time["team-c"], over_time
+
+
+async def test_one_slot_at_a_time_a_light_namespace_still_gets_its_turn(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """Weights tilt the single-slot draw; they never make it certain. Against weight 4,
+    weight 1 wins a draw one time in eight (its rank is uniform on [0, 1), the other's on
+    [0, 1/4)); the chance that it loses 120 draws in a row is about 10**-7."""
+    await _flood(pool, make_job, "team-a", 150, priority=1)
+    await _flood(pool, make_job, "team-b", 150, priority=1)
+
+    seen: Counter[str | None] = Counter()
+    for _ in range(120):
+        [run] = await claims.claim(pool, "w", limit=1, weights={"team-a": 4})
+        seen[run.namespace] += 1
+    assert seen["team-b"] > 0 and seen["team-a"] > seen["team-b"], seen
+
+
 async def test_runs_of_no_namespace_are_still_claimed(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
@@ -151,6 +190,8 @@ async def test_the_claim_plan_reads_each_namespace_from_its_own_index_range(
             "excluded": None,
             "floor_namespaces": None,
             "floor_keys": None,
+            "weight_namespaces": None,
+            "weights": None,
         }
         cursor = await conn.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + queries.get("claim"), params

@@ -16,6 +16,11 @@
 -- of a 500-run claim's time at 20,000 rows). The array form is a primary-key probe per picked
 -- run, whatever the table's size (docs/adr/0012-runner-hot-path.md).
 --
+-- Weights (%(weight_namespaces)s, %(weights)s; a namespace not named weighs 1): a namespace of
+-- weight w offers ceil(limit * w / total) runs and its k-th run ranks (k - u) / w for a random
+-- u in (0, 1], so over claims it gets w shares to another's one; with equal weights the ranks
+-- are the plain rounds, in random order within a round.
+--
 -- %(namespaces)s (NULL: all) keeps a runner to the namespaces it serves (migration 0200);
 -- %(excluded)s (NULL: none) leaves out namespaces the claimer has no room for now (the pod
 -- launcher's Pod limit per namespace).
@@ -48,14 +53,16 @@ named AS (
     WHERE namespace IS NOT NULL AND %(namespaces)s::text[] IS NULL
 ),
 served AS (
-    SELECT n.namespace, f.floor
+    SELECT n.namespace, f.floor, coalesce(w.weight, 1) AS weight
     FROM named n
     LEFT JOIN unnest(%(floor_namespaces)s::text[], %(floor_keys)s::double precision[])
         AS f(namespace, floor) ON f.namespace = n.namespace
+    LEFT JOIN unnest(%(weight_namespaces)s::text[], %(weights)s::double precision[])
+        AS w(namespace, weight) ON w.namespace = n.namespace
     WHERE %(excluded)s::text[] IS NULL OR n.namespace <> ALL(%(excluded)s::text[])
 ),
 dealt AS (
-    SELECT picked.id, picked.namespace, picked.dispatch_key
+    SELECT picked.id, picked.namespace, picked.dispatch_key, s.weight
     FROM served s
     CROSS JOIN LATERAL (
         -- A range, not "=": ordered by (namespace, dispatch_key), only the namespace index
@@ -73,17 +80,19 @@ dealt AS (
                OR execution_model = ANY(%(execution_models)s::text[])
                OR (execution_model IS NULL AND %(unset_model)s::boolean))
         ORDER BY namespace, dispatch_key
-        LIMIT (SELECT ceil(%(limit)s::numeric / greatest(1, count(*)))::int FROM served)
+        LIMIT (SELECT ceil(%(limit)s * s.weight / sum(weight))::int FROM served)
         FOR UPDATE SKIP LOCKED
     ) picked
 ),
 fair AS (
-    -- Round by round: every namespace's first run, then every second run, ...
+    -- Round by round: every namespace's first run, then every second run, ... (a round of
+    -- a namespace of weight w lasts 1 / w).
     SELECT id FROM (
-        SELECT id, row_number() OVER (PARTITION BY namespace ORDER BY dispatch_key) AS round
+        SELECT id, weight,
+               row_number() OVER (PARTITION BY namespace ORDER BY dispatch_key) AS round
         FROM dealt
     ) ranked
-    ORDER BY round, random()
+    ORDER BY (round - (1 - random())) / weight
     LIMIT %(limit)s
 ),
 rest AS (
