@@ -544,6 +544,14 @@ def pod_launcher(
     help="Port of GET /healthz and /metrics (0 turns it off).",
 )
 @click.option(
+    "--metrics-auth/--no-metrics-auth",
+    default=True,
+    show_default=True,
+    help="Serve /metrics only to a bearer token the API server authenticates, of a user it"
+    " allows to get the non-resource URL /metrics (the metrics name every namespace's jobs);"
+    " /healthz stays open. Off: anyone who reaches the port reads them.",
+)
+@click.option(
     "--history-port",
     type=click.IntRange(0, 65535),
     default=0,
@@ -632,6 +640,7 @@ def operator(
     namespaces: tuple[str, ...],
     all_namespaces: bool,
     liveness_port: int,
+    metrics_auth: bool,
     history_port: int,
     history_tls_cert: str | None,
     history_tls_key: str | None,
@@ -689,6 +698,7 @@ def operator(
         dsn=dsn,
         namespaces=None if all_namespaces or not namespaces else namespaces,
         liveness_port=liveness_port,
+        metrics_auth=metrics_auth,
         history=runtime.HistorySettings(
             history_port, history_tls_cert, history_tls_key, dsn=history_dsn
         )

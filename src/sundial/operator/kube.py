@@ -21,6 +21,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client, config
@@ -28,7 +29,15 @@ from kubernetes.client import exceptions
 
 from sundial.api import common
 
-__all__ = ["JOB_RUNS", "SCHEDULED_JOBS", "KubeApi", "is_conflict", "is_not_found", "plain"]
+__all__ = [
+    "JOB_RUNS",
+    "SCHEDULED_JOBS",
+    "KubeApi",
+    "Reviewer",
+    "is_conflict",
+    "is_not_found",
+    "plain",
+]
 
 SCHEDULED_JOBS = "scheduledjobs"
 JOB_RUNS = "jobruns"
@@ -59,6 +68,16 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
     return value
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """A caller as a TokenReview authenticated it."""
+
+    user: str
+    uid: str
+    groups: tuple[str, ...]
+    extra: Mapping[str, tuple[str, ...]]
 
 
 class KubeApi:
@@ -345,6 +364,48 @@ class KubeApi:
                     "resource": resource,
                     "namespace": namespace,
                 },
+            },
+        }
+        answer = await self._call(
+            client.AuthorizationV1Api(self.api_client).create_subject_access_review, review
+        )
+        status = answer.status
+        return bool(status and status.allowed), str((status and status.reason) or "")
+
+    async def review_token(self, token: str) -> Reviewer | None:
+        """Who the API server says ``token`` belongs to (a TokenReview); ``None`` when it does
+        not authenticate it."""
+        review = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        }
+        answer = await self._call(
+            client.AuthenticationV1Api(self.api_client).create_token_review, review
+        )
+        status = answer.status
+        if status is None or not status.authenticated or status.user is None:
+            return None
+        user = status.user
+        return Reviewer(
+            user=str(user.username or ""),
+            uid=str(user.uid or ""),
+            groups=tuple(user.groups or ()),
+            extra={key: tuple(values) for key, values in (user.extra or {}).items()},
+        )
+
+    async def may_get_path(self, reviewer: Reviewer, path: str) -> tuple[bool, str]:
+        """Whether ``reviewer`` may ``get`` the non-resource URL ``path`` (``/metrics``), by a
+        SubjectAccessReview; and the authorizer's reason."""
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": reviewer.user,
+                "uid": reviewer.uid,
+                "groups": list(reviewer.groups),
+                "extra": {key: list(values) for key, values in reviewer.extra.items()},
+                "nonResourceAttributes": {"path": path, "verb": "get"},
             },
         }
         answer = await self._call(

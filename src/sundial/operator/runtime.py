@@ -50,6 +50,7 @@ from sundial.operator import (
     history_api,
     kube,
     liveness,
+    metrics_access,
     mirror,
     pod_hooks,
     scheduled_job_metrics,
@@ -83,6 +84,8 @@ class OperatorConfig:
     namespaces: tuple[str, ...] | None = None
     #: 0 turns the endpoint off.
     liveness_port: int = 8080
+    #: Serve /metrics only to callers the API server authenticates and authorizes.
+    metrics_auth: bool = True
     #: ``None``: no history API.
     history: HistorySettings | None = None
     holder: str = field(default_factory=trigger.default_holder)
@@ -123,7 +126,14 @@ async def serve(config: OperatorConfig) -> int:
     )
     lead = leadership.Leadership(lease_pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
     role = "standby"
-    probe = liveness.LivenessServer(config.liveness_port, lambda: role)
+    access_api = kube.KubeApi() if config.liveness_port and config.metrics_auth else None
+    probe = liveness.LivenessServer(
+        config.liveness_port,
+        lambda: role,
+        metrics_access=None
+        if access_api is None
+        else metrics_access.MetricsAccess(access_api.review_token, access_api.may_get_path),
+    )
     if config.liveness_port:
         await probe.start()
     history = await _history_api(config.history, pool)
@@ -135,6 +145,8 @@ async def serve(config: OperatorConfig) -> int:
     finally:
         await lead.release()
         await probe.stop()
+        if access_api is not None:
+            access_api.close()
         if history is not None:
             await history[0].stop()
             history[1].close()

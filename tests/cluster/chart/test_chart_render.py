@@ -50,8 +50,10 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
     assert _kinds(objects) == {
         "CustomResourceDefinition": 2,
         "ServiceAccount": 4,  # operator, runner, migrate hook, job Pods
-        "ClusterRole": 5,  # operator, its CRD watch, view and edit aggregates, history
-        "ClusterRoleBinding": 3,  # operator, CRD watch, the history API's auth-delegator
+        # operator, its CRD watch, view and edit aggregates, history, metrics-reader
+        "ClusterRole": 6,
+        # operator, CRD watch, the history API's and the metrics' auth-delegator
+        "ClusterRoleBinding": 4,
         "RoleBinding": 1,  # the history API reads the front proxy's CA in kube-system
         "Deployment": 2,
         "Job": 1,
@@ -220,6 +222,8 @@ def test_watch_namespaces_get_roles_and_no_cluster_wide_write(render: Callable[.
             assert verbs == {"get", "list", "watch"}
         elif name.endswith("-history"):
             assert verbs == {"get", "list"}  # runs.history.sundial.dev, per namespace
+        elif name.endswith("-metrics-reader"):
+            assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
         else:
             assert name.endswith(("-view", "-edit")), name
     # Job Pods run in the watched namespaces: their ServiceAccount and NetworkPolicy are there.
@@ -571,3 +575,40 @@ def test_namespace_weights_reach_the_runner_as_flags_it_accepts(
     assert params["namespace_weights"] == {"team-a": 3.0, "team-b": 0.5}
     default = _one(render(), "Deployment", "runner")["spec"]["template"]["spec"]
     assert not [a for a in default["containers"][0]["args"] if "--namespace-weight" in a]
+
+
+def test_the_operators_metrics_want_a_token_the_pod_monitor_holds(
+    render: Callable[..., Any],
+) -> None:
+    objects = render({"metrics": {"podMonitor": {"enabled": True}}})
+    args = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ]
+    assert "--metrics-auth" in args
+    reader = _one(objects, "ClusterRole", "metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    delegator = _one(objects, "ClusterRoleBinding", "metrics-auth-delegator")
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"
+    assert delegator["subjects"][0]["name"].endswith("-operator")
+    # The PodMonitor of the operator sends the token of a ServiceAccount bound to the reader.
+    [monitor] = [
+        o for o in objects
+        if o["kind"] == "PodMonitor" and o["metadata"]["name"].endswith("-operator")
+    ]  # fmt: skip
+    secret_name = monitor["spec"]["podMetricsEndpoints"][0]["authorization"]["credentials"]["name"]
+    secret = _one(objects, "Secret", "metrics-reader")
+    assert secret["metadata"]["name"] == secret_name
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    binding = _one(objects, "ClusterRoleBinding", "metrics-reader")
+    assert binding["roleRef"]["name"] == reader["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account, "namespace": secret["metadata"]["namespace"]}
+    ]
+
+    open_metrics = render({"operator": {"metricsAuth": False}})
+    args = _one(open_metrics, "Deployment", "operator")["spec"]["template"]["spec"]["containers"][
+        0
+    ]["args"]
+    assert "--no-metrics-auth" in args
+    assert not [o for o in open_metrics if o["metadata"]["name"].endswith("metrics-reader")]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,24 @@ pytestmark = pytest.mark.timeout(240)
 PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
 
 
-def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample the operator serves; none while its HTTP port is not open yet."""
+def _get(port: int, path: str, token: str | None = None) -> tuple[int, str]:
+    """The status and body of GET ``path`` on the operator's port (0: not open yet)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-            text = response.read().decode()
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
     except urllib.error.URLError:
+        return 0, ""
+
+
+def _scrape(port: int, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample the operator serves; none while its HTTP port is not open yet."""
+    status, text = _get(port, "/metrics", token)
+    if status != 200:
         return {}
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -62,7 +75,55 @@ def _plugin(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture
+def metrics_reader(kubectl: Any, namespace: str) -> Iterator[str]:
+    """A token of a ServiceAccount bound to a ClusterRole that may get /metrics, as the
+    chart's metrics-reader role and PodMonitor do; the cluster-wide objects go afterwards."""
+    role = f"metrics-reader-{namespace}"
+    kubectl("create", "serviceaccount", "-n", namespace, "prometheus")
+    kubectl("create", "clusterrole", role, "--verb=get", "--non-resource-url=/metrics")
+    kubectl(
+        "create", "clusterrolebinding", role, f"--clusterrole={role}",
+        f"--serviceaccount={namespace}:prometheus",
+    )  # fmt: skip
+    try:
+        yield kubectl("create", "token", "-n", namespace, "prometheus").stdout.strip()
+    finally:
+        kubectl("delete", "clusterrolebinding", role, "--ignore-not-found")
+        kubectl("delete", "clusterrole", role, "--ignore-not-found")
+
+
+def test_metrics_are_served_only_to_a_caller_the_api_server_lets_get_them(
+    metrics_reader: str,
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    kubectl: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """They name every namespace's jobs: no token is 401, a token of a user without the
+    grant is 403, a token that is not Kubernetes' is 401; the probe's /healthz stays open."""
+    port = _free_port()
+    kubectl("create", "serviceaccount", "-n", namespace, "nosy")
+    nosy = kubectl("create", "token", "-n", namespace, "nosy").stdout.strip()
+    with running(
+        OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
+    ):
+        wait_until(lambda: _get(port, "/healthz")[0] == 200, within=60, what="the health port")
+        status, body = _get(port, "/metrics")
+        assert status == 401 and "bearer token" in body, (status, body)
+        status, body = _get(port, "/metrics", "not-a-kubernetes-token")
+        assert status == 401 and "does not authenticate" in body, (status, body)
+        status, body = _get(port, "/metrics", nosy)
+        assert status == 403, (status, body)
+        assert f"system:serviceaccount:{namespace}:nosy may not get /metrics" in body, body
+        status, body = _get(port, "/metrics", metrics_reader)
+        assert status == 200 and "sundial_maintainer_leading" in body, (status, body[:300])
+
+
 def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
+    metrics_reader: str,
     sundial_crds_applied: None,
     operator_dsn: str,
     kubeconfig: Path,
@@ -74,7 +135,7 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
     job = (("name", "nightly"), ("namespace", namespace))
 
     def value(name: str, labels: tuple[tuple[str, str], ...] = job) -> float | None:
-        return _scrape(port).get((name, labels))
+        return _scrape(port, metrics_reader).get((name, labels))
 
     with running(
         OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
@@ -91,7 +152,9 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
             try:
                 last = wait_until(succeeded, within=90, what="the last-success gauge")
             except AssertionError as error:
-                shown = {k: v for k, v in _scrape(port).items() if "scheduledjob" in k[0]}
+                shown = {
+                    k: v for k, v in _scrape(port, metrics_reader).items() if "scheduledjob" in k[0]
+                }
                 status = kubectl("get", "-n", namespace, "sj", "nightly", "-o", "json").stdout
                 raise AssertionError(f"{error}\nscraped: {shown}\nobject: {status}") from None
         assert last > 1.7e9
