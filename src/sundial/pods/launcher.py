@@ -66,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -213,6 +214,12 @@ class _Attempt:
     #: An adopted attempt whose Pod the store says was created (its name is recorded): if it
     #: is not found, it was deleted, and is not created again.
     pod_recorded: bool = False
+    #: The UID recorded with that name, when it was: only that object is the attempt's Pod.
+    recorded_uid: str | None = None
+    #: Taken over from a launcher with the same worker id (a restart), not claimed now.
+    adopted: bool = False
+    #: Annotated on the Pod this launcher creates (``manifests.ANNOTATION_LAUNCH_ID``).
+    launch_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     #: The earliest delete request of its Pod seen on a step: the kubelet's own last delete
     #: overwrites the Pod's record of it (``outcomes.classify``, docs/adr/0033).
     delete_requested_at: datetime | None = None
@@ -311,7 +318,7 @@ class PodLauncher:
             await self._track(
                 [h.run for h in held],
                 adopted=True,
-                recorded={h.run.id: h.recorded_pod_name for h in held},
+                recorded={h.run.id: (h.recorded_pod_name, h.recorded_pod_uid) for h in held},
             )
 
     async def _heartbeat(self) -> None:
@@ -389,7 +396,7 @@ class PodLauncher:
         runs: Sequence[claims.ClaimedRun],
         *,
         adopted: bool = False,
-        recorded: Mapping[int, str | None] | None = None,
+        recorded: Mapping[int, tuple[str | None, str | None]] | None = None,
     ) -> None:
         contexts = await pod_runs.launch_context(self._pool, [run.id for run in runs])
         now = self._clock.now()
@@ -400,7 +407,11 @@ class PodLauncher:
             name = manifests.pod_name(instance, context.job_name, run.id, run.attempt)
             attempt = _Attempt(run, context, name, context.namespace, now)
             attempt.look_first = adopted or run.attempt > 1
-            attempt.pod_recorded = recorded is not None and recorded.get(run.id) == name
+            attempt.adopted = adopted
+            recorded_name, recorded_uid = (recorded or {}).get(run.id, (None, None))
+            attempt.pod_recorded = recorded_name == name
+            if attempt.pod_recorded:
+                attempt.recorded_uid = recorded_uid
             if run.cancel_requested:
                 cancelled.append((attempt, claims.Outcome.cancelled(run), None))
                 continue
@@ -426,6 +437,18 @@ class PodLauncher:
                 if pod["metadata"].get("name") != attempt.pod_name:
                     await self._report_forged(attempt, pod)
                     continue
+                if not self._made_by_us(attempt, pod):
+                    await self._report_forged(attempt, pod)
+                    if attempt.pod_recorded:
+                        continue  # ours was created, then deleted: gone, below
+                    await self._refuse(
+                        attempt,
+                        "PodNameTaken",
+                        f"a Pod named {attempt.pod_name} exists in namespace"
+                        f" {attempt.namespace} that Sundial did not create for this attempt:"
+                        " the run cannot have its Pod under that name",
+                    )
+                    return
                 self._adopt_pod(attempt, pod)
                 return
             if pod_attempt < attempt.run.attempt and not pod_api.ended(pod):
@@ -455,6 +478,7 @@ class PodLauncher:
             oom_memory_increase_percent=attempt.context.oom_memory_increase_percent,
             oom_max_memory_bytes=attempt.context.oom_max_memory_bytes,
             owner=await self._owner(attempt),
+            launch_id=attempt.launch_id,
         )
         attempt.owner = spec.owner
         manifest = manifests.pod_manifest(spec, self._settings.manifest)
@@ -494,6 +518,7 @@ class PodLauncher:
             attempt.run.id,
             attempt.run.attempt,
             pod_name=attempt.pod_name,
+            pod_uid=attempt.pod_uid,
         )
         if not recorded:
             self._attempts.pop(attempt.run.id, None)
@@ -527,6 +552,21 @@ class PodLauncher:
         )
         attempt.owner = await self._owner(attempt, former=True)
         attempt.created_at = self._clock.now()
+        # A Pod made later under the same name is not this one: only the recorded UID is.
+        attempt.pod_uid = attempt.recorded_uid
+
+    def _made_by_us(self, attempt: _Attempt, pod: Mapping[str, Any]) -> bool:
+        """Whether ``pod``, under the attempt's own name in the run's namespace, is the Pod a
+        launcher made for this attempt. A UID recorded with the name decides. Else the launch
+        id this launcher annotated (a create whose answer was lost). Else, for an attempt taken
+        over after a restart whose create was never recorded, the name is all there is."""
+        uid = pod_api.uid_of(pod)
+        if attempt.recorded_uid is not None:
+            return uid == attempt.recorded_uid
+        annotations = pod.get("metadata", {}).get("annotations") or {}
+        if annotations.get(manifests.ANNOTATION_LAUNCH_ID) == attempt.launch_id:
+            return True
+        return attempt.adopted
 
     def _adopt_pod(self, attempt: _Attempt, pod: Mapping[str, Any]) -> None:
         attempt.pod_uid = pod_api.uid_of(pod)
@@ -585,6 +625,7 @@ class PodLauncher:
             attempt.run.id,
             attempt.run.attempt,
             pod_name=attempt.pod_name,
+            pod_uid=attempt.pod_uid,
             reason=reason,
         )
         attempt.ended = PodOutcome(PodState.NEVER_STARTED, reason, message=message)
@@ -704,6 +745,7 @@ class PodLauncher:
                 attempt.run.id,
                 attempt.run.attempt,
                 pod_name=attempt.pod_name,
+                pod_uid=attempt.pod_uid,
                 exit_code=outcome.exit_code,
                 reason=outcome.reason,
             )

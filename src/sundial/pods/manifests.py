@@ -60,6 +60,7 @@ from sundial.pods import placement as placements
 
 __all__ = [
     "ANNOTATION_FIRE_TIME",
+    "ANNOTATION_LAUNCH_ID",
     "LABEL_ATTEMPT",
     "LABEL_INSTANCE",
     "LABEL_JOB",
@@ -82,6 +83,10 @@ OUTCOME_FINALIZER = "sundial.dev/pod-outcome"
 #: Kubernetes' default is 30 s; a job that needs longer to clean up sets its own in the template.
 DEFAULT_TERMINATION_GRACE_SECONDS = 10
 ANNOTATION_FIRE_TIME = "sundial.dev/fire-time"
+#: A random id the launcher gives each Pod it creates and keeps in memory: a create whose
+#: answer was lost, met again as a 409, is recognised as its own by it; a Pod someone else
+#: made under the attempt's name cannot carry it (it is chosen just before the create).
+ANNOTATION_LAUNCH_ID = "sundial.dev/launch-id"
 MAX_NAME_LENGTH = 63
 RESERVED_ENV_PREFIX = "SUNDIAL_"
 _HASH_CHARS = 10
@@ -131,6 +136,7 @@ class LaunchSpec:
     oom_memory_increase_percent: int | None = None
     oom_max_memory_bytes: int | None = None
     owner: Mapping[str, Any] | None = field(default=None)  # an explicit ownerReference
+    launch_id: str = ""  # ANNOTATION_LAUNCH_ID; "" leaves it out
 
 
 def pod_name(instance: str, job_name: str, run_id: int, attempt: int) -> str:
@@ -183,6 +189,9 @@ def pod_manifest(spec: LaunchSpec, settings: ManifestSettings) -> dict[str, Any]
     annotations = {str(k): str(v) for k, v in (metadata.get("annotations") or {}).items()}
     if spec.fire_time is not None:
         annotations[ANNOTATION_FIRE_TIME] = spec.fire_time.isoformat()
+    annotations.pop(ANNOTATION_LAUNCH_ID, None)  # the launcher's alone
+    if spec.launch_id:
+        annotations[ANNOTATION_LAUNCH_ID] = spec.launch_id
     pod_metadata: dict[str, Any] = {
         "name": pod_name(settings.instance, spec.job_name, spec.run_id, spec.attempt),
         "namespace": spec.job_namespace,

@@ -3,9 +3,9 @@
 * ``launch_context``: the job's template, namespace, failure policy, start timeout, OOM
   memory bump and pod deletion policy for claimed runs, and how many of each run's earlier
   attempts were OOMKilled.
-* ``record_pod``: the Pod of the current attempt (name, then exit code and reason), fenced on
-  ``(id, attempt, lease owner, running)`` like every worker write: a stale launcher's write
-  changes nothing and returns False.
+* ``record_pod``: the Pod of the current attempt (name and UID, then exit code and reason),
+  fenced on ``(id, attempt, lease owner, running)`` like every worker write: a stale
+  launcher's write changes nothing and returns False.
 * ``held_runs``: pod runs a worker id still holds, so a launcher restarted with the same id
   adopts their Pods instead of waiting for the reaper, each with the Pod name last recorded
   on the run: ``record_pod`` runs only after the create succeeded, so the current attempt's
@@ -59,6 +59,8 @@ class HeldRun:
     #: The Pod name last recorded on the run, or None; compare it with the current
     #: attempt's (deterministic) name: it may be an earlier attempt's.
     recorded_pod_name: str | None
+    #: The UID recorded with that name (None: not recorded, or by a version that did not).
+    recorded_pod_uid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,12 @@ async def record_pod(
     attempt: int,
     *,
     pod_name: str,
+    pod_uid: str | None = None,
     exit_code: int | None = None,
     reason: str | None = None,
 ) -> bool:
-    """Record the attempt's Pod; False when the attempt is no longer this worker's."""
+    """Record the attempt's Pod (``pod_uid``: the object created, None before there is one);
+    False when the attempt is no longer this worker's."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
             queries.get("pod_record"),
@@ -111,6 +115,7 @@ async def record_pod(
                 "attempt": attempt,
                 "worker": worker,
                 "pod_name": pod_name,
+                "pod_uid": pod_uid,
                 "exit_code": exit_code,
                 "reason": None if reason is None else reason[:256],
             },
@@ -122,7 +127,7 @@ async def held_runs(pool: Pool, worker: str) -> list[HeldRun]:
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("pod_held_runs"), {"worker": worker})
         rows = await cursor.fetchall()
-    return [HeldRun(claims.ClaimedRun._make(row[:-1]), row[-1]) for row in rows]
+    return [HeldRun(claims.ClaimedRun._make(row[:-2]), row[-2], row[-1]) for row in rows]
 
 
 async def current_attempts(pool: Pool, run_ids: Sequence[int]) -> dict[int, RunAttempt]:

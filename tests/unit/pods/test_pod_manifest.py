@@ -249,3 +249,14 @@ def test_memory_bump_reports_the_factor_and_cap_it_applies() -> None:
     factor, cap = manifests.memory_bump(spec, SETTINGS)
     assert (round(factor, 6), cap) == (1.21, 2**30)
     assert manifests.memory_bump(launch(), SETTINGS) == (1.0, SETTINGS.oom_memory_cap_bytes)
+
+
+def test_the_launch_id_is_the_launchers_and_a_template_cannot_set_it() -> None:
+    claimed = template()
+    claimed["metadata"]["annotations"][manifests.ANNOTATION_LAUNCH_ID] = "chosen-by-the-template"
+    pod = manifests.pod_manifest(launch(template=claimed, launch_id="3f9a"), SETTINGS)
+    assert pod["metadata"]["annotations"][manifests.ANNOTATION_LAUNCH_ID] == "3f9a"
+    assert pod["metadata"]["annotations"]["note"] == "x"
+    # Without one (a manifest built for a preview), the template's value is dropped all the same.
+    preview = manifests.pod_manifest(launch(template=claimed), SETTINGS)
+    assert manifests.ANNOTATION_LAUNCH_ID not in preview["metadata"]["annotations"]
