@@ -125,3 +125,93 @@ def test_bob_cannot_apply_a_template_beyond_his_namespaces_level(
     )
     result = apply(_scheduled_job("priv", PRIVILEGED))
     assert result.returncode != 0 and "under Pod Security baseline" in result.stderr
+
+
+def _container(**security: Any) -> dict[str, Any]:
+    return {"name": "main", "image": "busybox:1.36", "securityContext": security}
+
+
+#: Templates the launcher refuses under restricted, each for one reason. The policy must refuse
+#: every one at apply: the early warning and the check before the create draw the same line.
+REFUSED_UNDER_RESTRICTED = {
+    "host-port": {
+        "containers": [{**PLAIN["containers"][0], "ports": [{"containerPort": 80, "hostPort": 80}]}]
+    },
+    "unsafe-sysctl": {
+        "securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]},
+        **PLAIN,
+    },
+    "unconfined-pod": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}, **PLAIN},
+    "unconfined-container": {"containers": [_container(seccompProfile={"type": "Unconfined"})]},
+    "unmasked-proc": {"containers": [_container(procMount="Unmasked")]},
+    "selinux-user": {"securityContext": {"seLinuxOptions": {"user": "system_u"}}, **PLAIN},
+    "host-process": {"containers": [_container(windowsOptions={"hostProcess": True})]},
+    "sys-admin": {"containers": [_container(capabilities={"add": ["SYS_ADMIN"]})]},
+    "pod-root": {"securityContext": {"runAsUser": 0}, **PLAIN},
+    "pod-may-be-root": {"securityContext": {"runAsNonRoot": False}, **PLAIN},
+    "nfs-volume": {"volumes": [{"name": "data", "nfs": {"server": "nas", "path": "/"}}], **PLAIN},
+    "init-root": {"initContainers": [_container(runAsUser=0)], **PLAIN},
+    # Capabilities given without dropping ALL: Sundial's default (drop ALL) applies only when
+    # the template says nothing about capabilities.
+    "keeps-capabilities": {"containers": [_container(capabilities={"add": ["NET_BIND_SERVICE"]})]},
+}
+#: Templates both admit under restricted.
+ADMITTED_UNDER_RESTRICTED = {
+    "plain": PLAIN,
+    "safe-sysctl": {
+        "securityContext": {"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"}]},
+        **PLAIN,
+    },
+    "runtime-default": {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}, **PLAIN},
+    "bind-low-ports": {
+        "containers": [_container(capabilities={"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]})]
+    },
+    "config-volume": {"volumes": [{"name": "c", "configMap": {"name": "settings"}}], **PLAIN},
+    "non-root-user": {"securityContext": {"runAsUser": 1000}, **PLAIN},
+    "container-port": {
+        "containers": [{**PLAIN["containers"][0], "ports": [{"containerPort": 80}]}]
+    },
+}
+
+
+def _launcher_verdict(pod_spec: dict[str, Any]) -> list[str]:
+    """What the launcher's own check finds in the Pod it would create from ``pod_spec``."""
+    from sundial.pods import manifests, pod_security
+
+    spec = manifests.LaunchSpec(
+        run_id=1, attempt=1, job_id="j", job_namespace="team-b", job_name="probe", handler="",
+        template={"spec": pod_spec}, args={}, idempotency_key="k", fire_time=None,
+        timeout_seconds=60,
+    )  # fmt: skip
+    pod = manifests.pod_manifest(spec, manifests.ManifestSettings(service_account_name="job"))
+    return pod_security.violations(
+        pod["spec"], pod_security.Level.RESTRICTED, installation_service_account="job"
+    )
+
+
+def test_the_policy_and_the_launcher_refuse_the_same_templates(
+    policy: str, kubectl: Any, team_b: str
+) -> None:
+    def apply(name: str, pod_spec: dict[str, Any]) -> Any:
+        return kubectl(
+            "--as", "bob", "apply", "-n", team_b, "-f", "-",
+            stdin=_scheduled_job(name, pod_spec), check=False,
+        )  # fmt: skip
+
+    def in_force() -> Any:
+        result = apply("probe", HOST)
+        if result.returncode == 0:
+            kubectl("delete", "-n", team_b, "sj", "probe", "--wait=false")
+            return None
+        return result
+
+    wait_until(in_force, within=60, what="the policy to refuse a hostPID template")
+    for name, pod_spec in REFUSED_UNDER_RESTRICTED.items():
+        assert _launcher_verdict(pod_spec), f"{name}: the launcher admits it"
+        result = apply(name, pod_spec)
+        assert result.returncode != 0, f"{name}: the policy admits it"
+        assert policy in result.stderr and f"namespace {team_b}" in result.stderr, result.stderr
+    for name, pod_spec in ADMITTED_UNDER_RESTRICTED.items():
+        assert _launcher_verdict(pod_spec) == [], name
+        result = apply(name, pod_spec)
+        assert result.returncode == 0, f"{name}: {result.stderr}"
