@@ -24,6 +24,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── FrontProxyMissingError                       sundial.operator.front_proxy: no aggregation
     ├── NotFromFrontProxyError                       sundial.operator.front_proxy: a caller not
     │                                                vouched for by the API server
+    ├── NotServedError                               sundial.operator.history_service: cannot serve
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── RolesNotCreatedError                     the migrating role may not create roles

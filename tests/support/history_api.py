@@ -1,4 +1,5 @@
-"""The history API behind the test cluster's aggregation layer, served by an operator process.
+"""The history API behind the test cluster's aggregation layer, served by a ``sundial
+history-api`` process on this host.
 
 An APIService is cluster-wide and an unavailable one stalls discovery (and with it namespace
 deletion), so ``registered`` removes it as soon as the test is done, before anything else.
@@ -10,12 +11,13 @@ import base64
 import contextlib
 import json
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.operator import wait_until
+from support.operator import OperatorProcess, wait_until
 
 API_SERVICE = "v1alpha1.history.sundial.dev"
 
@@ -30,11 +32,21 @@ class ServingCertificate:
     def ca_bundle(self) -> str:
         return base64.b64encode(self.ca.read_bytes()).decode()
 
-    def operator_args(self, port: int) -> list[str]:
+
+class HistoryApiProcess(OperatorProcess):
+    """``python -m sundial history-api`` on ``port`` with ``cert`` and ``key``, as the
+    kubeconfig's user; started, stopped and logged as an operator process is."""
+
+    def __init__(
+        self, dsn: str, kubeconfig: Path, log_dir: Path, port: int, cert: Path, key: Path
+    ) -> None:
+        super().__init__(dsn, kubeconfig, None, log_dir, name="history-api")
+        self.port, self.cert, self.key = port, cert, key
+
+    def command(self) -> list[str]:
         return [
-            "--history-port", str(port),
-            "--history-tls-cert", str(self.cert),
-            "--history-tls-key", str(self.key),
+            sys.executable, "-m", "sundial", "history-api", "--dsn", self.dsn,
+            "--port", str(self.port), "--tls-cert", str(self.cert), "--tls-key", str(self.key),
         ]  # fmt: skip
 
 

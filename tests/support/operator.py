@@ -64,6 +64,17 @@ class OperatorProcess:
 
     def start(self) -> None:
         self.starts += 1
+        environment = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                cwd=REPOSITORY,
+            )
+
+    def command(self) -> list[str]:
         command = [
             sys.executable,
             "-m",
@@ -81,12 +92,7 @@ class OperatorProcess:
             "1",
         ]
         command += ["--namespace", self.namespace] if self.namespace else ["--all-namespaces"]
-        command += self.extra_args
-        environment = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=REPOSITORY
-            )
+        return command + self.extra_args
 
     @property
     def pid(self) -> int:
@@ -113,7 +119,7 @@ class OperatorProcess:
         started = time.monotonic()
         try:
             code = self.process.wait(timeout=20)
-            print(f"operator stopped in {time.monotonic() - started:.1f}s with {code}")
+            print(f"{self.name} stopped in {time.monotonic() - started:.1f}s with {code}")
             return code
         except subprocess.TimeoutExpired:
             self.process.kill()
@@ -129,7 +135,7 @@ class OperatorProcess:
         assert self.process is not None
         if self.process.poll() is not None:
             raise AssertionError(
-                f"the operator exited with {self.process.returncode}:\n{self.logs()[-5000:]}"
+                f"the {self.name} exited with {self.process.returncode}:\n{self.logs()[-5000:]}"
             )
 
 

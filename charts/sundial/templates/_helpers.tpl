@@ -171,7 +171,11 @@ volumeMounts:
     mountPath: /tmp
 {{- end -}}
 
-{{/* The Secret holding the history API's serving certificate (tls.crt, tls.key). */}}
+{{/*
+The Secret holding the history API's serving certificate (tls.crt, tls.key). Named after the
+history-api component: the certificate names its Service, and a release upgraded from one
+where the operator served the history gets a new pair for the new name.
+*/}}
 {{- define "sundial.historyTlsSecret" -}}
-{{- .Values.historyApi.tls.existingSecret | default (include "sundial.componentName" (dict "root" . "component" "history-tls")) -}}
+{{- .Values.historyApi.tls.existingSecret | default (include "sundial.componentName" (dict "root" . "component" "history-api-tls")) -}}
 {{- end }}

@@ -1,4 +1,5 @@
-"""The four long-running processes: ``scheduler``, ``runner``, ``pod-launcher`` and ``operator``.
+"""The long-running processes: ``scheduler``, ``runner``, ``pod-launcher``, ``operator`` and
+``history-api``.
 
 Each imports what it runs inside its command, so ``sundial --help`` and the short commands stay
 fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly on SIGTERM.
@@ -552,33 +553,6 @@ def pod_launcher(
     " /healthz stays open. Off: anyone who reaches the port reads them.",
 )
 @click.option(
-    "--history-port",
-    type=click.IntRange(0, 65535),
-    default=0,
-    show_default=True,
-    help="HTTPS port of the history API (runs.history.sundial.dev), which only the API "
-    "server's front proxy may call; 0 turns it off. Needs --history-tls-cert and -key.",
-)
-@click.option(
-    "--history-tls-cert",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="The history API's serving certificate (PEM); the APIService's caBundle signs it.",
-)
-@click.option(
-    "--history-tls-key",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="The key of --history-tls-cert (PEM).",
-)
-@click.option(
-    "--history-dsn",
-    envvar="SUNDIAL_HISTORY_DSN",
-    default=None,
-    help="Read the history with a pool of its own on this DSN, a login of the reader's"
-    " database role (default: the operator's DSN). Also SUNDIAL_HISTORY_DSN.",
-)
-@click.option(
     "--holder",
     default=None,
     help="Lease holder name (default: host-pid); a restart with the same name leads at once.",
@@ -641,10 +615,6 @@ def operator(
     all_namespaces: bool,
     liveness_port: int,
     metrics_auth: bool,
-    history_port: int,
-    history_tls_cert: str | None,
-    history_tls_key: str | None,
-    history_dsn: str | None,
     holder: str | None,
     lease_ttl: float,
     mirror_seconds: float,
@@ -684,11 +654,6 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
-    if history_port and not (history_tls_cert and history_tls_key):
-        raise click.UsageError(
-            "--history-port needs --history-tls-cert and --history-tls-key: the API server "
-            "reaches the history API over TLS only (or give --history-port 0)"
-        )
     maintenance = _maintainer_settings(
         hot_window, archive_retention_days, retention_interval, key_retention
     )
@@ -699,11 +664,6 @@ def operator(
         namespaces=None if all_namespaces or not namespaces else namespaces,
         liveness_port=liveness_port,
         metrics_auth=metrics_auth,
-        history=runtime.HistorySettings(
-            history_port, history_tls_cert, history_tls_key, dsn=history_dsn
-        )
-        if history_port
-        else None,
         holder=holder or trigger.default_holder(),
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
@@ -725,6 +685,59 @@ def operator(
         ),
     )
     sys.exit(asyncio.run(runtime.serve(config)))
+
+
+@main.command("history-api")
+@dsn_option
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8443,
+    show_default=True,
+    help="HTTPS port where the API server's front proxy (and nobody else) reaches it.",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="Serving certificate (PEM) for the Service's DNS name; the APIService's caBundle"
+    " signs it.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="The key of --tls-cert (PEM).",
+)
+@log_level_option
+def history_api(dsn: str, port: int, tls_cert: str, tls_key: str, log_level: str) -> None:
+    """Serve PostgreSQL's run history as the aggregated API runs.history.sundial.dev, which
+    `kubectl sundial history` reads under each namespace's RBAC.
+
+    Give it a DSN of the reader's database login and a ServiceAccount that may only review
+    tokens and access (system:auth-delegator) and read kube-system's
+    extension-apiserver-authentication ConfigMap: it is the read path other Pods can reach, so
+    it holds neither the operator's token nor a login that can write.
+    """
+    import asyncio
+    import sys
+
+    from sundial.errors import SundialError
+    from sundial.operator import history_service
+
+    serve_module.configure_logs(log_level)
+    config = history_service.HistoryServiceConfig(
+        dsn=dsn, port=port, cert_file=tls_cert, key_file=tls_key
+    )
+
+    async def serve() -> int:
+        stop = serve_module.stop_on_signals()
+        return await history_service.serve(config, stop)
+
+    try:
+        sys.exit(asyncio.run(serve()))
+    except (SundialError, OSError) as error:
+        raise click.ClickException(f"the history API is not served: {error}") from error
 
 
 #: ``sundial runs cancel`` / ``replay``: the run exists but its state does not allow it.

@@ -2,7 +2,7 @@
 
 It talks to the API server only, through the user's kubeconfig and RBAC: it reads and writes
 ScheduledJob and JobRun objects, reads Pod logs, and reads the run history of PostgreSQL
-through the history API the operator serves behind the API server's aggregation layer
+through the history API (``sundial history-api``) behind the API server's aggregation layer
 (docs/adr/0048-history-as-an-aggregated-api.md). It never needs a database DSN.
 
 One module per verb group (``listing``, ``actions``, ``waiting``, ``pod_logs``, ``linting``,

@@ -27,7 +27,7 @@ CANCELLED: Final = 4
 TIMEOUT: Final = 5
 #: RBAC forbids a request the verb needs.
 FORBIDDEN: Final = 6
-#: No kubeconfig, or the API server (or the operator's history endpoint) cannot be reached.
+#: No kubeconfig, or the API server (or the history API) cannot be reached.
 UNREACHABLE: Final = 7
 
 EXIT_CODES_HELP: Final = (

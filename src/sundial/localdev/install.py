@@ -1,13 +1,13 @@
 """Sundial installed by its Helm chart on the local cluster's real node, driven from Python.
 
-The operator, a runner and the chart's bundled PostgreSQL run as Pods from the images built
-here (``hack/images/build``: ``operator``, ``examples`` (the runner image with the example
-handlers) and ``postgres``, imported into the node's containerd, ``imagePullPolicy: Never``),
-and job Pods follow them there through the chart's ``jobPods`` placement. Used by the
-real-node tests, ``e2e/`` and ``make demo``; never in production.
+The operator, the history API, a runner and the chart's bundled PostgreSQL run as Pods from
+the images built here (``hack/images/build``: ``operator``, ``examples`` (the runner image
+with the example handlers) and ``postgres``, imported into the node's containerd,
+``imagePullPolicy: Never``), and job Pods follow them there through the chart's ``jobPods``
+placement. Used by the real-node tests, ``e2e/`` and ``make demo``; never in production.
 
 Why the values look as they do: the real node has no kube-proxy and its Pods no route off
-their bridge, and the apiserver listens on 127.0.0.1 (docs/adr/0017). So the three components
+their bridge, and the apiserver listens on 127.0.0.1 (docs/adr/0017). So the components
 run in the node's network namespace (``hostNetwork``) on ports picked free on this machine:
 PostgreSQL listens on 127.0.0.1 only, with a password made for the installation; the operator
 reaches the apiserver as ``KUBERNETES_SERVICE_HOST=127.0.0.1`` (in its serving certificate)
@@ -130,6 +130,10 @@ def real_node_values(
         )
     placement = real_nodes.placement()
     on_node = {**placement, "hostNetwork": True}
+    to_apiserver = [
+        {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+        {"name": "KUBERNETES_SERVICE_PORT", "value": str(server.port)},
+    ]
     values: dict[str, Any] = {
         "watchNamespaces": list(job_namespaces),
         "crds": {"keep": True},
@@ -147,16 +151,18 @@ def real_node_values(
         "operator": {
             "image": _split_ref(node.images["OPERATOR"]),
             "healthPort": free_port(),
-            "extraEnv": [
-                {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
-                {"name": "KUBERNETES_SERVICE_PORT", "value": str(server.port)},
-            ],
+            "extraEnv": to_apiserver,
             "mirrorSeconds": 1,
             **on_node,
         },
         # On the node's network too: the API server's aggregation layer dials the node's
-        # address at this port for the history API.
-        "historyApi": {"port": free_port()},
+        # address at this port. One replica: the node is one.
+        "historyApi": {
+            "port": free_port(),
+            "replicas": 1,
+            "extraEnv": to_apiserver,
+            **on_node,
+        },
         "runner": {
             "image": _split_ref(node.images["EXAMPLES"]),
             "replicas": 1,
@@ -223,6 +229,7 @@ def install(
     for kind, name in (
         ("statefulset", f"{fullname}-postgresql"),
         ("deployment", f"{fullname}-operator"),
+        ("deployment", f"{fullname}-history-api"),
         ("deployment", f"{fullname}-runner"),
     ):
         left = max(1, int(deadline - time.monotonic()))
@@ -294,7 +301,28 @@ def _pods_state(installation: Installation) -> str:
     events = installation.kubectl(
         "get", "events", "-n", installation.namespace, "--sort-by=.lastTimestamp", check=False
     )
-    return f"{listed.stdout}\n{events.stdout[-3000:]}"
+    return f"{listed.stdout}\n{events.stdout[-3000:]}{_restarted_logs(installation)}"
+
+
+def _restarted_logs(installation: Installation) -> str:
+    """The last lines each restarted container wrote before it ended: why it crash-loops."""
+    found = installation.kubectl(
+        "get", "pods", "-n", installation.namespace, "-o", "json", check=False
+    )
+    if found.returncode != 0:
+        return ""
+    lines = []
+    for pod in json.loads(found.stdout).get("items") or []:
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            if not status.get("restartCount"):
+                continue
+            name = f"{pod['metadata']['name']}/{status['name']}"
+            log = installation.kubectl(
+                "logs", "-n", installation.namespace, pod["metadata"]["name"],
+                "-c", status["name"], "--previous", "--tail=15", check=False,
+            )  # fmt: skip
+            lines.append(f"\n--- {name}, before its last restart:\n{log.stdout or log.stderr}")
+    return "".join(lines)
 
 
 def _server_of(kubeconfig: Path) -> str:

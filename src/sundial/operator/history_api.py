@@ -1,7 +1,8 @@
 """The history API: PostgreSQL's run history as ``runs.history.sundial.dev``, per namespace.
 
-etcd keeps a bounded window of JobRuns; every run is in PostgreSQL. The operator serves that
-history as an aggregated API (the chart's APIService ``v1alpha1.history.sundial.dev``):
+etcd keeps a bounded window of JobRuns; every run is in PostgreSQL. ``sundial history-api``
+(``history_service``, a process apart from the operator) serves that history as an aggregated
+API (the chart's APIService ``v1alpha1.history.sundial.dev``):
 
     GET /apis/history.sundial.dev/v1alpha1/namespaces/NS/runs?job=NAME&limit=N&continue=T
 
@@ -15,7 +16,7 @@ is read only by those who may read that namespace's runs
 
 Read-only and bounded: one page of at most ``MAX_LIMIT`` runs per request, newest first, paged
 back with ``continue`` (the smallest id of the previous page, as ``kubectl get`` pages). Error
-text is left out. Standbys serve it too: reading history needs no lease.
+text is left out. Every replica serves it: reading history needs no lease.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ __all__ = [
     "row_json",
 ]
 
-log = logging.getLogger("sundial.operator.history")
+log = logging.getLogger("sundial.history")
 
 GROUP: Final = "history.sundial.dev"
 VERSION: Final = "v1alpha1"

@@ -17,9 +17,9 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
 
 The HTTP port (``--liveness-port``) serves ``/healthz`` and ``/metrics``: the trigger's and
 the maintainer's metrics, and on the leader the per-ScheduledJob gauges
-(``scheduled_job_metrics``). The HTTPS port (``--history-port``) serves the history API
-(``history_api``) to the API server's front proxy alone. Both answer on the leader and on a
-standby alike.
+(``scheduled_job_metrics``), on the leader and on a standby alike. The history API is not
+served here but by ``sundial history-api`` (``history_service``), a process without the
+operator's token.
 
 When any of them ends - SIGTERM (kopf handles it), a lost lease, a crash - the others are
 stopped and the process exits; non-zero unless it was asked to stop. Everything is
@@ -32,8 +32,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import ssl
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -45,9 +43,7 @@ from sundial.operator import (
     announcer,
     context,
     events,
-    front_proxy,
     handlers,
-    history_api,
     kube,
     liveness,
     metrics_access,
@@ -66,18 +62,6 @@ log = logging.getLogger("sundial.operator")
 
 
 @dataclass(frozen=True)
-class HistorySettings:
-    """Where the history API listens, and its serving certificate and key (PEM files)."""
-
-    port: int
-    cert_file: str | None
-    key_file: str | None
-    #: The history reads with a pool of its own on this DSN (a login of the reader's database
-    #: role, docs/adr/0051), so the network-facing path cannot write; None: the operator's.
-    dsn: str | None = None
-
-
-@dataclass(frozen=True)
 class OperatorConfig:
     dsn: str
     #: ``None``: every namespace.
@@ -86,8 +70,6 @@ class OperatorConfig:
     liveness_port: int = 8080
     #: Serve /metrics only to callers the API server authenticates and authorizes.
     metrics_auth: bool = True
-    #: ``None``: no history API.
-    history: HistorySettings | None = None
     holder: str = field(default_factory=trigger.default_holder)
     lease_ttl_seconds: float = 15.0
     mirror_interval: timedelta = timedelta(seconds=3)
@@ -136,7 +118,6 @@ async def serve(config: OperatorConfig) -> int:
     )
     if config.liveness_port:
         await probe.start()
-    history = await _history_api(config.history, pool)
     try:
         if not await lead.acquire(stop):
             return 0
@@ -147,72 +128,8 @@ async def serve(config: OperatorConfig) -> int:
         await probe.stop()
         if access_api is not None:
             access_api.close()
-        if history is not None:
-            await history[0].stop()
-            history[1].close()
-            if history[2] is not pool:
-                await history[2].close()
         await pool.close()
         await lease_pool.close()
-
-
-async def _history_api(
-    settings: HistorySettings | None, pool: store_pool.Pool
-) -> tuple[history_api.HistoryApi, kube.KubeApi, store_pool.Pool] | None:
-    """The history API, started, and the pool it reads with; ``None`` (and an error logged
-    that says what to fix) when it is off or cannot be served. Scheduling never waits on it:
-    the history is a view."""
-    if settings is None or not settings.port:
-        return None
-    api = kube.KubeApi()
-    reader = pool
-    try:
-        if settings.dsn:
-            reader = await store_pool.open_pool(settings.dsn, max_size=4, name="sundial-history")
-
-        async def published() -> Mapping[str, str] | None:
-            return await api.config_map_data(
-                front_proxy.CONFIG_MAP_NAMESPACE, front_proxy.CONFIG_MAP
-            )
-
-        def context_of(proxy: front_proxy.FrontProxy) -> ssl.SSLContext:
-            return proxy.server_context(str(settings.cert_file), str(settings.key_file))
-
-        follower = front_proxy.FrontProxyFollower(
-            published, front_proxy.FrontProxy.from_config_map(await published())
-        )
-
-        async def authorize(caller: front_proxy.Caller, namespace: str) -> tuple[bool, str]:
-            return await api.may(
-                caller.user,
-                caller.groups,
-                caller.extra,
-                verb="list",
-                group=history_api.GROUP,
-                resource=history_api.RESOURCE,
-                namespace=namespace,
-            )
-
-        server = history_api.HistoryApi(
-            settings.port,
-            context_of(follower.current),
-            history_api.routes(reader, lambda: follower.current, authorize),
-            follower=follower,
-            context_of=context_of,
-        )
-        await server.start()
-    except Exception as error:
-        log.error(
-            "the history API is not served: %s; kubectl sundial history answers 503 until the "
-            "operator starts with it",
-            error,
-        )
-        api.close()
-        if reader is not pool:
-            await reader.close()
-        return None
-    log.info("history API serving", extra={"port": settings.port})
-    return server, api, reader
 
 
 async def _lead(

@@ -59,6 +59,7 @@ def test_helm_install_runs_migrations_then_the_components_and_uninstall_keeps_th
     release = crds_adoptable
     values = {
         "operator": {"podAnnotations": RUN_FOREVER},
+        "historyApi": {"podAnnotations": RUN_FOREVER},
         "runner": {"podAnnotations": RUN_FOREVER, "replicas": 2},
     }
     (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
@@ -94,8 +95,9 @@ def test_helm_install_runs_migrations_then_the_components_and_uninstall_keeps_th
     for pod in pods["items"]:
         component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
         by_component.setdefault(component, []).append(pod)
-    assert sorted(by_component) == ["operator", "runner"]
+    assert sorted(by_component) == ["history-api", "operator", "runner"]
     assert len(by_component["runner"]) == 2
+    assert len(by_component["history-api"]) == 2
     for pod in pods["items"]:
         assert pod["status"]["phase"] == "Running"
         ready = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
@@ -103,6 +105,8 @@ def test_helm_install_runs_migrations_then_the_components_and_uninstall_keeps_th
         assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
     [operator] = by_component["operator"]
     assert operator["spec"]["serviceAccountName"] == f"{release}-operator"
+    for pod in by_component["history-api"]:
+        assert pod["spec"]["serviceAccountName"] == f"{release}-history-api"
     for crd in CRDS:
         body = _get(kubectl, "crd", crd)
         assert body["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"

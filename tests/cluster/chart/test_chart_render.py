@@ -7,6 +7,7 @@ sends the rendered objects to the apiserver.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -49,18 +50,19 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
     objects = render()
     assert _kinds(objects) == {
         "CustomResourceDefinition": 2,
-        "ServiceAccount": 4,  # operator, runner, migrate hook, job Pods
+        "ServiceAccount": 5,  # operator, history API, runner, migrate hook, job Pods
         # operator, its CRD watch, view and edit aggregates, history, metrics-reader
         "ClusterRole": 6,
         # operator, CRD watch, the history API's and the metrics' auth-delegator
         "ClusterRoleBinding": 4,
         "RoleBinding": 1,  # the history API reads the front proxy's CA in kube-system
-        "Deployment": 2,
+        "Deployment": 3,  # operator, history API, runner
         "Job": 1,
-        "NetworkPolicy": 1,
-        "Service": 1,  # the operator's: health, metrics and the history API
+        "NetworkPolicy": 2,  # job Pods' egress, the history API's ingress
+        "Service": 2,  # the operator's health and metrics, the history API's
         "APIService": 1,  # v1alpha1.history.sundial.dev
         "Secret": 1,  # the history API's serving certificate
+        "PodDisruptionBudget": 1,  # the history API's: one replica always answers
     }
     operator = _one(objects, "Deployment", "operator")
     assert operator["spec"]["strategy"] == {"type": "Recreate"}
@@ -112,18 +114,17 @@ def test_the_history_api_is_registered_served_and_read_under_namespace_rbac(
     render: Callable[..., Any],
 ) -> None:
     objects = render()
-    service = _one(objects, "Service")
-    assert service["metadata"]["name"] == "sundial-operator"
+    service = _one(objects, "Service", "history-api")
     assert {port["name"]: port["targetPort"] for port in service["spec"]["ports"]} == {
-        "health": "health",
-        "history": "history",
+        "history": "history"
     }
-    operator = _one(objects, "Deployment", "operator")
-    assert service["spec"]["selector"] == operator["spec"]["selector"]["matchLabels"]
-    pod = operator["spec"]["template"]["spec"]
-    container = pod["containers"][0]
-    assert "--history-port=8443" in container["args"]
+    history_api = _one(objects, "Deployment", "history-api")
+    assert service["spec"]["selector"] == history_api["spec"]["selector"]["matchLabels"]
+    pod = history_api["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["args"][:2] == ["history-api", "--port=8443"]
     assert {"name": "history", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
+    assert container["readinessProbe"]["tcpSocket"] == {"port": "history"}
     secret = _one(objects, "Secret")
     assert secret["type"] == "kubernetes.io/tls"
     [volume] = [v for v in pod["volumes"] if v["name"] == "history-tls"]
@@ -131,7 +132,7 @@ def test_the_history_api_is_registered_served_and_read_under_namespace_rbac(
     api_service = _one(objects, "APIService")
     assert api_service["metadata"]["name"] == "v1alpha1.history.sundial.dev"
     assert api_service["spec"]["service"] == {
-        "name": "sundial-operator",
+        "name": service["metadata"]["name"],
         "namespace": service["metadata"]["namespace"],
         "port": 443,
     }
@@ -150,18 +151,66 @@ def test_the_history_api_is_registered_served_and_read_under_namespace_rbac(
             for rule in role["rules"]
             for resource in rule.get("resources", [])
         ), role["metadata"]["name"]
+    # Only its HTTPS port is open to other Pods.
+    policy = _one(objects, "NetworkPolicy", "history-api")
+    assert policy["spec"]["podSelector"]["matchLabels"] == service["spec"]["selector"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": "history", "protocol": "TCP"}]}]
 
     off = render({"historyApi": {"enabled": False}})
     assert not [o for o in off if o["kind"] in ("APIService", "Secret")]
-    assert not any(
-        "--history-port" in a
-        for a in _one(off, "Deployment", "operator")["spec"]["template"]["spec"]["containers"][0][
-            "args"
-        ]
-    )
+    assert not [o for o in off if o["metadata"]["name"].endswith("history-api")]
     given = render({"historyApi": {"tls": {"existingSecret": "history-cert", "caBundle": "Q0E="}}})
     assert not [o for o in given if o["kind"] == "Secret"]
     assert _one(given, "APIService")["spec"]["caBundle"] == "Q0E="
+
+
+def test_the_history_api_holds_none_of_the_operators_powers(
+    render: Callable[..., Any],
+) -> None:
+    """The network-facing read path runs apart from the operator: its own Pod and
+    ServiceAccount, bound only to review tokens and access and to read the front proxy's CA,
+    and the reader's database login; the operator serves no history and has no such port."""
+    objects = render({"postgresql": {"bundled": {"enabled": True}}})
+    history_api = _one(objects, "Deployment", "history-api")["spec"]["template"]["spec"]
+    operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    account = history_api["serviceAccountName"]
+    assert account != operator["serviceAccountName"]
+    bindings = [
+        o
+        for o in objects
+        if o["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and any(subject["name"] == account for subject in o["subjects"])
+    ]
+    assert sorted(b["roleRef"]["name"] for b in bindings) == [
+        "extension-apiserver-authentication-reader",
+        "system:auth-delegator",
+    ]
+    assert _dsn_keys(history_api["containers"][0]) == {"SUNDIAL_DSN": "reader-dsn"}
+    [container] = operator["containers"]
+    assert not [a for a in container["args"] if "history" in a]
+    assert [p["name"] for p in container["ports"]] == ["health"]
+    assert "history-tls" not in {v["name"] for v in operator["volumes"]}
+    # Its image is the operator's unless named.
+    assert history_api["containers"][0]["image"] == container["image"]
+    image = {"repository": "registry.example/history", "tag": "1"}
+    named = render({"historyApi": {"image": image}})
+    spec = _one(named, "Deployment", "history-api")["spec"]["template"]["spec"]
+    assert spec["containers"][0]["image"] == "registry.example/history:1"
+
+
+def test_the_history_api_flags_are_ones_its_command_accepts(
+    render: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sundial.cli import daemons
+
+    spec = _one(render(), "Deployment", "history-api")["spec"]["template"]["spec"]
+    args = spec["containers"][0]["args"]
+    assert args[0] == "history-api"
+    # The TLS files exist only in the Pod; the parser is given files that exist here.
+    monkeypatch.setenv("SUNDIAL_DSN", "postgresql://unused/sundial")
+    flags = [re.sub(r"^--tls-(cert|key)=.*", rf"--tls-\1={__file__}", a) for a in args[1:]]
+    params = daemons.history_api.make_context("history-api", flags).params
+    assert params["port"] == 8443 and params["tls_cert"] == __file__
 
 
 def test_the_operator_is_scraped_with_its_labels_honoured(render: Callable[..., Any]) -> None:
@@ -322,10 +371,9 @@ def test_each_component_connects_as_its_own_database_login(render: Callable[...,
     where `sundial migrate` runs. Your own PostgreSQL: the keys you name, else the owner's."""
     objects = render(EVERYTHING)
     operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
-    assert _dsn_keys(operator["containers"][0]) == {
-        "SUNDIAL_DSN": "operator-dsn",
-        "SUNDIAL_HISTORY_DSN": "reader-dsn",
-    }
+    assert _dsn_keys(operator["containers"][0]) == {"SUNDIAL_DSN": "operator-dsn"}
+    history_api = _one(objects, "Deployment", "history-api")["spec"]["template"]["spec"]
+    assert _dsn_keys(history_api["containers"][0]) == {"SUNDIAL_DSN": "reader-dsn"}
     assert _dsn_keys(operator["initContainers"][0]) == {
         "SUNDIAL_DSN": "dsn",
         "SUNDIAL_LOGIN_PASSWORD_OPERATOR": "operator-password",
@@ -346,12 +394,14 @@ def test_each_component_connects_as_its_own_database_login(render: Callable[...,
 
 def test_optional_parts_render_only_when_enabled(render: Callable[..., Any]) -> None:
     kinds = _kinds(render(EVERYTHING))
-    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PrometheusRule"):
+    for kind in ("HorizontalPodAutoscaler", "PrometheusRule"):
         assert kinds.get(kind) == 1, kind
     assert kinds.get("PodMonitor") == 2  # the runners' and the operator's
+    assert kinds.get("PodDisruptionBudget") == 2  # the runners' and the history API's
     defaults = _kinds(render())
-    for kind in ("HorizontalPodAutoscaler", "PodDisruptionBudget", "PodMonitor", "PrometheusRule"):
+    for kind in ("HorizontalPodAutoscaler", "PodMonitor", "PrometheusRule"):
         assert kind not in defaults
+    assert defaults["PodDisruptionBudget"] == 1  # the history API's, always
 
 
 def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files(
@@ -479,6 +529,7 @@ def test_host_network_and_the_bundled_databases_address_for_a_cluster_without_po
         {
             "postgresql": {"port": 25432, "bundled": bundled},
             "operator": {"hostNetwork": True},
+            "historyApi": {"hostNetwork": True},
             "runner": {"hostNetwork": True},
         }
     )
@@ -546,9 +597,8 @@ def test_the_fire_budget_reaches_the_operator_as_flags_it_accepts(
 
     def parsed(args: list[str]) -> dict[str, Any]:
         # The operator command's own parser: a flag the chart passes and the CLI lacks fails.
-        # The TLS files exist only in the Pod, so those two flags are left out.
         monkeypatch.setenv("SUNDIAL_DSN", "postgresql://unused/sundial")
-        flags = [a for a in args if a.startswith("--") and not a.startswith("--history-tls")]
+        flags = [a for a in args if a.startswith("--")]
         return dict(daemons.operator.make_context("operator", flags).params)
 
     default = parsed(args_of())

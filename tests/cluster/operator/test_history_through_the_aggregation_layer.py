@@ -1,10 +1,10 @@
 """``kubectl sundial history`` through the aggregation layer: each namespace's history for
 those who may read that namespace's runs, and for nobody else, whichever way they come.
 
-The operator runs as a process on this host, serving the history API on an HTTPS port; a
-selector-less Service with Endpoints at this host's address puts it behind an APIService,
-and the test cluster's API server (``--enable-aggregator-routing``) dials it with its
-front-proxy certificate.
+The operator and ``sundial history-api`` run as processes on this host, the latter serving the
+history API on an HTTPS port; a selector-less Service with Endpoints at this host's address
+puts it behind an APIService, and the test cluster's API server
+(``--enable-aggregator-routing``) dials it with its front-proxy certificate.
 """
 
 from __future__ import annotations
@@ -93,23 +93,20 @@ def history_port(
     tmp_path: Path,
     kubectl: Any,
 ) -> Iterator[int]:
-    """An operator serving the history API, registered as v1alpha1.history.sundial.dev."""
+    """An operator, and the history API beside it registered as v1alpha1.history.sundial.dev."""
     address = _host_address()
     if address is None:
         pytest.skip("no non-loopback IPv4 address: the API server cannot reach this host")
     port = _free_port()
     certificate = history_api.serving_certificate(tmp_path / "tls", SERVICE, namespace)
-    items = history_api.host_endpoints(SERVICE, address, port, "operator-host", namespace)
+    items = history_api.host_endpoints(SERVICE, address, port, "history-host", namespace)
     apply(kubectl, namespace, json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    process = OperatorProcess(
-        operator_dsn,
-        kubeconfig,
-        namespace,
-        tmp_path,
-        extra_args=certificate.operator_args(port),
+    operator = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path)
+    history = history_api.HistoryApiProcess(
+        operator_dsn, kubeconfig, tmp_path, port, certificate.cert, certificate.key
     )
     manifest = history_api.api_service(SERVICE, namespace, certificate.ca_bundle)
-    with running(process), history_api.registered(kubectl, manifest):
+    with running(operator), running(history), history_api.registered(kubectl, manifest):
         yield port
 
 
@@ -197,9 +194,9 @@ def test_only_the_api_servers_front_proxy_gets_an_answer_and_only_for_whom_rbac_
     namespace: str,
     operator_dsn: str,
 ) -> None:
-    """Straight to the operator's port: no certificate, the cluster's own admin certificate
+    """Straight to the history API's port: no certificate, the cluster's own admin certificate
     and plain HTTP all fail; the front proxy's certificate with a user the cluster's RBAC
-    does not allow gets 403 from the operator itself."""
+    does not allow gets 403 from the history API itself."""
     _finished_runs(kubeconfig, kubectl, namespace, operator_dsn)
     url = f"https://127.0.0.1:{history_port}/apis/history.sundial.dev/v1alpha1/namespaces/{namespace}/runs"
     as_admin = {"X-Remote-User": "sundial-admin", "X-Remote-Group": "system:masters"}

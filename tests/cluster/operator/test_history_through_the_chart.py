@@ -3,11 +3,12 @@ built-in ``view`` role in one namespace: ``helm install`` makes the APIService, 
 certificate, the Service and the roles, and nothing here makes another Service, Endpoints,
 APIService or Role.
 
-The operator runs as a process on this host, with the chart's serving certificate: a Pod
-carrying the chart's operator labels, bound to a Node object no kubelet serves and with this
-host's IP in its status, stands in for the operator Pod (the chart's Deployment has 0
-replicas), so the endpoints controller puts this host behind the chart's Service and the API
-server's aggregation layer dials it.
+``sundial history-api`` runs as a process on this host, with the chart's serving certificate
+and under the chart's own history-api ServiceAccount (its token, so the chart's bindings are
+all it has): a Pod carrying the chart's history-api labels, bound to a Node object no kubelet
+serves and with this host's IP in its status, stands in for its Pod (the chart's Deployment
+has 0 replicas), so the endpoints controller puts this host behind the chart's Service and the
+API server's aggregation layer dials it.
 """
 
 from __future__ import annotations
@@ -75,22 +76,27 @@ def _plugin(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _viewer_kubeconfig(kubeconfig: Path, kubectl: Any, namespace: str, path: Path) -> Path:
     kubectl("create", "serviceaccount", "-n", namespace, "viewer")
-    token = kubectl("create", "token", "-n", namespace, "viewer").stdout.strip()
+    return _account_kubeconfig(kubeconfig, kubectl, namespace, "viewer", path)
+
+
+def _account_kubeconfig(
+    kubeconfig: Path, kubectl: Any, namespace: str, account: str, path: Path
+) -> Path:
+    """A kubeconfig whose user is ServiceAccount ``account`` of ``namespace``."""
+    token = kubectl("create", "token", "-n", namespace, account).stdout.strip()
     config = yaml.safe_load(kubeconfig.read_text())
     context = config["contexts"][0]
-    context["context"]["user"] = "viewer"
+    context["context"]["user"] = account
     context["context"]["namespace"] = namespace
-    config["users"] = [{"name": "viewer", "user": {"token": token}}]
+    config["users"] = [{"name": account, "user": {"token": token}}]
     config["current-context"] = context["name"]
     path.write_text(yaml.safe_dump(config))
     return path
 
 
-def _stand_in(
-    kubectl: Any, namespace: str, release: str, address: str, port: int, history_port: int
-) -> None:
-    """A Ready Pod with the chart's operator labels whose IP is this host's."""
-    node = f"operator-host-{namespace}"
+def _stand_in(kubectl: Any, namespace: str, release: str, address: str, history_port: int) -> None:
+    """A Ready Pod with the chart's history-api labels whose IP is this host's."""
+    node = f"history-host-{namespace}"
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     kubectl(
         "create", "-f", "-",
@@ -105,22 +111,19 @@ def _stand_in(
     labels = {
         "app.kubernetes.io/name": "sundial",
         "app.kubernetes.io/instance": release,
-        "app.kubernetes.io/component": "operator",
+        "app.kubernetes.io/component": "history-api",
     }
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "operator-host", "labels": labels},
+        "metadata": {"name": "history-host", "labels": labels},
         "spec": {
             "nodeName": node,
             "containers": [
                 {
-                    "name": "operator",
+                    "name": "history-api",
                     "image": "sundial-operator",
-                    "ports": [
-                        {"name": "health", "containerPort": port},
-                        {"name": "history", "containerPort": history_port},
-                    ],
+                    "ports": [{"name": "history", "containerPort": history_port}],
                 }
             ],
         },
@@ -133,7 +136,7 @@ def _stand_in(
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
     }
     kubectl(
-        "patch", "-n", namespace, "pod", "operator-host", "--subresource=status",
+        "patch", "-n", namespace, "pod", "history-host", "--subresource=status",
         "--type=merge", "-p", json.dumps({"status": status}),
     )  # fmt: skip
 
@@ -154,7 +157,8 @@ def test_history_through_the_charts_api_service_with_only_the_view_role(
     release = f"history-{uuid.uuid4().hex[:6]}"
     values = {
         "crds": {"enabled": False},  # the session applied them
-        "operator": {"replicas": 0},  # the process below plays the operator
+        "operator": {"replicas": 0},  # processes on this host play the operator
+        "historyApi": {"replicas": 0},  # and the history API
         "runner": {"enabled": False},
         "migrations": {"enabled": False},
     }
@@ -166,26 +170,38 @@ def test_history_through_the_charts_api_service_with_only_the_view_role(
     )
     helm("install", release, str(CHART), *base, "--values", str(tmp_path / "values.yaml"))
     request.addfinalizer(lambda: helm("uninstall", release, *base, "--wait"))
-    node = f"operator-host-{namespace}"
+    node = f"history-host-{namespace}"
     request.addfinalizer(lambda: kubectl("delete", "node", node, "--wait=false", check=False))
 
-    # The serving certificate the chart made, for the operator process.
-    secret = get_json(kubectl, "-n", namespace, "secret", f"{release}-sundial-history-tls")
+    # The serving certificate the chart made, for the history API process.
+    secret = get_json(kubectl, "-n", namespace, "secret", f"{release}-sundial-history-api-tls")
     for key in ("tls.crt", "tls.key"):
         (tmp_path / key).write_bytes(base64.b64decode(secret["data"][key]))
     api_service = get_json(kubectl, "apiservice", history_api.API_SERVICE)
     assert api_service["spec"]["caBundle"] == secret["data"]["ca.crt"]
 
-    port, history_port = _free_port(), _free_port()
-    arguments = [
-        "--history-port", str(history_port),
-        "--history-tls-cert", str(tmp_path / "tls.crt"),
-        "--history-tls-key", str(tmp_path / "tls.key"),
-    ]  # fmt: skip
-    operator = OperatorProcess(
-        operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port, extra_args=arguments
+    # The account the history API runs as can review access and nothing of the operator's.
+    who = f"--as=system:serviceaccount:{namespace}:{release}-sundial-history-api"
+    for verb, resource, allowed in (
+        ("create", "subjectaccessreviews.authorization.k8s.io", "yes"),
+        ("create", "tokenreviews.authentication.k8s.io", "yes"),
+        ("create", "pods", "no"),
+        ("patch", "jobruns.sundial.dev", "no"),
+        ("list", "secrets", "no"),
+        ("list", "scheduledjobs.sundial.dev", "no"),
+    ):
+        answer = kubectl("auth", "can-i", verb, resource, "-A", who, check=False)
+        assert answer.stdout.strip() == allowed, (verb, resource, answer)
+
+    history_port = _free_port()
+    account = _account_kubeconfig(
+        kubeconfig, kubectl, namespace, f"{release}-sundial-history-api", tmp_path / "sa.yaml"
     )
-    with running(operator):
+    history = history_api.HistoryApiProcess(
+        operator_dsn, account, tmp_path, history_port, tmp_path / "tls.crt", tmp_path / "tls.key"
+    )
+    operator = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path)
+    with running(operator), running(history):
         apply(kubectl, namespace, scheduled_job_manifest("nightly", schedule="0 0 1 1 *"))
         names = []
         with StoreWorker(operator_dsn):
@@ -200,7 +216,7 @@ def test_history_through_the_charts_api_service_with_only_the_view_role(
             get_json(kubectl, "-n", namespace, "jr", name)["status"]["runId"] for name in names
         }
 
-        _stand_in(kubectl, namespace, release, address, port, history_port)
+        _stand_in(kubectl, namespace, release, address, history_port)
         with history_api.registered(kubectl, None):
             viewer = _viewer_kubeconfig(kubeconfig, kubectl, namespace, tmp_path / "viewer.yaml")
             forbidden = _plugin(viewer, "history", "nightly")
