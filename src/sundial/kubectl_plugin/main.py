@@ -14,6 +14,7 @@ from sundial.kubectl_plugin import (
     history_client,
     linting,
     listing,
+    next_fires,
     outcome,
     pod_logs,
     waiting,
@@ -33,8 +34,8 @@ COMPLETE_VAR: Final = "_KUBECTL_SUNDIAL_COMPLETE"
 )
 def cli() -> None:
     """Sundial from kubectl: list, run, wait for and replay jobs, read their logs and full
-    history, lint manifests. Everything goes through the API server with your kubeconfig and
-    RBAC; no database DSN is needed."""
+    history, preview fire times, lint manifests. Everything goes through the API server with
+    your kubeconfig and RBAC; no database DSN is needed."""
 
 
 for command in (
@@ -49,6 +50,7 @@ for command in (
     linting.lint,
     backfilling.backfill,
     history_client.history,
+    next_fires.next_fires,
 ):
     # The docstrings are reST (``x``) for the code's readers; a terminal shows `x`.
     command.help = (command.help or "").replace("``", "`")

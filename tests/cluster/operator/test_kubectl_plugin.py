@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from sundial.scheduling import spread
 from support.operator import (
     OperatorProcess,
     StoreWorker,
@@ -384,6 +385,41 @@ def test_backfill_creates_one_run_per_fire_time_once(
     with psycopg.connect(operator_dsn) as conn:
         row = conn.execute("SELECT count(*) FROM job_runs WHERE fire_time IS NOT NULL").fetchone()
     assert row is not None and row[0] == len(expected)
+
+
+def test_next_previews_the_fires_the_operator_schedules_with_the_jobs_spread(
+    sundial_operator: OperatorProcess, plugin: Any, kubectl: Any, namespace: str
+) -> None:
+    """From the cluster the preview knows the job's uid, so each run's start carries the
+    job's own spread offset; its first run's start is the operator's nextScheduleTime."""
+    ns = ("-n", namespace)
+    manifest = scheduled_job_manifest(
+        "spread", schedule="17 */2 * * *", timeZone="America/Santiago", spreadSeconds=900
+    )
+    apply(kubectl, namespace, manifest)
+    body = wait_until(
+        lambda: (
+            (b := get_json(kubectl, *ns, "sj", "spread")).get("status", {}).get("nextScheduleTime")
+            and b
+        ),
+        within=60,
+        what="the operator's nextScheduleTime",
+    )
+    listed = plugin("next", "spread", *ns, "--count", "4", "-o", "json")
+    assert listed.returncode == 0, listed
+    fires = json.loads(listed.stdout)["fires"]
+    # nextScheduleTime is when the next run is due (the fire plus the spread), to the second.
+    assert fires[0]["runAt"][:19] + "Z" == body["status"]["nextScheduleTime"]
+    offset = spread.offset_for(body["metadata"]["uid"], 900)
+    for fire in fires:
+        moment = datetime.datetime.fromisoformat(fire["fireTime"].replace("Z", "+00:00"))
+        assert fire["runAt"] == (moment + offset).isoformat().replace("+00:00", "Z")
+        assert fire["localTime"].endswith(":17:00-03:00") or fire["localTime"].endswith(
+            ":17:00-04:00"
+        )
+    missing = plugin("next", "no-such-job", *ns)
+    assert missing.returncode == 3, missing
+    assert "no-such-job" in missing.stderr
 
 
 def test_logs_of_a_pod_job_on_kwok_and_of_a_runner_job_say_why_there_are_none(
