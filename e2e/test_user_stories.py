@@ -129,10 +129,12 @@ def stories(target: Target) -> Iterator[Phases]:
         phases.stop()
 
 
-def test_install_runs_the_operator_a_runner_and_postgresql_as_ready_pods(target: Target) -> None:
+def test_install_runs_the_operator_the_history_api_a_runner_and_postgresql_as_ready_pods(
+    target: Target,
+) -> None:
     pods = _json(target, "get", "pods", "-n", target.installation.namespace)["items"]
     components = sorted(p["metadata"]["labels"]["app.kubernetes.io/component"] for p in pods)
-    assert components == ["operator", "postgresql", "runner"]
+    assert components == ["history-api", "operator", "postgresql", "runner"]
     for pod in pods:
         ready = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", pod["metadata"]["name"]

@@ -207,7 +207,7 @@ class _Demo:
         )  # fmt: skip
         self.installed_release = True
         print(
-            f"      operator, runner and PostgreSQL Ready as Pods after "
+            f"      operator, history API, runner and PostgreSQL Ready as Pods after "
             f"{self.installation.ready_seconds:.1f}s",
             flush=True,
         )
@@ -224,6 +224,7 @@ class _Demo:
         values = {
             # kwok cannot run the operator and runner Pods: they run as local processes.
             "operator": {"replicas": 0},
+            "historyApi": {"replicas": 0},
             "runner": {"enabled": False},
             "migrations": {"enabled": False},
             "jobPods": {"namespaces": [NAMESPACE]},

@@ -60,6 +60,7 @@ def operator_kubeconfig(
         "crds": {"enabled": False},
         "watchNamespaces": [namespace],
         "operator": {"replicas": 0},
+        "historyApi": {"replicas": 0},
         "runner": {"enabled": False},
         "migrations": {"enabled": False},
         "rbac": {"aggregateToDefaultRoles": False},

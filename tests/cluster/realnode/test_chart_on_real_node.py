@@ -48,7 +48,7 @@ def test_the_chart_runs_sundial_as_pods_on_the_real_node_and_uninstall_leaves_no
     try:
         pods = _get(kubectl, "-n", installation.namespace, "pods")["items"]
         components = sorted(p["metadata"]["labels"]["app.kubernetes.io/component"] for p in pods)
-        assert components == ["operator", "postgresql", "runner"]
+        assert components == ["history-api", "operator", "postgresql", "runner"]
         for pod in pods:
             assert pod["spec"]["nodeName"] == node.name
             assert pod["status"]["phase"] == "Running"
