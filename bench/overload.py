@@ -7,7 +7,8 @@ batches of 128, and ``sundial runner`` processes with ``--concurrency async=SLOT
 instead). After ``--warmup`` seconds at the first rate, each step offers one rate for
 ``--step-seconds`` and prints:
 
-* completed/s over the step, and the backlog (pending runs) at its end;
+* submitted/s (what the producer managed: it shares the machine, and past a point it cannot
+  offer the rate asked), completed/s over the step, and the backlog (pending runs) at its end;
 * start lag p50 / p99 of the runs that started in the step (``started_at - run_at``, both
   stamped by the database: how long a due run waited for a claim);
 * cores: the runners' CPU and PostgreSQL's (every process of the server, autovacuum too)
@@ -99,19 +100,26 @@ class Cores:
 
 
 async def _produce(
-    pool: store_pool.Pool, job: uuid.UUID, rate: list[float], stop: asyncio.Event
+    pool: store_pool.Pool,
+    job: uuid.UUID,
+    rate: list[float],
+    submitted: list[int],
+    stop: asyncio.Event,
 ) -> None:
-    """Submit ``rate[0]`` runs/s (read every batch, so the caller can change it) until stop."""
+    """Submit ``rate[0]`` runs/s (read every batch, so the caller can change it) until stop;
+    count what went in in ``submitted[0]``. A producer that cannot keep up (it shares the
+    machine) falls behind the rate, and the step shows what it did submit."""
     item = runs.BatchItem(args={"seconds": 0.001})
-    made = 0.0
+    owed = 0.0
     last = time.monotonic()
     while not stop.is_set():
         now = time.monotonic()
-        made += rate[0] * (now - last)
+        owed = min(owed + rate[0] * (now - last), rate[0])  # at most a second behind
         last = now
-        while made >= 128:
+        while owed >= 128:
             await runs.submit_many(pool, job, [item] * 128)
-            made -= 128
+            submitted[0] += 128
+            owed -= 128
         await asyncio.sleep(0.005)
 
 
@@ -219,11 +227,11 @@ async def _measure(
     rates = [float(rate) for rate in options.rates.split(",")]
     pool = await store_pool.open_pool(dsn, min_size=1, max_size=2, name="overload-producer")
     stop = asyncio.Event()
-    rate = [rates[0]]
+    rate, submitted = [rates[0]], [0]
     steps: list[dict[str, Any]] = []
     try:
         await asyncio.sleep(3)  # the runners' imports
-        producer = asyncio.create_task(_produce(pool, job, rate, stop))
+        producer = asyncio.create_task(_produce(pool, job, rate, submitted, stop))
         with psycopg.connect(dsn, autocommit=True) as conn:
             cores = Cores(pids, postmaster, conn)
             await asyncio.sleep(options.warmup)
@@ -232,7 +240,7 @@ async def _measure(
                 cores.sample()
                 if options.statements:
                     _statements(conn)
-                since = time.time()
+                since, before = time.time(), submitted[0]
                 await asyncio.sleep(options.step_seconds)
                 until = time.time()
                 runner_cpu, server_cpu = cores.sample()
@@ -242,6 +250,7 @@ async def _measure(
                 steps.append(
                     {
                         "offered": offered,
+                        "submitted_per_second": round((submitted[0] - before) / seconds),
                         "completed_per_second": round(completed / seconds),
                         **figures,
                         "runner_cores": round(runner_cpu / seconds, 2),
@@ -292,7 +301,8 @@ def run(dsn: str, options: argparse.Namespace, postmaster: int | None) -> dict[s
 
 def _line(step: dict[str, Any]) -> str:
     return (
-        f"offered {step['offered']:>6,.0f}/s  completed {step['completed_per_second']:>6,}/s  "
+        f"offered {step['offered']:>6,.0f}/s  submitted {step['submitted_per_second']:>6,}/s  "
+        f"completed {step['completed_per_second']:>6,}/s  "
         f"backlog {step['backlog']:>8,}  start lag p50 {step['lag_p50']}s p99 {step['lag_p99']}s  "
         f"cores runner {step['runner_cores']} postgres {step['postgres_cores']}  "
         f"{step['cpu_us_per_job']} us/job"

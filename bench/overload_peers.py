@@ -6,8 +6,9 @@ submits at a fixed rate in batches of 128 with the queue's own batch call (pgque
 ``enqueue``, procrastinate's ``batch_defer_async``), ``--workers`` worker processes with
 ``--slots`` concurrent jobs each, a warm-up at the first rate, then one step per rate:
 
-* completed/s over the step: the backlog at its start plus what the producer submitted, less
-  the backlog at its end (the queues keep no start time, so no start lag here);
+* submitted/s (what the producer managed), and completed/s over the step: the backlog at its
+  start plus what the producer submitted, less the backlog at its end (the queues keep no
+  start time, so no start lag here);
 * the backlog (jobs not yet done) at its end;
 * cores of the workers and of PostgreSQL, and CPU per completed job.
 
@@ -143,7 +144,7 @@ async def _produce(submit: Callable[[], Awaitable[None]], rate: list[float], mad
     last = time.monotonic()
     while not stop.is_set():
         now = time.monotonic()
-        owed += rate[0] * (now - last)
+        owed = min(owed + rate[0] * (now - last), rate[0])  # at most a second behind
         last = now
         while owed >= BATCH:
             await submit()
@@ -180,6 +181,7 @@ async def _measure(dsn: str, options: argparse.Namespace, pids: list[int],
                 steps.append(
                     {
                         "offered": offered,
+                        "submitted_per_second": round((made[0] - submitted) / seconds),
                         "completed_per_second": round(completed / seconds),
                         "backlog": after,
                         "worker_cores": round(worker_cpu / seconds, 2),
@@ -217,7 +219,8 @@ async def _measure(dsn: str, options: argparse.Namespace, pids: list[int],
 
 def _line(step: dict[str, Any]) -> str:
     return (
-        f"offered {step['offered']:>6,.0f}/s  completed {step['completed_per_second']:>6,}/s  "
+        f"offered {step['offered']:>6,.0f}/s  submitted {step['submitted_per_second']:>6,}/s  "
+        f"completed {step['completed_per_second']:>6,}/s  "
         f"backlog {step['backlog']:>8,}  cores workers {step['worker_cores']} "
         f"postgres {step['postgres_cores']}  {step['cpu_us_per_job']} us/job"
     )
