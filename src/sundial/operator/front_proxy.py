@@ -154,7 +154,7 @@ class FrontProxyFollower:
 
     A cluster rotates its front-proxy CA (kubeadm's certificate renewal, a managed control
     plane's rotation): the API server then presents a certificate the CA read at start-up does
-    not know, and every history request fails its handshake until the operator restarts.
+    not know, and every history request fails its handshake until the history API restarts.
     ``refresh`` reads the ConfigMap again and says whether anything changed, so the server can
     be given a TLS context of the new CA."""
 
