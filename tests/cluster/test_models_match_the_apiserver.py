@@ -61,13 +61,29 @@ def model_refusal(manifest: dict[str, Any]) -> list[str] | None:
 
 
 def date_time_quirks(manifest: dict[str, Any]) -> list[tuple[str, str]]:
-    """Where the apiserver admits what its own schema refuses: an empty list in a
-    ``format: date-time`` field (``runAt: []`` is admitted and stored as ``[]``; ``{}`` and
-    numbers are refused). The models refuse it (ADR 0015), and reconcile reports Stalled."""
-    spec = manifest.get("spec")
-    if isinstance(spec, dict) and spec.get("runAt") == []:
-        return [("spec.runAt", "an empty list is not a date-time")]
-    return []
+    """Where the apiserver admits what its own schema refuses: any list in a ``format:
+    date-time`` field (``runAt: []``, ``[1]``, ``["x"]`` are admitted and stored as given;
+    ``{}``, booleans and numbers are refused). The models refuse them (ADR 0015), and
+    reconcile reports Stalled."""
+    schema = crd_admission.SCHEMAS[manifest["kind"]]
+    return [
+        (path, "a list is not a date-time")
+        for path, value in date_time_values(schema, manifest, "")
+        if isinstance(value, list)
+    ]
+
+
+def date_time_values(schema: dict[str, Any], data: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """Every value ``data`` holds where ``schema`` says ``format: date-time``, with its path."""
+    if schema.get("format") == "date-time":
+        yield path, data
+    elif isinstance(data, dict):
+        for name, child in (schema.get("properties") or {}).items():
+            if name in data:
+                yield from date_time_values(child, data[name], f"{path}.{name}".lstrip("."))
+    elif isinstance(data, list) and "items" in schema:
+        for index, item in enumerate(data):
+            yield from date_time_values(schema["items"], item, f"{path}[{index}]")
 
 
 def related(one: str, other: str) -> bool:
