@@ -15,6 +15,11 @@ zone's wall clock, and fires once if any wall-clock minute it sees *for the firs
 - at a spring-forward the clock jumps, and every skipped minute is seen for the first time at
   the instant of the jump, so they fire there, together, once.
 
+``fires_between`` also takes a DST policy, as a ScheduledJob's ``dstPolicy`` states it: minutes
+the clock jumps over fire at the jump (``AtTransition``) or not at all (``Skip``); a minute the
+clock shows twice fires at its first showing, its second, or both. Whether a minute will be
+shown again is read off the same minute-by-minute readings, looking ahead.
+
 The daemon needs to know the latest wall minute it has seen; that is the maximum reading over
 the past, and a reading can exceed the present one only within a fall-back's size after it.
 No zone tested sets its clock back by more than two hours (the tests check that), so a
@@ -175,21 +180,40 @@ def previous_fire(text: str, zone_name: str, at: datetime) -> datetime | None:
     return None if wall_minute is None else first_instant_showing(zone, wall_minute)
 
 
-def fires_between(text: str, zone_name: str, start: datetime, end: datetime) -> list[datetime]:
-    """Every daemon fire in ``(start, end]``, by stepping through the minutes once."""
+def fires_between(
+    text: str,
+    zone_name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    skipped_time: str = "AtTransition",
+    repeated_time: str = "First",
+) -> list[datetime]:
+    """Every daemon fire in ``(start, end]``, by stepping through the minutes once, under the
+    DST policy given (the defaults are Sundial's rule without a ``dstPolicy``)."""
     expression = parse(text)
     zone = ZoneInfo(zone_name)
     seen = latest_wall_seen(zone, start)
+    first = _floor_minute(start) + MINUTE
+    count = (_floor_minute(end) - first) // MINUTE + 1
+    readings = [wall(first + k * MINUTE, zone) for k in range(count + int(LOOKBACK / MINUTE))]
     fires = []
-    instant = _floor_minute(start) + MINUTE
-    while instant <= end:
-        now = wall(instant, zone)
+    for index in range(max(count, 0)):
+        instant, now = first + index * MINUTE, readings[index]
         if now > seen:
-            first_seen = (seen + MINUTE * k for k in range(1, (now - seen) // MINUTE + 1))
-            if any(expression.matches(minute) for minute in first_seen):
+            jumped_over = [seen + MINUTE * k for k in range(1, (now - seen) // MINUTE)]
+            shown_again = now in readings[index + 1 :]
+            fires_now = expression.matches(now) and (
+                not shown_again or repeated_time in ("First", "Both")
+            )
+            fires_in_the_gap = skipped_time == "AtTransition" and any(
+                expression.matches(minute) for minute in jumped_over
+            )
+            if fires_now or fires_in_the_gap:
                 fires.append(instant)
             seen = now
-        instant += MINUTE
+        elif expression.matches(now) and repeated_time in ("Second", "Both"):
+            fires.append(instant)  # the clock shows this minute again: its second showing
     return fires
 
 

@@ -22,6 +22,8 @@ MAX_NAME_LENGTH = 52
 
 ConcurrencyPolicy = Literal["Forbid", "Allow", "Replace"]
 MissedFirePolicy = Literal["Coalesce", "Backfill", "Skip"]
+SkippedTime = Literal["AtTransition", "Skip"]
+RepeatedTime = Literal["First", "Second", "Both"]
 
 SCHEDULE_PATTERN = (
     r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
@@ -49,6 +51,19 @@ NAME_LENGTH = common.CelRule(
 )
 
 
+class DstPolicy(common.ApiModel):
+    """What a cron schedule does with the wall-clock times a DST change skips or repeats (in
+    ``timeZone``; an ``@every`` interval has no DST). The defaults are Sundial's rule without
+    the field."""
+
+    skipped_time: SkippedTime = "AtTransition"
+    """A time the clocks skip (spring forward): AtTransition fires it at the first instant after
+    the gap, several skipped times sharing one fire; Skip does not fire it that day."""
+    repeated_time: RepeatedTime = "First"
+    """A time the clocks show twice (fall back): First or Second fires it once, at that
+    occurrence; Both fires it at each."""
+
+
 class ScheduledJobSpec(common.JobSpec):
     """When the job fires and what happens to fires that are missed or overlap."""
 
@@ -59,6 +74,9 @@ class ScheduledJobSpec(common.JobSpec):
     ``@hourly``, read in ``timeZone``."""
     time_zone: str | None = pydantic.Field(default=None, max_length=64, pattern=TIME_ZONE_PATTERN)
     """An IANA time zone such as ``Europe/Paris``; UTC when absent."""
+    dst_policy: DstPolicy | None = None
+    """What the schedule does at DST changes in ``timeZone``; absent: a skipped time fires at
+    the transition and a repeated time once, at its first occurrence."""
     concurrency_policy: ConcurrencyPolicy = "Forbid"
     """Forbid skips a fire while a run is active; Allow runs both; Replace cancels the old run."""
     starting_deadline_seconds: int | None = pydantic.Field(default=None, ge=1, le=31 * 86400)

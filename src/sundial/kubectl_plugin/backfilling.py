@@ -98,7 +98,10 @@ def backfill(
         body = cluster.get(client.SCHEDULED_JOB, scheduled_job)
         spec = body.get("spec") or {}
         try:
-            schedule = cron.parse_schedule(str(spec.get("schedule")), spec.get("timeZone"))
+            dst_policy = cron.DstPolicy.from_manifest(spec.get("dstPolicy"))
+            schedule = cron.parse_schedule(
+                str(spec.get("schedule")), spec.get("timeZone"), dst_policy
+            )
             zone = cron.parse_time_zone(spec.get("timeZone"))
         except scheduling_errors.SchedulingError as error:
             raise outcome.PluginError(f"ScheduledJob {scheduled_job}: {error}") from error

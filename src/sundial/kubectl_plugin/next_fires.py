@@ -62,7 +62,8 @@ def preview_lines(
     spec = body.get("spec") or {}
     name = metadata.get("name", "?")
     try:
-        schedule = cron.parse_schedule(str(spec.get("schedule")), spec.get("timeZone"))
+        dst_policy = cron.DstPolicy.from_manifest(spec.get("dstPolicy"))
+        schedule = cron.parse_schedule(str(spec.get("schedule")), spec.get("timeZone"), dst_policy)
         zone = cron.parse_time_zone(spec.get("timeZone"))
     except scheduling_errors.SchedulingError as error:
         raise outcome.PluginError(f"ScheduledJob {name}: {error}") from error

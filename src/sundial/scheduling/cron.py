@@ -14,16 +14,20 @@ A ``Schedule`` turns into instants (timezone-aware UTC datetimes). ``parse_sched
   not apply to it.
 
 Cron fires follow the local wall clock of the schedule's ``timeZone``, and DST is handled as
-docs/design.md says (see docs/adr/0002-cron-and-dst.md for why croniter is wrapped):
+docs/design.md says (see docs/adr/0002-cron-and-dst.md for why croniter is wrapped). By
+default (``DstPolicy()``, the rule since the first release):
 
 - a wall-clock time repeated by fall-back fires ONCE, at its first occurrence;
 - a wall-clock time skipped by spring-forward fires at the first valid instant after it (the
   instant of the transition); several skipped times therefore share one fire.
 
+A ScheduledJob's ``dstPolicy`` may instead skip the times spring-forward skips, and fire a
+repeated time at its second occurrence or at both (docs/adr/0055-dst-policy.md).
+
 ``cron_fields`` expands each field to the values it matches; croniter then only walks the
 calendar on a "wall-clock timeline" (local wall times written as if they were UTC, which has no
 DST), given every field as ``*`` or an explicit list and the day rule as its ``day_or`` flag.
-Each matching wall time is resolved to a real instant by the two rules above. Fire times
+Each matching wall time is resolved to its instants (none, one or two) by the policy. Fire times
 strictly increase and every one is a UTC instant. Every failure, whatever the input or instant,
 is a ``SchedulingError`` naming the field; no croniter exception leaves this module.
 docs/cron.md compares these semantics with Kubernetes CronJob and Vixie cron.
@@ -34,7 +38,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -60,6 +64,62 @@ MACROS: dict[str, str] = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+
+SKIPPED_TIME_CHOICES = ("AtTransition", "Skip")
+REPEATED_TIME_CHOICES = ("First", "Second", "Both")
+
+
+@dataclass(frozen=True)
+class DstPolicy:
+    """What a cron schedule does with a wall-clock time that a DST change skips or repeats.
+
+    ``skipped_time`` (spring-forward): ``AtTransition`` fires at the first instant after the
+    gap, so several skipped times share one fire; ``Skip`` does not fire them at all.
+    ``repeated_time`` (fall-back): ``First`` or ``Second`` fires once, at that occurrence;
+    ``Both`` fires at each of the two. The defaults are Sundial's rule before the policy
+    existed, so a schedule without ``dstPolicy`` fires exactly as it did.
+    """
+
+    skipped_time: str = "AtTransition"
+    repeated_time: str = "First"
+
+    def __post_init__(self) -> None:
+        if self.skipped_time not in SKIPPED_TIME_CHOICES:
+            raise errors.InvalidPolicyError(
+                "dstPolicy.skippedTime",
+                self.skipped_time,
+                f"must be one of {', '.join(SKIPPED_TIME_CHOICES)}",
+            )
+        if self.repeated_time not in REPEATED_TIME_CHOICES:
+            raise errors.InvalidPolicyError(
+                "dstPolicy.repeatedTime",
+                self.repeated_time,
+                f"must be one of {', '.join(REPEATED_TIME_CHOICES)}",
+            )
+
+    @classmethod
+    def from_manifest(cls, value: object) -> DstPolicy:
+        """The policy a ScheduledJob's ``spec.dstPolicy`` states (``skippedTime``,
+        ``repeatedTime``); absent (``None``) is the default."""
+        if value is None:
+            return DEFAULT_DST_POLICY
+        if not isinstance(value, Mapping):
+            raise errors.InvalidPolicyError(
+                "dstPolicy", value, "must be an object with skippedTime and repeatedTime"
+            )
+        unknown = sorted(str(key) for key in value if key not in ("skippedTime", "repeatedTime"))
+        if unknown:
+            raise errors.InvalidPolicyError(
+                "dstPolicy", value, f"has unknown fields {', '.join(unknown)}"
+            )
+        return cls(value.get("skippedTime", "AtTransition"), value.get("repeatedTime", "First"))
+
+    @property
+    def is_default(self) -> bool:
+        return self == DEFAULT_DST_POLICY
+
+
+DEFAULT_DST_POLICY = DstPolicy()
 
 _DURATION = re.compile(r"^(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?:(?P<s>[0-9]+)s)?$")
 _TIME_ZONE_PREFIX = re.compile(r"^(?:CRON_)?TZ=", re.IGNORECASE)
@@ -124,19 +184,25 @@ class CronSchedule:
     expression: str
     time_zone: ZoneInfo
     _matcher: croniter = field(repr=False, compare=False)
+    dst_policy: DstPolicy = DEFAULT_DST_POLICY
 
     def next_fire_after(self, after: datetime) -> datetime:
         require_aware(after, "after")
         # A wall time at or before the local reading of `after` always resolves at or before
-        # `after` (proof in the ADR), so matching can start there; a first-pass fall-back time
-        # that resolves before `after` when `after` is in the second pass is skipped below.
+        # `after` (proof in ADR 0002) unless a policy fires the second occurrence of a repeated
+        # time: then, with `after` in the first pass, matching starts one shift earlier. A
+        # first-pass fall-back time that resolves before `after` is skipped below.
         try:
             after_utc = after.astimezone(UTC)
-            matches = self._wall_matches(_wall(after_utc, self.time_zone), forward=True)
-            for wall_time in matches:
-                instant = resolve_wall_time(wall_time, self.time_zone)
-                if instant > after_utc:
-                    return instant
+            start = _wall(after_utc, self.time_zone)
+            if self.dst_policy.repeated_time != "First":
+                start -= _first_pass_shift(after_utc, self.time_zone)
+            if self.dst_policy.repeated_time == "Both":
+                return self._earliest_after(start, after_utc)
+            for wall_time in self._wall_matches(start, forward=True):
+                for instant in wall_time_instants(wall_time, self.time_zone, self.dst_policy):
+                    if instant > after_utc:
+                        return instant
         except _EVALUATION_ERRORS as error:
             raise self._no_fire("after", after, error) from error
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
@@ -149,12 +215,47 @@ class CronSchedule:
             at_utc = at.astimezone(UTC)
             start = _wall(at_utc, self.time_zone) + _recent_backward_shift(at_utc, self.time_zone)
             start += timedelta(microseconds=1)  # croniter's get_prev is strict; `at` is eligible
+            if self.dst_policy.repeated_time == "Both":
+                return self._latest_at_or_before(start, at_utc)
             for wall_time in self._wall_matches(start, forward=False):
-                instant = resolve_wall_time(wall_time, self.time_zone)
-                if instant <= at_utc:
-                    return instant
+                for instant in reversed(
+                    wall_time_instants(wall_time, self.time_zone, self.dst_policy)
+                ):
+                    if instant <= at_utc:
+                        return instant
         except _EVALUATION_ERRORS as error:
             raise self._no_fire("at or before", at, error) from error
+        raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
+
+    def _earliest_after(self, start: datetime, after: datetime) -> datetime:
+        """With both occurrences firing, wall order is not instant order (01:00 twice lies
+        around 01:30 once), but only within one repeated interval: keep the earliest instant
+        past ``after`` until no later wall time can resolve before it. A wall time resolves to
+        itself minus an offset the zone has near that instant, so none at or past ``best`` plus
+        the largest offset near ``best`` can."""
+        best: datetime | None = None
+        largest = timedelta(0)
+        for wall_time in self._wall_matches(start, forward=True):
+            if best is not None and wall_time.replace(tzinfo=UTC) - largest >= best:
+                return best
+            for instant in wall_time_instants(wall_time, self.time_zone, self.dst_policy):
+                if instant > after and (best is None or instant < best):
+                    best = instant
+                    largest = _offset_range(best, self.time_zone)[1]
+        raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
+
+    def _latest_at_or_before(self, start: datetime, at: datetime) -> datetime:
+        """The mirror of ``_earliest_after``: no wall time at or before ``best`` plus the
+        smallest offset near ``best`` can resolve after ``best``."""
+        best: datetime | None = None
+        smallest = timedelta(0)
+        for wall_time in self._wall_matches(start, forward=False):
+            if best is not None and wall_time.replace(tzinfo=UTC) - smallest <= best:
+                return best
+            for instant in wall_time_instants(wall_time, self.time_zone, self.dst_policy):
+                if instant <= at and (best is None or instant > best):
+                    best = instant
+                    smallest = _offset_range(best, self.time_zone)[0]
         raise AssertionError("unreachable: a cron iterator never ends")  # pragma: no cover
 
     def _no_fire(self, where: str, instant: datetime, error: Exception) -> errors.SchedulingError:
@@ -176,7 +277,9 @@ class CronSchedule:
             yield step(datetime).replace(tzinfo=None)
 
 
-def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule | IntervalSchedule:
+def parse_schedule(
+    schedule: str, time_zone: str | None = "UTC", dst_policy: DstPolicy = DEFAULT_DST_POLICY
+) -> CronSchedule | IntervalSchedule:
     """Compile the ``schedule`` and ``timeZone`` fields of a ScheduledJob.
 
     Results are immutable and cached (a trigger loop sees the same few expressions thousands of
@@ -185,7 +288,8 @@ def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule
     Raises ``InvalidScheduleError`` or ``UnknownTimeZoneError`` with a message naming the field,
     whatever the arguments are (a non-string never reaches the cache, which would raise
     ``TypeError`` on an unhashable value). ``time_zone`` ``None`` or ``""`` means UTC, like an
-    omitted ``timeZone``.
+    omitted ``timeZone``. ``dst_policy`` applies to cron expressions; an ``@every`` interval
+    runs in absolute time and has no DST to apply it to.
     """
     if time_zone is not None and not isinstance(time_zone, str):
         raise errors.UnknownTimeZoneError(time_zone, "is not a string; give an IANA name")
@@ -194,11 +298,15 @@ def parse_schedule(schedule: str, time_zone: str | None = "UTC") -> CronSchedule
         raise errors.InvalidScheduleError(
             schedule, "is not a string; give a 5-field cron expression"
         )
-    return _compile(schedule, time_zone)
+    if not isinstance(dst_policy, DstPolicy):
+        raise TypeError(f"dst_policy must be a DstPolicy, not {type(dst_policy).__name__}")
+    return _compile(schedule, time_zone, dst_policy)
 
 
 @functools.lru_cache(maxsize=16384)
-def _compile(schedule: str, time_zone: str | None) -> CronSchedule | IntervalSchedule:
+def _compile(
+    schedule: str, time_zone: str | None, dst_policy: DstPolicy
+) -> CronSchedule | IntervalSchedule:
     zone = parse_time_zone(time_zone)
     text = schedule.strip()
     if not text:
@@ -241,7 +349,9 @@ def _compile(schedule: str, time_zone: str | None) -> CronSchedule | IntervalSch
         raise errors.InvalidScheduleError(
             text, f"is not a cron expression Sundial can evaluate: {error}"
         ) from error
-    return CronSchedule(text=text, expression=expression, time_zone=zone, _matcher=matcher)
+    return CronSchedule(
+        text=text, expression=expression, time_zone=zone, _matcher=matcher, dst_policy=dst_policy
+    )
 
 
 def parse_time_zone(time_zone: str | None) -> ZoneInfo:
@@ -294,6 +404,54 @@ def resolve_wall_time(wall_time: datetime, zone: ZoneInfo) -> datetime:
         else:
             low = middle
     return high
+
+
+def wall_time_instants(
+    wall_time: datetime, zone: ZoneInfo, policy: DstPolicy = DEFAULT_DST_POLICY
+) -> tuple[datetime, ...]:
+    """The UTC instants at which a naive local ``wall_time`` in ``zone`` fires under ``policy``,
+    earliest first: one for an ordinary time; for a repeated one, its first, its second or
+    both; for a skipped one, the transition or none."""
+    first = wall_time.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    second = wall_time.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    if first == second:
+        return (first,)
+    if first < second:  # repeated by fall-back
+        return {"First": (first,), "Second": (second,)}.get(policy.repeated_time, (first, second))
+    if policy.skipped_time == "Skip":
+        return ()
+    return (resolve_wall_time(wall_time, zone),)
+
+
+def _first_pass_shift(instant: datetime, zone: ZoneInfo) -> timedelta:
+    """How far the wall clock of ``zone`` will be set back after ``instant`` when ``instant``
+    lies in the first pass of a repeated interval; zero otherwise."""
+    local = instant.astimezone(zone)
+    if local.fold == 1:
+        return timedelta(0)
+    wall = local.replace(tzinfo=None)
+    first = wall.replace(tzinfo=zone, fold=0).utcoffset()
+    second = wall.replace(tzinfo=zone, fold=1).utcoffset()
+    if first is None or second is None or first <= second:
+        return timedelta(0)
+    return first - second
+
+
+def _offset_range(instant: datetime, zone: ZoneInfo) -> tuple[timedelta, timedelta]:
+    """The smallest and largest UTC offsets of ``zone`` within two days of ``instant``."""
+    hour = instant.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return _offset_range_around(hour, zone)
+
+
+@functools.lru_cache(maxsize=4096)
+def _offset_range_around(hour: datetime, zone: ZoneInfo) -> tuple[timedelta, timedelta]:
+    # Read every hour from two days before ``hour`` to two days and an hour after it: no
+    # offset in the tz database lasts less than an hour, so none is missed.
+    offsets = [
+        (hour + timedelta(hours=hours)).astimezone(zone).utcoffset() or timedelta(0)
+        for hours in range(-48, 50)
+    ]
+    return min(offsets), max(offsets)
 
 
 def _wall(instant: datetime, zone: ZoneInfo) -> datetime:

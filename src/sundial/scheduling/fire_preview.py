@@ -4,10 +4,12 @@ The fire times are the trigger loop's own (``cron.Schedule.next_fire_after``), s
 never disagrees with what will fire. What this module adds is the why, for a reader planning
 around a DST change or a spread:
 
-- a wall-clock time skipped by spring-forward fires at the transition (``cron``'s rule): the
-  note names the skipped wall time(s) that fire there;
-- a wall-clock time repeated by fall-back fires once, at its first occurrence: the note says
-  so, and that the second occurrence does not fire;
+- a wall-clock time skipped by spring-forward fires at the transition (``cron``'s default
+  rule): the note names the skipped wall time(s) that fire there. Under ``dstPolicy``
+  ``skippedTime: Skip`` they do not fire, and the next fire's note names them;
+- a wall-clock time repeated by fall-back fires once, at its first occurrence (or, as
+  ``repeatedTime`` says, at its second or at both): the note says which occurrence fires and
+  which does not;
 - ``spreadSeconds`` moves each run's start past its fire time by the job's own offset
   (``spread``), the same for every fire of the job.
 
@@ -19,6 +21,7 @@ elsewhere a fire's wall time is its own local reading. Pure: no clock; the calle
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -63,18 +66,48 @@ def preview(
     fires: list[PreviewedFire] = []
     moment = after
     while len(fires) < count:
-        moment = schedule.next_fire_after(moment)
-        note = _dst_note(schedule, moment) if isinstance(schedule, cron.CronSchedule) else None
+        previous, moment = moment, schedule.next_fire_after(moment)
+        note = None
+        if isinstance(schedule, cron.CronSchedule):
+            notes = [_skipped_note(schedule, previous, moment), _dst_note(schedule, moment)]
+            note = "; ".join(text for text in notes if text) or None
         fires.append(PreviewedFire(moment, None if offset is None else moment + offset, note))
     return fires
 
 
+def _skipped_note(schedule: cron.CronSchedule, previous: datetime, fire: datetime) -> str | None:
+    """Under ``skippedTime: Skip``, the wall times in a spring-forward gap in
+    ``(previous, fire]`` that did not fire: the default rule would have fired them at the
+    transition."""
+    if schedule.dst_policy.skipped_time != "Skip":
+        return None
+    at_transition = dataclasses.replace(
+        schedule, dst_policy=cron.DstPolicy("AtTransition", schedule.dst_policy.repeated_time)
+    )
+    dropped: list[datetime] = []
+    moment = at_transition.next_fire_after(previous)
+    while moment <= fire:
+        local = moment.astimezone(schedule.time_zone).replace(tzinfo=None, fold=0)
+        dropped += [wall for wall in _walls_firing_at(at_transition, moment) if wall != local]
+        moment = at_transition.next_fire_after(moment)
+    if not dropped:
+        return None
+    names = ", ".join(f"{wall:%H:%M}" for wall in dropped)
+    what = "does" if len(dropped) == 1 else "do"
+    return (
+        f"{names} {what} not exist on {dropped[0]:%Y-%m-%d} (clocks spring forward): "
+        "not fired (skippedTime Skip)"
+    )
+
+
 def _dst_note(schedule: cron.CronSchedule, fire: datetime) -> str | None:
     zone = schedule.time_zone
-    local = fire.astimezone(zone).replace(tzinfo=None, fold=0)
-    offset = fire.astimezone(zone).utcoffset()
+    reading = fire.astimezone(zone)
+    local = reading.replace(tzinfo=None, fold=0)
+    offset = reading.utcoffset()
     just_before = (fire - timedelta(seconds=1)).astimezone(zone).utcoffset()
-    if offset is not None and just_before is not None and offset > just_before:
+    spring_forward = offset is not None and just_before is not None and offset > just_before
+    if spring_forward and schedule.dst_policy.skipped_time == "AtTransition":
         # The fire is a spring-forward transition: wall times in the gap fire here.
         skipped = [wall for wall in _walls_firing_at(schedule, fire) if wall != local]
         if skipped:
@@ -85,10 +118,12 @@ def _dst_note(schedule: cron.CronSchedule, fire: datetime) -> str | None:
                 f"fires at the transition, {local:%H:%M}"
             )
     if _repeated(local, zone):
-        return (
-            f"{local:%H:%M} happens twice on {local:%Y-%m-%d} (clocks fall back): fires once, "
-            "at the first; the second does not fire"
-        )
+        twice = f"{local:%H:%M} happens twice on {local:%Y-%m-%d} (clocks fall back): "
+        which = "second" if reading.fold else "first"
+        if schedule.dst_policy.repeated_time == "Both":
+            return twice + f"fires at both; this is the {which}"
+        other = "first" if reading.fold else "second"
+        return twice + f"fires once, at the {which}; the {other} does not fire"
     return None
 
 

@@ -130,7 +130,7 @@ async def fire_due(
         replace_jobs: list[uuid.UUID] = []
         advances: list[dict[str, Any]] = []
         stalls: list[tuple[uuid.UUID, str, str]] = []
-        remembered: dict[tuple[str | None, int | None, str], _RememberedSchedule] = {}
+        remembered: dict[_ScheduleKey, _RememberedSchedule] = {}
         for row in rows:
             try:
                 schedule = _parse(row, remembered)
@@ -222,6 +222,8 @@ class _DueSchedule:
     failures_counted_after: int
     quarantine_after: int | None
     namespace: str
+    dst_skipped_time: str
+    dst_repeated_time: str
 
 
 class _RememberedSchedule:
@@ -254,15 +256,24 @@ class _RememberedSchedule:
         return found
 
 
-def _parse(
-    row: _DueSchedule, remembered: dict[tuple[str | None, int | None, str], _RememberedSchedule]
-) -> cron.Schedule:
-    key = (row.cron, row.interval_seconds, row.timezone)
+#: What makes two schedule rows fire alike: cron or interval, zone, and DST policy.
+_ScheduleKey = tuple[str | None, int | None, str, str, str]
+
+
+def _parse(row: _DueSchedule, remembered: dict[_ScheduleKey, _RememberedSchedule]) -> cron.Schedule:
+    key = (
+        row.cron,
+        row.interval_seconds,
+        row.timezone,
+        row.dst_skipped_time,
+        row.dst_repeated_time,
+    )
     found = remembered.get(key)
     if found is not None:
         return found
     if row.cron is not None:
-        parsed: cron.Schedule = cron.parse_schedule(row.cron, row.timezone)
+        dst_policy = cron.DstPolicy(row.dst_skipped_time, row.dst_repeated_time)
+        parsed: cron.Schedule = cron.parse_schedule(row.cron, row.timezone, dst_policy)
     else:
         assert row.interval_seconds is not None  # the table's CHECK: one of the two is set
         parsed = cron.IntervalSchedule(

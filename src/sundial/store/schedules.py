@@ -2,12 +2,12 @@
 
 ``upsert`` turns a ScheduledJob (uid, namespace, name, generation, spec) into its
 ``job_definitions`` and ``schedules`` rows; the schedule's id is the object's uid.
-``next_fire_time`` is kept while the schedule text and zone are unchanged (fires missed while
-the operator was away still go through the missed-fire policy) and recomputed when they
-change. PostgreSQL refusing a value (a NUL the models would have refused) leaves the store's
-edge as ``errors.RefusedValueError``, after a rollback. An invalid cron expression or time zone is
-stored as *stalled* (the schedule stops
-firing, with the error naming the field) rather than raised, so an edit to a bad value never
+``next_fire_time`` is kept while the schedule text, zone and DST policy are unchanged (fires
+missed while the operator was away still go through the missed-fire policy) and recomputed
+when they change. PostgreSQL refusing a value (a NUL the models would have refused) leaves
+the store's edge as ``errors.RefusedValueError``, after a rollback. An invalid cron
+expression or time zone is stored as *stalled* (the schedule stops firing, with the error
+naming the field) rather than raised, so an edit to a bad value never
 leaves the old schedule firing. A newer generation of a quarantined ScheduledJob lifts the
 quarantine (``clear_quarantine``, in the same transaction): a spec change is how a person says
 the job is fixed. ``set_suspended``, ``clear_quarantine`` and ``deactivate`` are the other
@@ -93,9 +93,10 @@ async def upsert(
     require_aware(now, "now")
     stalled: scheduling_errors.SchedulingError | None = None
     next_fire_time = now
+    dst_policy = _dst_policy(spec)
     try:
         time_zones.require_iana(spec.time_zone)
-        parsed = cron.parse_schedule(spec.schedule, spec.time_zone)
+        parsed = cron.parse_schedule(spec.schedule, spec.time_zone, dst_policy)
         plan.rules_from_policy(
             spec.spread_seconds,
             spec.concurrency_policy,
@@ -123,6 +124,8 @@ async def upsert(
         "run_args": Jsonb(dict(handler.args) if handler is not None and handler.args else {}),
         "stalled_reason": None if stalled is None else stalled.reason,
         "last_error": None if stalled is None else str(stalled),
+        "dst_skipped_time": dst_policy.skipped_time,
+        "dst_repeated_time": dst_policy.repeated_time,
     }
     async with pool.connection() as conn, conn.transaction():
         cursor = await conn.execute(queries.get("schedule_stored_generation"), {"id": schedule_id})
@@ -197,6 +200,12 @@ async def next_due(pool: Pool) -> datetime | None:
         cursor = await conn.execute(queries.get("trigger_next_due"))
         row = await cursor.fetchone()
     return None if row is None else row[0]
+
+
+def _dst_policy(spec: scheduled_job.ScheduledJobSpec) -> cron.DstPolicy:
+    """The spec's ``dstPolicy`` (the models admitted only known choices)."""
+    chosen = spec.dst_policy or scheduled_job.DstPolicy()
+    return cron.DstPolicy(chosen.skipped_time, chosen.repeated_time)
 
 
 def _offset_ms(schedule_id: uuid.UUID, spread_seconds: int) -> int:

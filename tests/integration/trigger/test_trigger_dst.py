@@ -15,8 +15,8 @@ import pytest
 
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
-from sundial.store import pool
-from support.trigger import UNPACED, add_schedule, fire_times
+from sundial.store import pool, schedules
+from support.trigger import UNPACED, add_schedule, fire_times, spec
 
 
 def utc(text: str) -> datetime:
@@ -107,3 +107,72 @@ async def test_dst_transitions_fire_as_documented(
     assert min(gaps) == timedelta(minutes=30)
     assert max(gaps) <= timedelta(minutes=90)
     assert max(gaps) == timedelta(minutes=LONGEST_GAP_MINUTES[(zone, start)])
+
+
+POLICY_CASES = [
+    # policy, simulation start (UTC), expected fires of "30 1,2 * * *" in New York, two days
+    pytest.param(
+        {"skipped_time": "Skip"},
+        "2026-03-07 12:00",
+        ["2026-03-08 06:30", "2026-03-09 05:30", "2026-03-09 06:30"],  # no 02:30 on March 8
+        id="skip-the-skipped-time",
+    ),
+    pytest.param(
+        {"repeated_time": "Second"},
+        "2026-10-31 12:00",
+        ["2026-11-01 06:30", "2026-11-01 07:30", "2026-11-02 06:30", "2026-11-02 07:30"],
+        id="repeated-time-at-its-second",
+    ),
+    pytest.param(
+        {"repeated_time": "Both"},
+        "2026-10-31 12:00",
+        [
+            "2026-11-01 05:30",
+            "2026-11-01 06:30",
+            "2026-11-01 07:30",
+            "2026-11-02 06:30",
+            "2026-11-02 07:30",
+        ],
+        id="repeated-time-twice",
+    ),
+]
+
+
+async def run_two_days(pool: pool.Pool, begin: datetime) -> None:
+    simulated = clock.ManualClock(begin)
+    loop = trigger.TriggerLoop(pool, clock=simulated, settings=UNPACED)
+    while simulated.now() < begin + timedelta(days=2):
+        simulated.advance(timedelta(minutes=15))
+        await loop.tick()
+
+
+@pytest.mark.parametrize(("policy", "start", "expected"), POLICY_CASES)
+async def test_a_dst_policy_is_stored_and_fired_by_the_trigger(
+    pool: pool.Pool, store_dsn: str, policy: dict[str, str], start: str, expected: list[str]
+) -> None:
+    begin = utc(start)
+    uid = await add_schedule(
+        pool,
+        begin,
+        "30 1,2 * * *",
+        time_zone="America/New_York",
+        concurrency_policy="Allow",
+        dst_policy=policy,
+    )
+    await run_two_days(pool, begin)
+    assert fire_times(store_dsn, uid) == [utc(text) for text in expected]
+
+
+async def test_changing_the_dst_policy_recomputes_the_next_fire(pool: pool.Pool) -> None:
+    """A policy change is a change of when the schedule fires: the stored next fire time
+    follows it, as it does for a new cron expression or zone."""
+    begin = utc("2026-11-01 05:45")  # 01:45 EDT, in the first pass of the repeated hour
+    zone = "America/New_York"
+    uid = await add_schedule(pool, begin, "30 1 * * *", name="policy", time_zone=zone)
+    stored = await schedules.get(pool, uid)
+    assert stored is not None and stored.next_fire_time == utc("2026-11-02 06:30")
+    second = spec("30 1 * * *", time_zone=zone, dst_policy={"repeated_time": "Second"})
+    result = await schedules.upsert(
+        pool, uid=uid, namespace="default", name="policy", generation=2, spec=second, now=begin
+    )
+    assert result.next_fire_time == utc("2026-11-01 06:30")  # 01:30 EST, still ahead

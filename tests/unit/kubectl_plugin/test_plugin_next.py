@@ -93,3 +93,26 @@ def _refusal(arguments: list[str]) -> outcome.PluginError:
     result = CliRunner().invoke(main.cli, arguments, standalone_mode=False)
     assert isinstance(result.exception, outcome.PluginError), result.output
     return result.exception
+
+
+def test_the_dst_policy_of_the_manifest_decides_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    second = _job(
+        "second",
+        schedule="30 2 * * *",
+        timeZone="Europe/Berlin",
+        dstPolicy={"repeatedTime": "Second"},
+    )
+    typo = _job("typo", schedule="30 2 * * *", dstPolicy={"repeatedTime": "Twice"})
+    path = _manifest(tmp_path, second, typo)
+    result = CliRunner().invoke(
+        main.cli, ["next", "second", "-f", str(path), "--after", "2026-10-25T00:00", "-o", "json"]
+    )
+    first = json.loads(result.output)["fires"][0]
+    assert (first["fireTime"], first["localTime"]) == (
+        "2026-10-25T01:30:00Z",
+        "2026-10-25T02:30:00+01:00",
+    )
+    assert "at the second; the first does not fire" in first["note"]
+    refused = _refusal(["next", "typo", "-f", str(path)])
+    assert refused.code == outcome.FAILED
+    assert "dstPolicy.repeatedTime" in refused.message and "'Twice'" in refused.message
