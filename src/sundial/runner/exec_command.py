@@ -52,7 +52,9 @@ EXIT_HANDLERS_IMPORT_FAILED = 5
 EXIT_BAD_ENVIRONMENT = 6
 EXIT_CANCELLED = 128 + signal.SIGTERM
 
-MAX_ARGS_BYTES = 1024 * 1024
+#: The most bytes of JSON read as the arguments (from the environment or a file): a bound on
+#: what a broken caller can make this process read, well past the store's bound on ``args``.
+MAX_INPUT_BYTES = 1024 * 1024
 
 
 class _BadEnvironment(ValueError):
@@ -134,8 +136,8 @@ async def _run_async(handler: registry.Handler, args: Any, identity: dict[str, A
 def _parse_args(text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
-    if len(text.encode()) > MAX_ARGS_BYTES:
-        raise ValueError(f"arguments are larger than {MAX_ARGS_BYTES} bytes")
+    if len(text.encode()) > MAX_INPUT_BYTES:
+        raise ValueError(f"arguments are larger than {MAX_INPUT_BYTES} bytes")
     value = json.loads(text)
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, not {type(value).__name__}")
@@ -197,7 +199,7 @@ def environment_for(
 def read_args(args_file: str | None, environ: Mapping[str, str]) -> str | None:
     if args_file is not None:
         with open(args_file, encoding="utf-8") as file:
-            return file.read(MAX_ARGS_BYTES + 1)
+            return file.read(MAX_INPUT_BYTES + 1)
     return environ.get("SUNDIAL_ARGS")
 
 

@@ -14,7 +14,7 @@ bug, or a constraint the caller broke), each with psycopg's error as ``__cause__
     ├── RunNotReplayableError           the run exists, but its state does not allow a replay
     └── InvalidSubmissionError          the caller asked for something the store refuses
         ├── UnknownJobError             no active job definition by that id or name
-        ├── ArgsTooLargeError           args larger than MAX_ARGS_BYTES once encoded
+        ├── ArgsTooLargeError           args larger than api.validate.MAX_ARGS_BYTES
         ├── InvalidPriorityError        priority outside MIN_PRIORITY..MAX_PRIORITY
         ├── RefusedValueError           PostgreSQL refused a value (NUL, out of range)
         ├── DependencyError

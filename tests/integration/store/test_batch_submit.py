@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from sundial.api import validate
 from sundial.store import claims, errors, maintenance, runs
 from sundial.store import pool as store_pool
 
@@ -168,7 +169,7 @@ async def test_unknown_job_and_bad_items_write_nothing(
         await runs.submit_many(pool, job, [runs.BatchItem(), runs.BatchItem(priority=10)])
     with pytest.raises(errors.ArgsTooLargeError):
         await runs.submit_many(
-            pool, job, [runs.BatchItem(args={"x": "y" * (runs.MAX_ARGS_BYTES + 1)})]
+            pool, job, [runs.BatchItem(args={"x": "y" * (validate.MAX_ARGS_BYTES + 1)})]
         )
     with pytest.raises(errors.InvalidSubmissionError, match="timezone-aware"):
         await runs.submit_many(pool, job, [runs.BatchItem(run_at=datetime(2026, 1, 1))])

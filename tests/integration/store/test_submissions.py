@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from sundial.api import validate
 from sundial.store import claims, errors, reaper, runs
 from sundial.store import pool as store_pool
 
@@ -203,3 +204,17 @@ def test_every_submission_error_is_a_store_error() -> None:
     ):
         assert isinstance(error, errors.InvalidSubmissionError)
         assert isinstance(error, errors.StoreError)
+
+
+async def test_args_the_models_admit_are_stored_whatever_their_jsonb_text_weighs(
+    pool: store_pool.Pool, job: uuid.UUID
+) -> None:
+    """The bound is measured once, as compact JSON: the API's edge and the store agree. A list
+    of 30,000 zeros is about 60 KB compact and 90 KB as jsonb prints it (", " between items)."""
+    args = {"k": [0] * 30_000}
+    assert validate.args_size(args) <= validate.MAX_ARGS_BYTES
+    submitted = await runs.submit(pool, job, args=args)
+    assert submitted.created
+    over = {"k": [0] * 33_000}
+    with pytest.raises(errors.ArgsTooLargeError, match=f"{validate.args_size(over)} bytes"):
+        await runs.submit(pool, job, args=over)

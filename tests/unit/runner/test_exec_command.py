@@ -47,7 +47,7 @@ def test_async_handlers_run_too() -> None:
         ('{"day": "not a date", "pages": 1}', "day"),
         ("[1, 2]", "JSON object"),
         ("{not json", "Expecting property name"),
-        ("x" * (exec_command.MAX_ARGS_BYTES + 1), "larger than"),
+        ("x" * (exec_command.MAX_INPUT_BYTES + 1), "larger than"),
     ],
 )
 def test_bad_args_exit_3(args_text: str, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
