@@ -49,6 +49,7 @@ from sundial.observability import metrics
 from sundial.runner import (
     breaker,
     circuits,
+    claim_gathering,
     collector,
     crash_quarantine,
     finisher,
@@ -229,6 +230,10 @@ class Worker:
         self._wake = asyncio.Event()
         #: Where each model's next claim starts in each namespace, while claims fill up.
         self._floors = {model: claims.ClaimFloors() for model in self.models}
+        self._gathering = {
+            model: claim_gathering.ClaimGathering(self.executors[model].size)
+            for model in self.models
+        }
         self._loop = asyncio.get_running_loop()
         lag = loop_lag.LoopLagMonitor(observe=self.metrics.loop_lag.observe)
         lag.start()
@@ -355,6 +360,7 @@ class Worker:
         while not stop.requested.is_set():
             self._wake.clear()
             full = False
+            timeout = self.settings.poll_seconds
             self._slot_limited = False
             try:
                 for model in self.models:
@@ -363,6 +369,11 @@ class Worker:
                     if free <= 0:
                         self._slot_limited = True
                     if free <= 0 or not names:
+                        continue
+                    gather = self._gathering[model].wait_seconds(free, time.monotonic())
+                    if gather > 0.0:
+                        self._slot_limited = True  # a freed slot wakes the loop
+                        timeout = min(timeout, gather)
                         continue
                     limit = min(free, self.settings.max_claim_batch)
                     floors = self._floors[model].for_claim()
@@ -385,6 +396,7 @@ class Worker:
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
                     self._floors[model].claimed(runs, limit, floored=floors is not None)
+                    self._gathering[model].claimed(len(runs), limit)
                     for run in runs:
                         self._start(run, model, sent)
                     if len(runs) == limit:
@@ -399,7 +411,7 @@ class Worker:
             if full:
                 await asyncio.sleep(0)  # let the runs just started take their first step
                 continue
-            await _wait_any((self._wake, stop.requested), self.settings.poll_seconds)
+            await _wait_any((self._wake, stop.requested), timeout)
 
     def _start(self, run: claims.ClaimedRun, model: Model, claimed_at: float) -> None:
         # Called once per claimed run: keep it lean (ADR 0012). Positional arguments, no
