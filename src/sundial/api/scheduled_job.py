@@ -80,7 +80,9 @@ class ScheduledJobSpec(common.JobSpec):
     concurrency_policy: ConcurrencyPolicy = "Forbid"
     """Forbid skips a fire while a run is active; Allow runs both; Replace cancels the old run."""
     starting_deadline_seconds: int | None = pydantic.Field(default=None, ge=1, le=31 * 86400)
-    """A fire not started within this many seconds of its time counts as missed."""
+    """The catch-up window: a fire not started within this many seconds of its time is
+    dropped (after downtime, counted in the MissSchedule Event); within it missedFirePolicy
+    decides."""
     missed_fire_policy: MissedFirePolicy = "Coalesce"
     """After downtime: Coalesce (one run for the latest fire), Backfill, or Skip."""
     max_backfill: int | None = pydantic.Field(default=None, ge=1, le=1000)

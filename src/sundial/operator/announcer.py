@@ -52,7 +52,8 @@ class AnnouncingTriggerLoop(trigger.TriggerLoop):
             if missed:
                 self.ctx.missed[outcome.schedule_id] = (
                     missed[-1],
-                    f"fires were missed ({', '.join(missed)}); see the Events",
+                    outcome.missed_message
+                    or f"fires were missed ({', '.join(missed)}); see the Events",
                 )
             body = known.get(outcome.schedule_id)
             if body is None:
@@ -61,6 +62,8 @@ class AnnouncingTriggerLoop(trigger.TriggerLoop):
                 reason = EventReason(text)  # every reason store.fires reports is one (tested)
                 event_type = events.WARNING if reason in _WARNINGS else events.NORMAL
                 message = outcome.newly_quarantined or outcome.stalled or reason
+                if reason is EventReason.MISS_SCHEDULE and outcome.missed_message:
+                    message = outcome.missed_message
                 self.ctx.recorder.record(body, event_type, reason, message)
         fired = {run.schedule_id for run in report.runs}
         for schedule_id in fired:

@@ -71,6 +71,9 @@ class FirePlan:
     skipped_by_concurrency: int
     counts_capped: bool
     events: tuple[str, ...]
+    #: What the ``MissSchedule`` Event says: how many fires were due, and what became of the
+    #: missed ones (dropped past ``startingDeadlineSeconds``, coalesced, skipped, backfilled).
+    missed_message: str | None = None
 
 
 def plan_fires(
@@ -115,6 +118,11 @@ def plan_fires(
         events.append(BACKFILLED)
     if allowed.reason is not None:
         events.append(allowed.reason)
+    missed_message = None
+    if decision.missed:
+        missed_message = _missed_message(
+            decision, rules.missed_fire_rules, backfilled=len(runs) - ran
+        )
     return FirePlan(
         paused=None,
         runs=runs,
@@ -130,6 +138,41 @@ def plan_fires(
         skipped_by_concurrency=len(allowed.skipped),
         counts_capped=decision.counts_capped,
         events=tuple(events),
+        missed_message=missed_message,
+    )
+
+
+def _missed_message(
+    decision: missed_fires.FireDecision, rules: missed_fires.MissedFireRules, *, backfilled: int
+) -> str:
+    """``12 fires were due since 09:00:00Z, 11 missed: 9 older than startingDeadlineSeconds
+    (300 s) dropped, 2 coalesced into the run for 10:59:00Z``: the catch-up after downtime,
+    counted."""
+    at_least = "at least " if decision.counts_capped else ""
+    parts = []
+    if decision.skipped_past_deadline:
+        parts.append(
+            f"{at_least}{decision.skipped_past_deadline} older than startingDeadlineSeconds "
+            f"({rules.starting_deadline_seconds} s) dropped"
+        )
+    if decision.coalesced:
+        newest = decision.fire_times[-1] if decision.fire_times else None
+        into = f" into the run for {newest:%Y-%m-%dT%H:%M:%SZ}" if newest else ""
+        parts.append(f"{decision.coalesced} coalesced{into}")
+    if backfilled:
+        parts.append(f"{backfilled} backfilled")
+    skipped = decision.skipped - decision.skipped_past_deadline
+    if skipped > 0 and rules.policy is missed_fires.MissedFirePolicy.BACKFILL:
+        parts.append(f"{skipped} beyond maxBackfill ({rules.max_backfill}) skipped")
+    elif skipped > 0:
+        parts.append(f"{skipped} skipped (missedFirePolicy {rules.policy.value})")
+    started = "; the newest started" if decision.ran and not decision.coalesced else ""
+    due = f"{at_least}{decision.due} fire{'' if decision.due == 1 else 's'}"
+    verb = "was" if decision.due == 1 and not at_least else "were"
+    return (
+        f"{due} {verb} due, {at_least}{decision.missed} missed: "
+        + (", ".join(parts) or "started late")
+        + started
     )
 
 

@@ -62,6 +62,8 @@ class ScheduleOutcome:
     events: tuple[str, ...]
     stalled: str | None = None
     newly_quarantined: str | None = None
+    #: The ``MissSchedule`` Event's message: the due fires counted (``plan.FirePlan``).
+    missed_message: str | None = None
 
 
 @dataclass
@@ -182,7 +184,11 @@ async def fire_due(
                     ScheduleOutcome(row.id, (quarantine.QUARANTINED,), None, state.message)
                 )
             elif fire_plan.events:
-                report.outcomes.append(ScheduleOutcome(row.id, fire_plan.events))
+                report.outcomes.append(
+                    ScheduleOutcome(
+                        row.id, fire_plan.events, missed_message=fire_plan.missed_message
+                    )
+                )
 
         if stalls:
             report.stalled = len(stalls)

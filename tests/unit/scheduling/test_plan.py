@@ -133,3 +133,48 @@ def test_a_paused_schedule_plans_nothing_and_keeps_its_next_fire_time() -> None:
     )
     assert fire_plan.paused is PauseReason.QUARANTINED
     assert (fire_plan.runs, fire_plan.next_fire_time) == ((), NOON)
+
+
+def _after_an_outage(policy: str, max_backfill: int, deadline: int | None) -> plan.FirePlan:
+    """Every minute; the trigger was away for 30 minutes and is back 30 s after a fire."""
+    now = datetime(2026, 12, 4, 11, 0, 30, tzinfo=UTC)
+    return plan.plan_fires(
+        job_identity="catch-up",
+        schedule=cron.parse_schedule("* * * * *"),
+        rules=plan.rules_from_policy(0, "Allow", policy, max_backfill, deadline),
+        next_fire_time=now - timedelta(minutes=30),
+        now=now,
+        active_runs=0,
+    )
+
+
+def test_a_catch_up_window_drops_older_fires_and_the_event_counts_them() -> None:
+    """startingDeadlineSeconds is the catch-up window: fires older than it are dropped, each
+    counted in the MissSchedule Event; within it missedFirePolicy decides, maxBackfill caps."""
+    coalesced = _after_an_outage("Coalesce", 1, 300)
+    assert [run.fire_time.strftime("%H:%M") for run in coalesced.runs] == ["11:00"]
+    assert (coalesced.due, coalesced.skipped_past_deadline, coalesced.coalesced) == (30, 25, 4)
+    assert coalesced.missed_message == (
+        "30 fires were due, 29 missed: 25 older than startingDeadlineSeconds (300 s) dropped, "
+        "4 coalesced into the run for 2026-12-04T11:00:00Z"
+    )
+    backfilled = _after_an_outage("Backfill", 3, 300)
+    assert [run.fire_time.strftime("%H:%M") for run in backfilled.runs] == [
+        "10:58",
+        "10:59",
+        "11:00",
+    ]
+    assert backfilled.missed_message == (
+        "30 fires were due, 29 missed: 25 older than startingDeadlineSeconds (300 s) dropped, "
+        "2 backfilled, 2 beyond maxBackfill (3) skipped; the newest started"
+    )
+    unbounded = _after_an_outage("Backfill", 10, None)
+    assert len(unbounded.runs) == 10 and unbounded.skipped_past_deadline == 0
+    assert unbounded.missed_message is not None and "startingDeadlineSeconds" not in (
+        unbounded.missed_message
+    )
+    skipped = _after_an_outage("Skip", 1, 300)
+    assert skipped.missed_message == (
+        "30 fires were due, 29 missed: 25 older than startingDeadlineSeconds (300 s) dropped, "
+        "4 skipped (missedFirePolicy Skip); the newest started"
+    )
