@@ -23,7 +23,7 @@ they are counted once for the whole installation whichever process leads, and a 
 shows the same figures at once (no counter state to hand over):
 
 - ``sundial_window_finished_runs{namespace,name,state}``: runs that ended in the window, by
-  their job and terminal state (error rate, dead letters per job).
+  their job and the state they ended in (error rate, dead letters per job).
 - ``sundial_window_failed_attempts{reason}``: attempts that failed in the window, by reason.
 - ``sundial_window_completed_runs_by_attempts{attempts}``: completed runs by the attempt that
   completed them (``1`` .. ``9``, then ``10+``): how flaky dependencies are.
@@ -197,7 +197,7 @@ WINDOW = Gauge(
 )
 FINISHED_RUNS = WindowGauge(
     "sundial_window_finished_runs",
-    "Runs that ended within the window (sundial_window_seconds), by job and terminal state.",
+    "Runs that ended within the window (sundial_window_seconds), by job and final state.",
     ["namespace", "name", "state"],
 )
 FAILED_ATTEMPTS = WindowGauge(

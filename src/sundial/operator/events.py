@@ -125,7 +125,7 @@ def event_name(object_name: str, reason: str, key: str) -> str:
     return f"{object_name[: 252 - len(tail)]}.{tail}"[:253]
 
 
-#: The terminal phases that warn: a run that used up its retries, by how it ended.
+#: The phases of an ended run that warn: a run that used up its retries, by how it ended.
 TERMINAL_WARNINGS = {
     "DeadLettered": conditions.EventReason.DEAD_LETTERED,
     "TimedOut": conditions.EventReason.TIMED_OUT,

@@ -1,7 +1,7 @@
 """Why an attempt failed, and what each reason does to the run.
 
 One table (``RULES``) decides, for every failure class, whether the run is retried, whether
-the retry spends the job's ``maxRetries`` budget, and which terminal state the run ends in
+the retry spends the job's ``maxRetries`` budget, and which state the run ends in
 when it is not retried. Two classes draw on budgets of their own instead (``FailureRule.budget``):
 
 * Infrastructure failures (an evicted Pod, a drained node) are not the job's fault, so they

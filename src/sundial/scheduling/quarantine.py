@@ -5,9 +5,9 @@ After ``quarantineAfter`` consecutive failed runs the schedule suspends itself: 
 ``clear`` is called (by a user action); a success of a run that was already in flight resets
 the failure count but does not lift the quarantine, because nobody has looked yet.
 
-Only terminal outcomes count: succeeded resets the streak; failed, timed out and dead-lettered
-extend it. Cancelled runs (including those Replace cancels) are neither and should not be
-recorded. ``quarantineAfter`` of ``None`` (or 0) disables quarantine.
+Only the outcomes a run ends with count: succeeded resets the streak; failed, timed out and
+dead-lettered extend it. Cancelled runs (including those Replace cancels) are neither and
+should not be recorded. ``quarantineAfter`` of ``None`` (or 0) disables quarantine.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ async def release_dependents(conn: Connection, completed_ids: Sequence[int]) -> 
 
 
 async def fail_dependents(conn: Connection, ended: Mapping[int, str]) -> dict[int, str]:
-    """End every blocked run downstream of ``ended`` (run id -> its terminal state)."""
+    """End every blocked run downstream of ``ended`` (run id -> the state it ended in)."""
     if not ended:
         return {}
     cursor = await conn.execute(

@@ -1,6 +1,6 @@
 """Keeping the hot table small: archive finished runs to month partitions; drop old months.
 
-``archive_finished`` moves terminal runs (after the hot window, so recent ones stay in the
+``archive_finished`` moves finished runs (after the hot window, so recent ones stay in the
 table the status mirror and ``sundial runs replay`` read first) from ``job_runs`` to
 ``finished_runs``, a table partitioned by month of ``finished_at``. Retention is then
 ``drop_partitions_before``: dropping a month is instant and leaves no dead tuples, where a large

@@ -62,7 +62,7 @@ async def pending_depth(pool: Pool) -> list[PendingDepth]:
 async def terminal_runs_by_job(
     pool: Pool, *, window_seconds: float = 3600.0
 ) -> dict[tuple[uuid.UUID, str], int]:
-    """(job id, terminal state) -> runs that ended in the window: error rate, poison jobs."""
+    """(job id, state it ended in) -> runs that ended in the window: error rate, poison jobs."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
             queries.get("terminal_runs_by_job"), {"window_seconds": float(window_seconds)}
@@ -73,7 +73,7 @@ async def terminal_runs_by_job(
 async def terminal_runs_by_job_name(
     pool: Pool, *, window_seconds: float = 3600.0
 ) -> dict[tuple[str, str, str], int]:
-    """(namespace, job name, terminal state) -> runs that ended in the window: the names a
+    """(namespace, job name, state it ended in) -> runs that ended in the window: the names a
     metric label can carry (a job id means nothing on a dashboard)."""
     async with pool.connection() as conn:
         cursor = await conn.execute(

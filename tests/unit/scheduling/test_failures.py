@@ -49,7 +49,7 @@ def test_only_retried_classes_have_a_budget() -> None:
 
 
 def test_retried_classes_end_dead_lettered_or_timed_out_once_their_budget_is_spent() -> None:
-    # The store (migration 0050) reads any other terminal state of a retried class as
+    # The store (migration 0050) reads any other final state of a retried class as
     # dead_lettered, so a value outside these two here would be silently overridden.
     ends = {rule.terminal_state for rule in failures.RULES.values() if rule.retryable}
     assert ends == {"dead_lettered", "timed_out"}
