@@ -473,7 +473,9 @@ class JobSpec(ApiModel):
     dependency: str | None = pydantic.Field(
         default=None, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN
     )
-    """A circuit-breaker key naming the downstream this job depends on."""
+    """A circuit-breaker key naming the downstream this job depends on. Runners key their
+    breaker and retry budget on it (before the handler's registered ``dependency``), and the
+    operator marks the job Degraded while that circuit is open. Pod runs have no breaker."""
 
     @pydantic.model_validator(mode="after")
     def _job_shape(self) -> JobSpec:

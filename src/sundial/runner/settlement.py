@@ -20,9 +20,9 @@ outcome                            written as             failure class   retry
 
 The failure class is the one word the retry rules key on (``scheduling.failures``); the
 outcome's ``FailureDetail`` (BadArgs, UnknownHandler, ...) goes with it to ``failure_detail``.
-Backoff comes from ``claims.Outcome`` (the run's own settings); the retry budget of the
-handler's dependency (``retry_budgets``) may defer it, and a crash feeds the runner's crash
-quarantine (``crash_quarantine``).
+Backoff comes from ``claims.Outcome`` (the run's own settings); the retry budget of the run's
+dependency (``dependency_of``: its job's ``spec.dependency``, else its handler's) may defer it
+(``retry_budgets``), and a crash feeds the runner's crash quarantine (``crash_quarantine``).
 """
 
 from __future__ import annotations
@@ -92,10 +92,17 @@ class Settlement:
                 result = claims.Outcome.cancelled(run, outcome.error)
         return result
 
+    def dependency_of(self, run: claims.ClaimedRun) -> str | None:
+        """The dependency ``run`` calls: the one its job's manifest names (``spec.dependency``),
+        else the one its handler registered, else None. The manifest's comes first because the
+        operator marks a ScheduledJob Degraded by it: the breaker that makes runs wait and the
+        condition that says why must use the same key."""
+        return run.dependency or self.dependencies.get(run.handler)
+
     def _budgeted(self, run: claims.ClaimedRun, result: claims.Outcome) -> claims.Outcome:
         """Only failures that speak about a dependency come here (a handler error, a
         timeout); a handler without one has no budget to spend."""
-        dependency = self.dependencies.get(run.handler)
+        dependency = self.dependency_of(run)
         if dependency is None:
             return result
         return self.budgets.spend(dependency, run, result)

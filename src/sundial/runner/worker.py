@@ -134,8 +134,6 @@ class Worker:
         # Each breaker transition goes to /metrics and PostgreSQL (runner.circuits).
         self.circuits = circuits.Publisher(settings.worker_id, self.metrics)
         self.breakers = breaker.Breakers(on_transition=self.circuits.transition)
-        # Handler name -> its declared dependency, read once per job.
-        self._dependencies = {h.name: h.dependency for h in handlers}
         process_pool = self.executors.get(Model.PROCESS)
         self.quarantine = crash_quarantine.CrashQuarantine(
             process_pool if isinstance(process_pool, process_executor.ProcessExecutor) else None,
@@ -144,7 +142,8 @@ class Worker:
             registry=self.metrics.registry,
         )
         self.settlement = settlement.Settlement(
-            dependencies=self._dependencies,
+            # Handler name -> its registered dependency (a run's spec.dependency comes first).
+            dependencies={h.name: h.dependency for h in handlers},
             budgets=retry_budgets.RetryBudgets(
                 settings.retry_budget, settings.retry_budget_window_seconds, self.metrics
             ),
@@ -452,7 +451,7 @@ class Worker:
             self._settle(attempt, failed)
             return
         dependency: breaker.CircuitBreaker | None = None
-        name = self._dependencies.get(run.handler)
+        name = self.settlement.dependency_of(run)
         if name is not None:
             dependency = self.breakers[name]
             admission = dependency.admit()

@@ -84,6 +84,9 @@ class ClaimedRun(NamedTuple):
     #: The namespace of the run's job (a tenant boundary: a runner serves some namespaces).
     #: None only for a run inserted by a process older than the column.
     namespace: str | None = None
+    #: The job's ``spec.dependency``: its circuit-breaker key, named in the manifest (None: the
+    #: job names none, and the handler's registered dependency, if any, is the key).
+    dependency: str | None = None
 
 
 #: Planner settings for the statements that take runs from the head of the queue, in their own

@@ -56,3 +56,40 @@ def test_runs_wait_without_spending_retries_once_the_breaker_opens(
     # A clean stop takes the runner's rows away with its announcement.
     assert runner.terminate_and_wait() == 0
     assert published() == []
+
+
+def test_the_dependency_a_job_names_keys_the_breaker_of_a_handler_that_names_none(
+    dsn: str, runners: Runners
+) -> None:
+    """``spec.dependency`` is the key the operator reports Degraded by; the runner keys its
+    breaker on it too, so a job that names its downstream only in the manifest is protected."""
+    runner = runners.start(dsn, "--concurrency", "async=1")
+    job = create_job(dsn, "loop.raise", max_retries=0, dependency="reports-db")
+    submit(dsn, job, 15)
+
+    eventually(
+        lambda: states(dsn) == {"dead_lettered": 10, "retry_wait": 5}, what="the breaker to open"
+    )
+    with psycopg.connect(dsn) as conn:
+        errors = {
+            row[0]
+            for row in conn.execute("SELECT last_error FROM job_runs WHERE state = 'retry_wait'")
+        }
+    assert errors == {"circuit breaker for dependency 'reports-db' is open"}
+    labels = {"dependency": "reports-db", "sundial_circuit_state": "open"}
+    assert runner.metric("sundial_circuit_state", **labels) == 1
+
+
+def test_the_manifest_dependency_comes_before_the_handlers_registered_one(
+    dsn: str, runners: Runners
+) -> None:
+    runner = runners.start(dsn, "--concurrency", "async=1")
+    job = create_job(dsn, "loop.flaky_downstream", max_retries=0, dependency="payments-api")
+    submit(dsn, job, 12)
+
+    eventually(lambda: states(dsn).get("retry_wait") == 2, what="the breaker to open")
+    labels = {"dependency": "payments-api", "sundial_circuit_state": "open"}
+    assert runner.metric("sundial_circuit_state", **labels) == 1
+    # The handler's own key ("flaky-api") saw none of these calls: no breaker was made for it.
+    closed = {"dependency": "flaky-api", "sundial_circuit_state": "closed"}
+    assert runner.metric("sundial_circuit_state", **closed) is None

@@ -127,9 +127,13 @@ RETURNING r.id, r.attempt, r.job_id, r.queue, r.handler, r.execution_model, r.ar
           r.priority, r.run_at, r.max_retries, r.retries_used, r.backoff_base_seconds,
           r.backoff_cap_seconds, r.cancel_requested, r.namespace, r.dispatch_key
 )
--- Handed back in claim order (the probe above returns them in id order).
-SELECT id, attempt, job_id, queue, handler, execution_model, args, timeout_seconds,
-       schedule_id, fire_time, idempotency_key, lease_until, priority, run_at, max_retries,
-       retries_used, backoff_base_seconds, backoff_cap_seconds, cancel_requested, namespace
-FROM claimed
-ORDER BY dispatch_key, id
+-- Handed back in claim order (the probe above returns them in id order), each with its job's
+-- spec.dependency: the circuit-breaker key the runner uses before the handler's registered one
+-- (one primary-key probe of job_definitions per run).
+SELECT c.id, c.attempt, c.job_id, c.queue, c.handler, c.execution_model, c.args,
+       c.timeout_seconds, c.schedule_id, c.fire_time, c.idempotency_key, c.lease_until,
+       c.priority, c.run_at, c.max_retries, c.retries_used, c.backoff_base_seconds,
+       c.backoff_cap_seconds, c.cancel_requested, c.namespace,
+       (SELECT j.dependency FROM job_definitions j WHERE j.id = c.job_id) AS dependency
+FROM claimed c
+ORDER BY c.dispatch_key, c.id
