@@ -9,6 +9,7 @@ and checks, its own. They run in file order: install first, uninstall last.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import threading
 import time
@@ -81,15 +82,43 @@ class Phases:
 
 
 def _placed(document: dict[str, Any], target: Target) -> dict[str, Any]:
-    """A JobRun whose Pod template can run on ``target``: its busybox image, pull policy and
-    the real node's placement (the chart places job Pods there too; the template says so)."""
+    """A JobRun or ScheduledJob whose Pod template can run on ``target``: its busybox image,
+    pull policy and the real node's placement (the chart places job Pods there too; the
+    template says so)."""
     document = copy.deepcopy(document)
-    pod = document["spec"]["job"]["template"].setdefault("spec", {})
+    job = document["spec"]["job"] if document["kind"] == "JobRun" else document["spec"]
+    pod = job["template"].setdefault("spec", {})
     pod.update(copy.deepcopy(target.placement))
     for container in pod["containers"]:
         container["image"] = target.busybox_image
         container["imagePullPolicy"] = target.pull_policy
     return document
+
+
+#: A ScheduledJob whose runs last longer than its period: concurrencyPolicy BufferOne.
+OVERRUNNING = "one-at-a-time"
+OVERRUN_PERIOD_SECONDS = 10
+OVERRUN_SECONDS = 24
+
+
+def _overrunning_job(template: dict[str, Any]) -> dict[str, Any]:
+    """Every 10 s, a Pod that sleeps 24 s: fires meet an active run all the time."""
+    template = copy.deepcopy(template)
+    template.pop("metadata", None)
+    [container] = template["spec"]["containers"]
+    container["command"] = ["sleep", str(OVERRUN_SECONDS)]
+    container["resources"] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": OVERRUNNING},
+        "spec": {
+            "schedule": f"@every {OVERRUN_PERIOD_SECONDS}s",
+            "concurrencyPolicy": "BufferOne",
+            "template": template,
+            "retry": {"maxRetries": 0},
+        },
+    }
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +150,7 @@ def stories(target: Target) -> Iterator[Phases]:
     ]
     oom = yaml.safe_load((EXAMPLES / "oom.yaml").read_text())
     documents.append(_placed(oom, target))
+    documents.append(_placed(_overrunning_job(oom["spec"]["job"]["template"]), target))
     manifest = yaml.safe_dump_all([d for d in documents if d], sort_keys=False)
     target.kubectl("apply", "--server-side", "-n", JOBS, "-f", "-", stdin=manifest)
     try:
@@ -226,6 +256,53 @@ def test_a_pod_job_oom_killed_succeeds_on_retry_with_more_memory(
     limits = [by_attempt[a]["spec"]["containers"][0]["resources"]["limits"] for a in ("1", "2")]
     # Twice the memory (oom.memoryIncreasePercent: 100), written in bytes by the operator.
     assert [validate.memory_bytes(limit["memory"]) for limit in limits] == [64 << 20, 128 << 20]
+
+
+def test_a_buffer_one_job_runs_one_at_a_time_and_a_waiting_fire_starts_when_the_run_ends(
+    target: Target, stories: Phases
+) -> None:
+    deadline = time.monotonic() + 300
+    ended: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        ended = [
+            status
+            for name, run in list(stories.latest.items())
+            if name.startswith(f"{OVERRUNNING}-")
+            and (status := run.get("status") or {}).get("phase") in ENDED
+            and status.get("startedAt")
+            and status.get("finishedAt")
+        ]
+        if len(ended) >= 3:
+            break
+        time.sleep(1)
+    target.kubectl("delete", "scheduledjob", OVERRUNNING, "-n", JOBS, "--wait=false")
+    assert len(ended) >= 3, stories.seen
+    ended.sort(key=lambda status: _time(status["startedAt"]))
+    for before, after in itertools.pairwise(ended):
+        # One at a time: a run starts only after the one before it ended.
+        assert _time(after["startedAt"]) >= _time(before["finishedAt"]), (before, after)
+    waited = [
+        (before, after)
+        for before, after in itertools.pairwise(ended)
+        if (_time(after["startedAt"]) - _time(after["fireTime"])).total_seconds()
+        > OVERRUN_PERIOD_SECONDS
+    ]
+    # A fire that came while a run was active waited for it, and started right after it ended.
+    assert waited, ended
+    for before, after in waited:
+        gap = (_time(after["startedAt"]) - _time(before["finishedAt"])).total_seconds()
+        assert gap < 15, (before, after)
+    listed = _json(
+        target,
+        "get",
+        "events",
+        "-n",
+        JOBS,
+        "--field-selector",
+        f"involvedObject.name={OVERRUNNING}",
+    )
+    reasons = {event["reason"] for event in listed["items"]}
+    assert {"FireBuffered", "BufferFull"} <= reasons, reasons
 
 
 def test_kubectl_get_jobruns_shows_each_phase(target: Target, stories: Phases) -> None:

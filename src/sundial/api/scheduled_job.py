@@ -20,7 +20,7 @@ KIND: Final = "ScheduledJob"
 MAX_NAME_LENGTH = 52
 """Like CronJob: JobRun and Pod names and label values derived from it must stay within 63."""
 
-ConcurrencyPolicy = Literal["Forbid", "Allow", "Replace"]
+ConcurrencyPolicy = Literal["Forbid", "Allow", "Replace", "BufferOne"]
 MissedFirePolicy = Literal["Coalesce", "Backfill", "Skip"]
 SkippedTime = Literal["AtTransition", "Skip"]
 RepeatedTime = Literal["First", "Second", "Both"]
@@ -78,7 +78,9 @@ class ScheduledJobSpec(common.JobSpec):
     """What the schedule does at DST changes in ``timeZone``; absent: a skipped time fires at
     the transition and a repeated time once, at its first occurrence."""
     concurrency_policy: ConcurrencyPolicy = "Forbid"
-    """Forbid skips a fire while a run is active; Allow runs both; Replace cancels the old run."""
+    """Forbid skips a fire while a run is active; Allow runs both; Replace cancels the old run;
+    BufferOne keeps the first such fire waiting and starts it when the active run ends (later
+    fires meanwhile are skipped)."""
     starting_deadline_seconds: int | None = pydantic.Field(default=None, ge=1, le=31 * 86400)
     """The catch-up window: a fire not started within this many seconds of its time is
     dropped (after downtime, counted in the MissSchedule Event); within it missedFirePolicy
@@ -123,6 +125,9 @@ class ScheduledJobStatus(common.ApiModel):
     """The fire time of the latest run created."""
     next_schedule_time: common.Timestamp | None = None
     """When the next run fires (after spread); absent while suspended or stalled."""
+    buffered_schedule_time: common.Timestamp | None = None
+    """concurrencyPolicy BufferOne: the fire time of the fire waiting for the active run to end;
+    it starts on the scheduler's first pass that finds no run active."""
     last_successful_time: common.Timestamp | None = None
     """When the latest successful run of this ScheduledJob's own finished: a scheduled fire or a
     ``sundial.dev/run-now`` one. A JobRun with ``jobRef`` naming it (``kubectl sundial run``, a

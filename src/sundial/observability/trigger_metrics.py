@@ -1,10 +1,12 @@
 """Prometheus metrics of the trigger loop (docs/design.md).
 
 Kept apart from ``observability.metrics`` (the runner's) so each component owns its module.
-Names have the ``sundial_`` prefix and base units; labels are bounded (``outcome`` has four
+Names have the ``sundial_`` prefix and base units; labels are bounded (``outcome`` has five
 values, ``reason`` the scheduling errors' few reasons).
 
-- ``sundial_fires_total{outcome}``: every due fire once: ran, backfilled, coalesced, skipped.
+- ``sundial_fires_total{outcome}``: every due fire once: ran, backfilled, coalesced, skipped,
+  or buffered (concurrencyPolicy BufferOne kept it waiting behind an active run; its run is
+  created when that run ends, and not counted again).
 - ``sundial_fire_creation_lag_seconds``: how long after its fire time a fire's run was
   created (the trigger's share of schedule lag; the runner measures ``started_at - run_at``).
 - ``sundial_trigger_tick_seconds``: the duration of one pass over the due schedules.
@@ -28,7 +30,7 @@ __all__ = [
     "record_fires",
 ]
 
-OUTCOMES = ("ran", "backfilled", "coalesced", "skipped")
+OUTCOMES = ("ran", "backfilled", "coalesced", "skipped", "buffered")
 
 FIRES = Counter("sundial_fires", "Schedule fires by outcome.", ["outcome"])
 for _outcome in OUTCOMES:
@@ -58,11 +60,14 @@ def record_fires(
     backfilled: int,
     coalesced: int,
     skipped: int,
+    buffered: int = 0,
     fire_times: Iterable[datetime],
     created_at: datetime,
 ) -> None:
     """Count one trigger transaction's fires and the creation lag of its runs."""
-    for outcome, count in zip(OUTCOMES, (ran, backfilled, coalesced, skipped), strict=True):
+    for outcome, count in zip(
+        OUTCOMES, (ran, backfilled, coalesced, skipped, buffered), strict=True
+    ):
         if count:
             FIRES.labels(outcome).inc(count)
     for fire_time in fire_times:

@@ -4,7 +4,8 @@
 transactions) whose every tick turns the store's report into Kubernetes Events on the
 ScheduledJob - ``SuccessfulCreate`` per run created, and the reasons ``store.fires`` reports
 per schedule (``MissSchedule``, ``TooManyMissedTimes``, ``JobAlreadyActive``, ``Coalesced``,
-``Backfilled``, ``Quarantined``) - and remembers missed fires for the ScheduleMissed condition.
+``Backfilled``, ``FireBuffered``, ``BufferFull``, ``Quarantined``) - and remembers missed
+fires for the ScheduleMissed condition.
 A schedule the mirror has not listed yet gets no Event (the run is still in PostgreSQL).
 """
 

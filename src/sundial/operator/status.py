@@ -422,6 +422,7 @@ def scheduled_job_status(
         "observedGeneration": observed,
         "lastScheduleTime": rfc3339(schedule.last_fire_time) if schedule else None,
         "nextScheduleTime": rfc3339(next_fire),
+        "bufferedScheduleTime": rfc3339(schedule.buffered_fire_time) if schedule else None,
         "lastSuccessfulTime": rfc3339(last_successful),
         "active": active or None,
         "activeCount": window.active_count if window is not None else 0,

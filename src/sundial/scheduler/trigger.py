@@ -119,7 +119,12 @@ class TriggerLoop:
                 backfilled=batch.backfilled,
                 coalesced=batch.coalesced,
                 skipped=batch.skipped,
-                fire_times=(run.fire_time for run in batch.runs),
+                buffered=batch.buffered,
+                fire_times=(
+                    run.fire_time
+                    for run in batch.runs
+                    if (run.schedule_id, run.fire_time) not in batch.released_fires
+                ),
                 created_at=self.clock.now(),
             )
             for outcome in batch.outcomes:

@@ -114,10 +114,6 @@ class DstPolicy:
             )
         return cls(value.get("skippedTime", "AtTransition"), value.get("repeatedTime", "First"))
 
-    @property
-    def is_default(self) -> bool:
-        return self == DEFAULT_DST_POLICY
-
 
 DEFAULT_DST_POLICY = DstPolicy()
 

@@ -9,8 +9,10 @@ metrics and the event reasons. It does no I/O and reads no clock.
 The global fire-rate budget stays with the loop: ask ``budget.acquire(len(plan.runs))`` and,
 if fewer are granted, leave the schedule due and come back at ``next_release_at``.
 
-Every due fire has exactly one outcome: ``ran + backfilled + coalesced + skipped == due``
-(``skipped`` includes fires dropped by the concurrency policy).
+Every due fire has exactly one outcome: ``ran + backfilled + coalesced + skipped + buffered ==
+due`` (``skipped`` includes fires dropped by the concurrency policy; ``buffered`` counts a fire
+that BufferOne keeps waiting behind the active run). A waiting fire that starts later is
+``released``, counted then and not again as due.
 """
 
 from __future__ import annotations
@@ -74,6 +76,12 @@ class FirePlan:
     #: What the ``MissSchedule`` Event says: how many fires were due, and what became of the
     #: missed ones (dropped past ``startingDeadlineSeconds``, coalesced, skipped, backfilled).
     missed_message: str | None = None
+    #: BufferOne: the fire that waits for the active run to end after this plan (None: none).
+    buffered_fire_time: datetime | None = None
+    #: Due fires of this plan that went to wait (0 or 1).
+    buffered: int = 0
+    #: 1 when the fire that was waiting starts in this plan (it is one of ``runs``).
+    released: int = 0
 
 
 def plan_fires(
@@ -86,8 +94,10 @@ def plan_fires(
     active_runs: int,
     suspend: bool = False,
     quarantine_state: quarantine.QuarantineState | None = None,
+    buffered_fire_time: datetime | None = None,
 ) -> FirePlan:
-    """Decide everything the trigger loop does for one schedule at ``now``."""
+    """Decide everything the trigger loop does for one schedule at ``now``;
+    ``buffered_fire_time`` is the fire BufferOne keeps waiting, if one does."""
     require_aware(next_fire_time, "next_fire_time")
     gate = suspension.decide(
         schedule,
@@ -97,16 +107,33 @@ def plan_fires(
         suspend=suspend,
         quarantine_state=quarantine_state or quarantine.QuarantineState(),
     )
+    if rules.concurrency_policy is not concurrency.ConcurrencyPolicy.BUFFER_ONE:
+        buffered_fire_time = None  # the policy changed while a fire waited: it is dropped
     if gate.decision is None:
-        return FirePlan(gate.paused, (), False, next_fire_time, 0, 0, 0, 0, 0, 0, 0, 0, False, ())
+        return FirePlan(
+            gate.paused, (), False, next_fire_time, 0, 0, 0, 0, 0, 0, 0, 0, False, (),
+            buffered_fire_time=buffered_fire_time,
+        )  # fmt: skip
     decision = gate.decision
-    allowed = concurrency.decide(rules.concurrency_policy, decision.fire_times, active_runs)
+    allowed = concurrency.decide(
+        rules.concurrency_policy, decision.fire_times, active_runs, buffered_fire_time
+    )
+    # A waiting fire that starts is due from now: dated from its fire time, it would age past
+    # runs that waited less and jump the queue.
     runs = tuple(
-        PlannedRun(fire, spread.run_at(fire, job_identity, rules.spread_seconds))
+        PlannedRun(
+            fire,
+            max(now, spread.run_at(fire, job_identity, rules.spread_seconds))
+            if fire == buffered_fire_time
+            else spread.run_at(fire, job_identity, rules.spread_seconds),
+        )
         for fire in allowed.start
     )
+    released = 1 if buffered_fire_time is not None and buffered_fire_time in allowed.start else 0
+    buffered = 1 if allowed.buffered not in (None, buffered_fire_time) else 0
     newest_started = bool(decision.fire_times) and decision.fire_times[-1] in allowed.start
     ran = 1 if newest_started else 0
+    backfilled = len(runs) - ran - released
     events: list[str] = []
     if decision.missed:
         events.append(MISS_SCHEDULE)
@@ -114,15 +141,15 @@ def plan_fires(
         events.append(TOO_MANY_MISSED_TIMES)
     if decision.coalesced:
         events.append(COALESCED)
-    if len(runs) - ran:
+    if backfilled:
         events.append(BACKFILLED)
+    if buffered and allowed.reason != concurrency.FIRE_BUFFERED:
+        events.append(concurrency.FIRE_BUFFERED)
     if allowed.reason is not None:
         events.append(allowed.reason)
     missed_message = None
     if decision.missed:
-        missed_message = _missed_message(
-            decision, rules.missed_fire_rules, backfilled=len(runs) - ran
-        )
+        missed_message = _missed_message(decision, rules.missed_fire_rules, backfilled=backfilled)
     return FirePlan(
         paused=None,
         runs=runs,
@@ -131,7 +158,7 @@ def plan_fires(
         due=decision.due,
         missed=decision.missed,
         ran=ran,
-        backfilled=len(runs) - ran,
+        backfilled=backfilled,
         coalesced=decision.coalesced,
         skipped=decision.skipped + len(allowed.skipped),
         skipped_past_deadline=decision.skipped_past_deadline,
@@ -139,13 +166,16 @@ def plan_fires(
         counts_capped=decision.counts_capped,
         events=tuple(events),
         missed_message=missed_message,
+        buffered_fire_time=allowed.buffered,
+        buffered=buffered,
+        released=released,
     )
 
 
 def _missed_message(
     decision: missed_fires.FireDecision, rules: missed_fires.MissedFireRules, *, backfilled: int
 ) -> str:
-    """``12 fires were due since 09:00:00Z, 11 missed: 9 older than startingDeadlineSeconds
+    """``12 fires were due, 11 missed: 9 older than startingDeadlineSeconds
     (300 s) dropped, 2 coalesced into the run for 10:59:00Z``: the catch-up after downtime,
     counted."""
     at_least = "at least " if decision.counts_capped else ""

@@ -3,6 +3,8 @@
 ``fire_due`` is one transaction over at most ``batch_size`` due schedules. It
 
 1. locks due schedules ``FOR UPDATE SKIP LOCKED`` (a second trigger loop takes other rows),
+   and the schedules whose waiting fire (BufferOne) may start because no run of theirs is
+   active,
 2. reads each job's active-run count and, where ``quarantineAfter`` is set, its failure streak
    from the newest ended runs (so the finish path stays untouched),
 3. asks ``scheduling.plan.plan_fires`` what to do (the pure layer holds every rule),
@@ -80,7 +82,13 @@ class FireReport:
     cancelled: int = 0
     stalled: int = 0
     quarantined: int = 0
+    #: Fires BufferOne set waiting behind an active run, and waiting fires that started.
+    buffered: int = 0
+    released: int = 0
     runs: list[FiredRun] = field(default_factory=list)
+    #: (schedule id, fire time) of the waiting fires among ``runs``: created long after their
+    #: fire time by design, so they stay out of the creation-lag figure.
+    released_fires: set[tuple[uuid.UUID, datetime]] = field(default_factory=set)
     outcomes: list[ScheduleOutcome] = field(default_factory=list)
 
     def add(self, other: FireReport) -> None:
@@ -95,9 +103,12 @@ class FireReport:
             "cancelled",
             "stalled",
             "quarantined",
+            "buffered",
+            "released",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.runs.extend(other.runs)
+        self.released_fires |= other.released_fires
         self.outcomes.extend(other.outcomes)
 
 
@@ -122,6 +133,12 @@ async def fire_due(
             queries.get("trigger_due_schedules"), {"now": now, "limit": batch_size}
         )
         rows = [_DueSchedule(*row) for row in await cursor.fetchall()]
+        if len(rows) < batch_size:
+            cursor = await conn.execute(
+                queries.get("trigger_buffered_schedules"),
+                {"taken": [row.id for row in rows], "limit": batch_size - len(rows)},
+            )
+            rows.extend(_DueSchedule(*row) for row in await cursor.fetchall())
         if not rows:
             return report
         report.schedules = len(rows)
@@ -156,6 +173,7 @@ async def fire_due(
                 now=now,
                 active_runs=active.get(row.job_id, 0),
                 quarantine_state=state,
+                buffered_fire_time=row.buffered_fire_time,
             )
             if fire_plan.cancel_active:
                 replace_jobs.append(row.job_id)
@@ -164,6 +182,11 @@ async def fire_due(
             report.backfilled += fire_plan.backfilled
             report.coalesced += fire_plan.coalesced
             report.skipped += fire_plan.skipped
+            report.buffered += fire_plan.buffered
+            report.released += fire_plan.released
+            if fire_plan.released:
+                assert row.buffered_fire_time is not None
+                report.released_fires.add((row.id, row.buffered_fire_time))
             advances.append(
                 {
                     "id": row.id,
@@ -176,6 +199,7 @@ async def fire_due(
                     "consecutive_failures": state.consecutive_failures,
                     "quarantined": state.quarantined,
                     "quarantine_message": state.message,
+                    "buffered_fire_time": fire_plan.buffered_fire_time,
                 }
             )
             if state.quarantined:
@@ -230,6 +254,7 @@ class _DueSchedule:
     namespace: str
     dst_skipped_time: str
     dst_repeated_time: str
+    buffered_fire_time: datetime | None
 
 
 class _RememberedSchedule:
@@ -383,5 +408,6 @@ def _columns(advances: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         "consecutive_failures": "consecutive_failures",
         "quarantined": "quarantined",
         "quarantine_message": "quarantine_messages",
+        "buffered_fire_time": "buffered_fire_times",
     }
     return {plural: [advance[key] for advance in advances] for key, plural in names.items()}

@@ -133,6 +133,8 @@ class ScheduleView:
     last_error: str | None
     active: bool
     last_fire_time: datetime | None
+    #: The fire concurrencyPolicy BufferOne keeps waiting for the active run to end.
+    buffered_fire_time: datetime | None = None
 
 
 async def window(pool: Pool, requests: Sequence[WindowRequest]) -> dict[uuid.UUID, Window]:

@@ -260,3 +260,71 @@ async def test_fires_are_counted_by_outcome_in_metrics(
         "sundial_fire_creation_lag_seconds_count"
     )
     assert lag_after is not None and lag_after - (lag_before or 0.0) == 1
+
+
+async def test_buffer_one_keeps_one_fire_waiting_and_starts_it_when_the_run_ends(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="BufferOne")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    manual_clock.set(START + timedelta(minutes=1))
+    running = await _running_run(pool, uid, loop)
+
+    # 10:02 meets the running run: it waits. 10:03 finds one waiting: skipped.
+    manual_clock.set(START + timedelta(minutes=2))
+    report = await loop.tick()
+    assert (report.created, report.buffered, report.skipped) == (0, 1, 0)
+    assert [outcome.events for outcome in report.outcomes] == [("FireBuffered",)]
+    manual_clock.set(START + timedelta(minutes=3))
+    report = await loop.tick()
+    assert (report.created, report.buffered, report.skipped) == (0, 0, 1)
+    assert [outcome.events for outcome in report.outcomes] == [("BufferFull",)]
+    manual_clock.set(START + timedelta(minutes=3, seconds=20))
+    assert (await loop.tick()).created == 0  # still running: nothing starts
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=1)]
+
+    # The run ends: the next pass, between two fire times, starts the waiting 10:02, due now.
+    await claims.finish(pool, "worker-1", [claims.Outcome(running, 1)])
+    ended = START + timedelta(minutes=3, seconds=30)
+    manual_clock.set(ended)
+    report = await loop.tick()
+    assert (report.created, report.released) == (1, 1)
+    [released] = report.runs
+    assert released.fire_time == START + timedelta(minutes=2)
+    assert (released.run_at, released.state) == (ended, "pending")
+    info = await schedules.get(pool, uid)
+    assert info is not None
+    assert (info.fires_total, info.fires_skipped) == (2, 1)
+    assert (await loop.tick()).created == 0  # started once
+
+    # 10:04 meets the released run (pending, not yet claimed): it waits in turn.
+    manual_clock.set(START + timedelta(minutes=4))
+    report = await loop.tick()
+    assert (report.created, report.buffered) == (0, 1)
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=k) for k in (1, 2)]
+
+
+async def test_a_waiting_fire_is_forgotten_when_the_policy_changes(
+    pool: pool.Pool, store_dsn: str, manual_clock: clock.ManualClock
+) -> None:
+    uid = await add_schedule(pool, START, "* * * * *", concurrency_policy="BufferOne")
+    loop = trigger.TriggerLoop(pool, clock=manual_clock, settings=UNPACED)
+    manual_clock.set(START + timedelta(minutes=1))
+    running = await _running_run(pool, uid, loop)
+    manual_clock.set(START + timedelta(minutes=2))
+    assert (await loop.tick()).buffered == 1
+
+    await schedules.upsert(
+        pool,
+        uid=uid,
+        namespace="default",
+        name=await _job_name(pool, uid),
+        generation=2,
+        spec=trigger_testing.spec("* * * * *", concurrency_policy="Forbid"),
+        now=START + timedelta(minutes=2),
+    )
+    await claims.finish(pool, "worker-1", [claims.Outcome(running, 1)])
+    manual_clock.set(START + timedelta(minutes=2, seconds=30))
+    report = await loop.tick()
+    assert (report.created, report.released) == (0, 0)
+    assert fire_times(store_dsn, uid) == [START + timedelta(minutes=1)]

@@ -106,7 +106,7 @@ def test_snake_case_names_work_in_python_and_camel_case_on_the_wire() -> None:
         ({"schedule": "every minute"}, "should match pattern"),
         ({"schedule": "* * * *"}, "should match pattern"),
         ({"timeZone": "Europe Paris"}, "should match pattern"),
-        ({"concurrencyPolicy": "Sometimes"}, "'Forbid', 'Allow' or 'Replace'"),
+        ({"concurrencyPolicy": "Sometimes"}, "'Allow', 'Replace' or 'BufferOne'"),
         ({"priority": 10}, "less than or equal to 9"),
         ({"spreadSeconds": 3601}, "less than or equal to 3600"),
         ({"queue": "Not A Label"}, "should match pattern"),

@@ -67,10 +67,60 @@ def test_policy_from_spec_defaults_to_forbid_and_rejects_unknown_values() -> Non
     with pytest.raises(errors.InvalidPolicyError) as caught:
         ConcurrencyPolicy.from_spec("Sometimes")
     assert str(caught.value) == (
-        "concurrencyPolicy: 'Sometimes' must be one of Forbid, Allow, Replace"
+        "concurrencyPolicy: 'Sometimes' must be one of Forbid, Allow, Replace, BufferOne"
     )
 
 
 def test_negative_active_runs_is_a_caller_bug() -> None:
     with pytest.raises(ValueError, match="active_runs must be >= 0"):
         concurrency.decide(ConcurrencyPolicy.ALLOW, [FIRE], active_runs=-1)
+
+
+def test_buffer_one_keeps_the_first_fire_behind_an_active_run_waiting() -> None:
+    decision = concurrency.decide(ConcurrencyPolicy.BUFFER_ONE, [FIRE], active_runs=1)
+    assert (decision.start, decision.skipped, decision.buffered) == ((), (), FIRE)
+    assert decision.reason == concurrency.FIRE_BUFFERED
+    assert not decision.cancel_active
+
+
+def test_buffer_one_skips_a_fire_while_one_waits_and_keeps_the_waiting_one() -> None:
+    waiting = FIRE - timedelta(minutes=10)
+    decision = concurrency.decide(
+        ConcurrencyPolicy.BUFFER_ONE, [FIRE], active_runs=1, buffered=waiting
+    )
+    assert (decision.start, decision.skipped, decision.buffered) == ((), (FIRE,), waiting)
+    assert decision.reason == concurrency.BUFFER_FULL
+
+
+def test_buffer_one_starts_the_waiting_fire_once_nothing_is_active() -> None:
+    waiting = FIRE - timedelta(minutes=10)
+    decision = concurrency.decide(ConcurrencyPolicy.BUFFER_ONE, [], active_runs=0, buffered=waiting)
+    assert (decision.start, decision.skipped, decision.buffered) == ((waiting,), (), None)
+    assert decision.reason is None
+
+
+def test_buffer_one_starts_the_waiting_fire_and_a_new_fire_takes_its_place() -> None:
+    waiting = FIRE - timedelta(minutes=10)
+    decision = concurrency.decide(
+        ConcurrencyPolicy.BUFFER_ONE, [FIRE], active_runs=0, buffered=waiting
+    )
+    assert (decision.start, decision.skipped, decision.buffered) == ((waiting,), (), FIRE)
+    assert decision.reason == concurrency.FIRE_BUFFERED
+
+
+def test_buffer_one_takes_a_backfill_in_time_order_one_running_one_waiting() -> None:
+    decision = concurrency.decide(ConcurrencyPolicy.BUFFER_ONE, BACKFILL, active_runs=0)
+    assert decision.start == BACKFILL[:1]
+    assert decision.buffered == BACKFILL[1]
+    assert decision.skipped == BACKFILL[2:]
+    assert decision.reason == concurrency.BUFFER_FULL
+
+
+def test_buffer_one_with_nothing_active_and_nothing_waiting_starts_the_fire() -> None:
+    decision = concurrency.decide(ConcurrencyPolicy.BUFFER_ONE, [FIRE], active_runs=0)
+    assert (decision.start, decision.skipped, decision.buffered, decision.reason) == (
+        (FIRE,),
+        (),
+        None,
+        None,
+    )

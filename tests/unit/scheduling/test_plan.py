@@ -178,3 +178,131 @@ def test_a_catch_up_window_drops_older_fires_and_the_event_counts_them() -> None
         "30 fires were due, 29 missed: 25 older than startingDeadlineSeconds (300 s) dropped, "
         "4 skipped (missedFirePolicy Skip); the newest started"
     )
+
+
+def simulate_buffer_one(durations: list[timedelta], tick: timedelta) -> dict[str, object]:
+    """Fires every 10 minutes for ``len(durations)`` fires; the k-th run started lasts
+    ``durations[k]``; the loop ticks every ``tick`` with fake time, as the trigger does."""
+    rules = plan.ScheduleRules(concurrency_policy=ConcurrencyPolicy.BUFFER_ONE)
+    next_fire, waiting = NOON, None
+    active: list[tuple[datetime, datetime]] = []  # (start, end) of every started run
+    started: list[datetime] = []
+    skipped = buffered = released = due = 0
+    now = NOON
+    end = NOON + timedelta(minutes=10 * len(durations))
+    max_waiting_age = timedelta(0)
+    while now < end + timedelta(days=1) and (now < end or waiting is not None):
+        running = [run for run in active if run[0] <= now < run[1]]
+        fire_plan = plan.plan_fires(
+            job_identity=UID,
+            schedule=EVERY_TEN_MINUTES,
+            rules=rules,
+            next_fire_time=next_fire if now < end else end + timedelta(days=2),
+            now=now,
+            active_runs=len(running),
+            buffered_fire_time=waiting,
+        )
+        assert (
+            fire_plan.ran
+            + fire_plan.backfilled
+            + fire_plan.coalesced
+            + (fire_plan.skipped + fire_plan.buffered)
+            == fire_plan.due
+        )
+        for run in fire_plan.runs:
+            assert not running, "a run started beside an active one"
+            assert run.run_at <= now + timedelta(seconds=1)
+            length = durations[len(started)] if len(started) < len(durations) else tick
+            active.append((now, now + length))
+            started.append(run.fire_time)
+        if waiting is not None and fire_plan.released:
+            # It starts on the first tick that finds nothing active.
+            ended = max(run[1] for run in active[:-1])
+            assert now - ended < tick
+            max_waiting_age = max(max_waiting_age, now - waiting)
+        waiting = fire_plan.buffered_fire_time
+        due += fire_plan.due
+        skipped += fire_plan.skipped
+        buffered += fire_plan.buffered
+        released += fire_plan.released
+        if now < end:
+            next_fire = fire_plan.next_fire_time
+        now += tick
+    return {
+        "started": started,
+        "skipped": skipped,
+        "buffered": buffered,
+        "released": released,
+        "due": due,
+        "waiting": waiting,
+    }
+
+
+def test_buffer_one_runs_one_at_a_time_and_starts_the_waiting_fire_when_the_run_ends() -> None:
+    # 12:00 runs 25 min: 12:10 waits, 12:20 is skipped; 12:10 starts at 12:25 and runs 2 min;
+    # 12:30 and later find nothing active.
+    minutes = [25, 2, 1, 1, 1, 1]
+    outcome = simulate_buffer_one([timedelta(minutes=m) for m in minutes], timedelta(seconds=5))
+    assert outcome["started"] == [NOON + timedelta(minutes=m) for m in (0, 10, 30, 40, 50)]
+    assert (outcome["skipped"], outcome["buffered"], outcome["released"]) == (1, 1, 1)
+
+
+def test_buffer_one_never_loses_a_fire_it_did_not_count_whatever_the_run_lengths() -> None:
+    import random
+
+    generator = random.Random(20261204)
+    for _ in range(60):
+        durations = [timedelta(seconds=generator.randint(1, 3000)) for _ in range(12)]
+        outcome = simulate_buffer_one(durations, timedelta(seconds=generator.choice([7, 30, 60])))
+        started = outcome["started"]
+        assert isinstance(started, list)
+        # Every fire was started once or skipped, and a fire that waited started later.
+        assert outcome["due"] == 12
+        assert len(started) + outcome["skipped"] == 12  # type: ignore[operator]
+        assert outcome["buffered"] == outcome["released"]
+        assert outcome["waiting"] is None
+        assert started == sorted(set(started))
+
+
+def test_a_paused_buffer_one_schedule_keeps_its_waiting_fire() -> None:
+    waiting = NOON - timedelta(minutes=10)
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=plan.ScheduleRules(concurrency_policy=ConcurrencyPolicy.BUFFER_ONE),
+        next_fire_time=NOON,
+        now=NOON,
+        active_runs=0,
+        suspend=True,
+        buffered_fire_time=waiting,
+    )
+    assert (fire_plan.runs, fire_plan.buffered_fire_time) == ((), waiting)
+
+
+def test_a_waiting_fire_is_dropped_when_the_policy_is_no_longer_buffer_one() -> None:
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=plan.ScheduleRules(concurrency_policy=ConcurrencyPolicy.FORBID),
+        next_fire_time=NOON + timedelta(minutes=10),
+        now=NOON,
+        active_runs=0,
+        buffered_fire_time=NOON - timedelta(minutes=10),
+    )
+    assert (fire_plan.runs, fire_plan.buffered_fire_time) == ((), None)
+
+
+def test_a_waiting_fire_starts_due_now_not_at_its_old_fire_time() -> None:
+    waiting = NOON - timedelta(minutes=10)
+    now = NOON - timedelta(minutes=3)
+    fire_plan = plan.plan_fires(
+        job_identity=UID,
+        schedule=EVERY_TEN_MINUTES,
+        rules=plan.ScheduleRules(concurrency_policy=ConcurrencyPolicy.BUFFER_ONE),
+        next_fire_time=NOON,
+        now=now,
+        active_runs=0,
+        buffered_fire_time=waiting,
+    )
+    assert fire_plan.runs == (plan.PlannedRun(waiting, now),)
+    assert (fire_plan.released, fire_plan.due, fire_plan.ran, fire_plan.backfilled) == (1, 0, 0, 0)

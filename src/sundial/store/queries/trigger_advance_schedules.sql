@@ -10,11 +10,13 @@ SET next_fire_time = u.next_fire_time,
     consecutive_failures = u.consecutive_failures,
     quarantined = u.quarantined,
     quarantine_message = CASE WHEN u.quarantined THEN u.quarantine_message END,
+    buffered_fire_time = u.buffered_fire_time,
     updated_at = now()
 FROM unnest(%(ids)s::uuid[], %(next_fire_times)s::timestamptz[],
             %(last_fire_times)s::timestamptz[], %(created)s::int[], %(coalesced)s::int[],
             %(skipped)s::int[], %(backfilled)s::int[], %(consecutive_failures)s::int[],
-            %(quarantined)s::boolean[], %(quarantine_messages)s::text[])
+            %(quarantined)s::boolean[], %(quarantine_messages)s::text[],
+            %(buffered_fire_times)s::timestamptz[])
      AS u(id, next_fire_time, last_fire_time, created, coalesced, skipped, backfilled,
-          consecutive_failures, quarantined, quarantine_message)
+          consecutive_failures, quarantined, quarantine_message, buffered_fire_time)
 WHERE s.id = u.id

@@ -4,7 +4,8 @@
 SELECT s.id, s.job_id, s.cron, s.interval_seconds, s.timezone, s.next_fire_time,
        s.spread_seconds, s.concurrency_policy, s.missed_fire_policy, s.max_backfill,
        s.starting_deadline_seconds, s.consecutive_failures, s.failures_counted_after,
-       j.quarantine_after, j.namespace, s.dst_skipped_time, s.dst_repeated_time
+       j.quarantine_after, j.namespace, s.dst_skipped_time, s.dst_repeated_time,
+       s.buffered_fire_time
 FROM schedules s
 JOIN job_definitions j ON j.id = s.job_id
 WHERE s.next_fire_time <= %(now)s

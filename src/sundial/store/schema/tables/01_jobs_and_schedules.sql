@@ -85,8 +85,9 @@ CREATE TABLE schedules (
     run_args jsonb DEFAULT '{}'::jsonb NOT NULL,
     dst_skipped_time text DEFAULT 'AtTransition'::text NOT NULL,
     dst_repeated_time text DEFAULT 'First'::text NOT NULL,
+    buffered_fire_time timestamp with time zone,
     CONSTRAINT schedules_check CHECK (((cron IS NULL) <> (interval_seconds IS NULL))),
-    CONSTRAINT schedules_concurrency_policy_check CHECK ((concurrency_policy = ANY (ARRAY['Forbid'::text, 'Allow'::text, 'Replace'::text]))),
+    CONSTRAINT schedules_concurrency_policy_check CHECK ((concurrency_policy = ANY (ARRAY['Forbid'::text, 'Allow'::text, 'Replace'::text, 'BufferOne'::text]))),
     CONSTRAINT schedules_consecutive_failures_check CHECK ((consecutive_failures >= 0)),
     CONSTRAINT schedules_dst_repeated_time_check CHECK ((dst_repeated_time = ANY (ARRAY['First'::text, 'Second'::text, 'Both'::text]))),
     CONSTRAINT schedules_dst_skipped_time_check CHECK ((dst_skipped_time = ANY (ARRAY['AtTransition'::text, 'Skip'::text]))),
@@ -107,6 +108,8 @@ ALTER TABLE schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
 
 CREATE UNIQUE INDEX job_definitions_active_name_idx ON job_definitions USING btree (namespace, name) WHERE active;
+
+CREATE INDEX schedules_buffered_idx ON schedules USING btree (job_id) WHERE (buffered_fire_time IS NOT NULL);
 
 CREATE INDEX schedules_due_idx ON schedules USING btree (next_fire_time) WHERE (active AND (NOT suspended) AND (NOT quarantined));
 
