@@ -177,3 +177,30 @@ def subprocess_stubborn(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(float(args.get("seconds", 60.0)))
+
+
+def _write_times(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Appends "run_id run_at started_at" (ISO 8601) to args["path"]."""
+    assert ctx.run_at is not None and ctx.started_at is not None
+    with open(args["path"], "a", encoding="utf-8") as file:
+        file.write(f"{ctx.run_id} {ctx.run_at.isoformat()} {ctx.started_at.isoformat()}\n")
+
+
+@sundial.job("loop.times_async")
+async def times_async(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    _write_times(args, ctx)
+
+
+@sundial.job("loop.times_thread", execution_model="thread")
+def times_thread(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    _write_times(args, ctx)
+
+
+@sundial.job("loop.times_process", execution_model="process")
+def times_process(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    _write_times(args, ctx)
+
+
+@sundial.job("loop.times_subprocess", execution_model="subprocess")
+def times_subprocess(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    _write_times(args, ctx)

@@ -473,6 +473,7 @@ class PodLauncher:
             args=attempt.run.args if isinstance(attempt.run.args, Mapping) else {},
             idempotency_key=attempt.run.idempotency_key,
             fire_time=attempt.run.fire_time,
+            run_at=attempt.run.run_at,
             timeout_seconds=_timeout_seconds(attempt.run),
             oom_kills_before=attempt.context.oom_kills,
             oom_memory_increase_percent=attempt.context.oom_memory_increase_percent,

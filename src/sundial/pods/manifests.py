@@ -131,6 +131,9 @@ class LaunchSpec:
     idempotency_key: str
     fire_time: datetime | None
     timeout_seconds: int
+    #: When the run became due (``SUNDIAL_RUN_AT``). A Pod gets no ``SUNDIAL_STARTED_AT``:
+    #: its container starts later than the claim, and knows when it started.
+    run_at: datetime | None = None
     oom_kills_before: int = 0  # earlier attempts of this run that were OOMKilled
     #: The job's oom.memoryIncreasePercent and oom.maxMemory; None: the installation's default.
     oom_memory_increase_percent: int | None = None
@@ -159,6 +162,8 @@ def environment(spec: LaunchSpec) -> dict[str, str]:
     }
     if spec.fire_time is not None:
         variables["SUNDIAL_FIRE_TIME"] = spec.fire_time.isoformat()
+    if spec.run_at is not None:
+        variables["SUNDIAL_RUN_AT"] = spec.run_at.isoformat()
     variables["SUNDIAL_NAMESPACE"] = spec.job_namespace
     return variables
 

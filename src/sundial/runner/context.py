@@ -2,7 +2,9 @@
 
 It is the handler's only view of the run: identity (``run_id``), the fencing token
 (``attempt``) and the per-run ``idempotency_key`` to fence its own side effects with, the
-logical ``fire_time``, a logger that stamps every record with the run, and a cancellation
+logical ``fire_time``, when the run became due (``run_at``) and when this attempt started
+(``started_at``; the difference is the pickup lag), a logger that stamps every record with
+the run, and a cancellation
 signal. Async handlers get an ``asyncio.Event`` (``await ctx.cancel_event.wait()``); thread,
 process and subprocess handlers get a ``threading.Event`` and poll ``ctx.cancelled()``.
 """
@@ -46,7 +48,9 @@ class JobContext:
         "handler",
         "idempotency_key",
         "namespace",
+        "run_at",
         "run_id",
+        "started_at",
     )
 
     run_id: str
@@ -57,6 +61,11 @@ class JobContext:
     cancel_event: asyncio.Event | threading.Event
     #: The namespace of the run's job: the tenant the run belongs to (None when run by hand).
     namespace: str | None
+    #: When the run became due: its fire time plus spread, its delay, or its retry time (None
+    #: when run by hand with ``sundial exec``).
+    run_at: datetime | None
+    #: When this attempt was claimed, by PostgreSQL's clock (None when run by hand).
+    started_at: datetime | None
     _logger: logging.LoggerAdapter[logging.Logger] | None
 
     def __init__(
@@ -70,6 +79,8 @@ class JobContext:
         cancel_event: asyncio.Event | threading.Event,
         logger: logging.LoggerAdapter[logging.Logger] | None = None,
         namespace: str | None = None,
+        run_at: datetime | None = None,
+        started_at: datetime | None = None,
     ) -> None:
         setter = object.__setattr__
         setter(self, "run_id", run_id)
@@ -80,6 +91,8 @@ class JobContext:
         setter(self, "cancel_event", cancel_event)
         setter(self, "_logger", logger)
         setter(self, "namespace", namespace)
+        setter(self, "run_at", run_at)
+        setter(self, "started_at", started_at)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"JobContext is read-only; cannot assign {name!r}")
@@ -124,9 +137,13 @@ def make(
     fire_time: datetime | None,
     cancel_event: asyncio.Event | threading.Event,
     namespace: str | None = None,
+    run_at: datetime | None = None,
+    started_at: datetime | None = None,
 ) -> JobContext:
     return JobContext(
         namespace=namespace,
+        run_at=run_at,
+        started_at=started_at,
         run_id=run_id,
         attempt=attempt,
         idempotency_key=idempotency_key,

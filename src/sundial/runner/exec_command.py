@@ -2,11 +2,11 @@
 
 Used by the subprocess executor and, later, by pod-mode runs. The run's identity comes from
 the environment (``SUNDIAL_RUN_ID``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY``,
-``SUNDIAL_FIRE_TIME`` as ISO 8601), the args as a JSON object from ``--args-file`` or
-``SUNDIAL_ARGS``. SIGTERM sets the handler's cancellation event (and cancels an async
-handler's task); whoever sent it follows up with SIGKILL after a grace period. Started by a
-runner, it watches the runner's lifeline (``SUNDIAL_LIFELINE_FD``) and kills its process group
-when the runner dies.
+``SUNDIAL_FIRE_TIME``, ``SUNDIAL_RUN_AT`` and ``SUNDIAL_STARTED_AT`` as ISO 8601), the args
+as a JSON object from ``--args-file`` or ``SUNDIAL_ARGS``. SIGTERM sets the handler's
+cancellation event (and cancels an async handler's task); whoever sent it follows up with
+SIGKILL after a grace period. Started by a runner, it watches the runner's lifeline
+(``SUNDIAL_LIFELINE_FD``) and kills its process group when the runner dies.
 
 Log records, the handler's ``ctx.logger`` lines among them, go to stdout as JSON lines (the
 CLI configures :mod:`sundial.observability.json_logs`), so ``kubectl logs`` of a handler Pod shows
@@ -150,23 +150,26 @@ def _identity(environ: Mapping[str, str]) -> dict[str, Any]:
         attempt = int(attempt_text)
     except ValueError:
         raise _BadEnvironment(f"SUNDIAL_ATTEMPT={attempt_text!r} is not an integer") from None
-    fire_time_text = environ.get("SUNDIAL_FIRE_TIME") or None
-    fire_time = None
-    if fire_time_text is not None:
-        try:
-            fire_time = datetime.fromisoformat(fire_time_text)
-        except ValueError:
-            raise _BadEnvironment(
-                f"SUNDIAL_FIRE_TIME={fire_time_text!r} is not an ISO 8601 time"
-            ) from None
     run_id = environ.get("SUNDIAL_RUN_ID", "local")
     return {
         "namespace": environ.get("SUNDIAL_NAMESPACE") or None,
         "run_id": run_id,
         "attempt": attempt,
         "idempotency_key": environ.get("SUNDIAL_IDEMPOTENCY_KEY", run_id),
-        "fire_time": fire_time,
+        "fire_time": _time(environ, "SUNDIAL_FIRE_TIME"),
+        "run_at": _time(environ, "SUNDIAL_RUN_AT"),
+        "started_at": _time(environ, "SUNDIAL_STARTED_AT"),
     }
+
+
+def _time(environ: Mapping[str, str], name: str) -> datetime | None:
+    text = environ.get(name) or None
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise _BadEnvironment(f"{name}={text!r} is not an ISO 8601 time") from None
 
 
 def _say(text: str) -> None:
@@ -181,6 +184,8 @@ def environment_for(
     fire_time: datetime | None,
     args: Mapping[str, Any],
     namespace: str | None = None,
+    run_at: datetime | None = None,
+    started_at: datetime | None = None,
 ) -> dict[str, str]:
     """The variables ``sundial exec`` reads, for whoever starts it (subprocess or pod)."""
     variables = {
@@ -189,8 +194,13 @@ def environment_for(
         "SUNDIAL_IDEMPOTENCY_KEY": idempotency_key,
         "SUNDIAL_ARGS": json.dumps(dict(args), default=str),
     }
-    if fire_time is not None:
-        variables["SUNDIAL_FIRE_TIME"] = fire_time.isoformat()
+    for name, moment in (
+        ("SUNDIAL_FIRE_TIME", fire_time),
+        ("SUNDIAL_RUN_AT", run_at),
+        ("SUNDIAL_STARTED_AT", started_at),
+    ):
+        if moment is not None:
+            variables[name] = moment.isoformat()
     if namespace is not None:
         variables["SUNDIAL_NAMESPACE"] = namespace
     return variables

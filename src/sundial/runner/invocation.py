@@ -74,7 +74,9 @@ class Invocation:
         "handler",
         "idempotency_key",
         "namespace",
+        "run_at",
         "run_id",
+        "started_at",
         "timeout_seconds",
     )
 
@@ -89,6 +91,8 @@ class Invocation:
         timeout_seconds: float | None = None,
         cancel: asyncio.Event | None = None,
         namespace: str | None = None,
+        run_at: datetime | None = None,
+        started_at: datetime | None = None,
     ) -> None:
         self.handler = handler
         """A registered handler name; never an import path."""
@@ -104,6 +108,11 @@ class Invocation:
         self.cancel: asyncio.Event = CancelEvent() if cancel is None else cancel
         self.namespace = namespace
         """The namespace of the run's job, handed to the handler (``JobContext.namespace``)."""
+        self.run_at = run_at
+        """When the run became due (its fire time plus spread, its delay, its retry time)."""
+        self.started_at = started_at
+        """When this attempt was claimed (PostgreSQL's clock): ``started_at - run_at`` is the
+        run's pickup lag."""
 
     def __repr__(self) -> str:
         return (

@@ -39,6 +39,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import datetime
 import functools
 import logging
 import os
@@ -151,6 +152,7 @@ class Worker:
             runner_metrics=self.metrics,
         )
         self.attempts: dict[int, in_flight.Attempt] = {}
+        self._lease = datetime.timedelta(seconds=settings.lease_seconds)
         self.port: int | None = None
         self._busy: collections.Counter[Model] = collections.Counter()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -416,6 +418,8 @@ class Worker:
         # Called once per claimed run: keep it lean (ADR 0012). Positional arguments, no
         # datetime arithmetic beyond one subtraction, no look-ups that a dict could answer.
         args = run.args
+        # The claim set started_at = now() and lease_until = now() + lease, in one statement.
+        started_at = run.lease_until - self._lease
         job = invocation.Invocation(
             run.handler,
             str(run.id),
@@ -427,14 +431,15 @@ class Worker:
             run.timeout_seconds,
             None,
             run.namespace,
+            run.run_at,
+            started_at,
         )
         if run.cancel_requested:
             job.cancel.set()
         attempt = in_flight.Attempt(run, job, model, claimed_at)
         self.attempts[run.id] = attempt
         self._busy[model] += 1
-        # started_at = lease_until - lease, so the lag is (lease_until - run_at) - lease.
-        lag = (run.lease_until - run.run_at).total_seconds() - self.settings.lease_seconds
+        lag = (started_at - run.run_at).total_seconds()
         self.metrics.schedule_lag.observe(lag if lag > 0.0 else 0.0, run.queue)
         self._execute(attempt)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -34,6 +34,7 @@ def launch(**changes: Any) -> manifests.LaunchSpec:
         "args": {"day": "2026-11-29"},
         "idempotency_key": "run:42",
         "fire_time": FIRE,
+        "run_at": FIRE + timedelta(seconds=7),
         "timeout_seconds": 600,
     }
     values.update(changes)
@@ -138,6 +139,7 @@ def test_every_container_gets_the_run_environment_equal_to_sundial_exec() -> Non
         fire_time=FIRE,
         args={"day": "2026-11-29"},
         namespace=launch().job_namespace,
+        run_at=launch().run_at,
     )
     assert expected["SUNDIAL_NAMESPACE"]  # the handler learns whose run it is
     for container in pod["spec"]["containers"] + pod["spec"]["initContainers"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -66,6 +67,28 @@ def test_bad_environment_exits_6() -> None:
     assert run("sample.sub_async_ok", SUNDIAL_ATTEMPT="two") == exec_command.EXIT_BAD_ENVIRONMENT
     code = run("sample.sub_async_ok", SUNDIAL_FIRE_TIME="yesterday")
     assert code == exec_command.EXIT_BAD_ENVIRONMENT
+
+
+def test_the_run_times_reach_the_handler_through_the_environment() -> None:
+    fire = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
+    env = exec_command.environment_for(
+        run_id="r",
+        attempt=2,
+        idempotency_key="k",
+        fire_time=fire,
+        args={},
+        run_at=fire + timedelta(seconds=30),
+        started_at=fire + timedelta(seconds=31, milliseconds=250),
+    )
+    identity = exec_command._identity(env)
+    assert (identity["fire_time"], identity["run_at"], identity["started_at"]) == (
+        fire,
+        fire + timedelta(seconds=30),
+        fire + timedelta(seconds=31, milliseconds=250),
+    )
+    assert run("sample.sub_async_ok", SUNDIAL_RUN_AT="soon") == exec_command.EXIT_BAD_ENVIRONMENT
+    no_times = exec_command._identity({})
+    assert (no_times["run_at"], no_times["started_at"]) == (None, None)
 
 
 def test_environment_for_round_trips_through_the_reader(tmp_path: pathlib.Path) -> None:

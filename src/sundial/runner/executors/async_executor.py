@@ -78,6 +78,8 @@ class AsyncExecutor:
             handler=handler.name,
             cancel_event=cancel,
             namespace=job.namespace,
+            run_at=job.run_at,
+            started_at=job.started_at,
         )
         current = asyncio.current_task()
         if current is None:  # pragma: no cover - run() is always awaited inside a task

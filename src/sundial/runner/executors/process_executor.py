@@ -61,6 +61,8 @@ def _run_in_worker(
     idempotency_key: str,
     fire_time: datetime | None,
     namespace: str | None = None,
+    run_at: datetime | None = None,
+    started_at: datetime | None = None,
 ) -> str | None:
     if _started is not None:
         _started.put((token, os.getpid()))
@@ -73,6 +75,8 @@ def _run_in_worker(
         # Nothing sets it: a process attempt is stopped by killing its worker.
         cancel_event=threading.Event(),
         namespace=namespace,
+        run_at=run_at,
+        started_at=started_at,
     )
     return base.call_sync(function, args, ctx)
 
@@ -195,6 +199,8 @@ class ProcessExecutor:
                 job.idempotency_key,
                 job.fire_time,
                 job.namespace,
+                job.run_at,
+                job.started_at,
             )
         except BrokenProcessPool:
             self._replace(pool)

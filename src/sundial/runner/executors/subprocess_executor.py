@@ -93,6 +93,8 @@ class SubprocessExecutor:
                 fire_time=job.fire_time,
                 args=job.args,
                 namespace=job.namespace,
+                run_at=job.run_at,
+                started_at=job.started_at,
             )
         )
         if self._lifeline is None:

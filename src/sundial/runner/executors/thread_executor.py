@@ -63,6 +63,8 @@ class ThreadExecutor:
             fire_time=job.fire_time,
             cancel_event=stop_event,
             namespace=job.namespace,
+            run_at=job.run_at,
+            started_at=job.started_at,
         )
         future = self._pool.submit(self._call, handler.function, prepared.args, ctx)
         try:
