@@ -19,7 +19,7 @@ from datetime import timedelta
 
 import psycopg
 
-from sundial.store import fires, queries
+from sundial.store import fires, queries, runs
 from sundial.store import pool as store_pool
 from support.trigger import START, bulk_schedules
 
@@ -52,3 +52,32 @@ async def test_a_fire_is_created_while_an_upsert_holds_its_job(
             "SELECT count(*) FROM job_runs WHERE schedule_id = %(id)s", {"id": schedule_id}
         ).fetchone()
     assert runs == (1,)
+
+
+async def test_a_run_now_is_created_while_the_trigger_holds_its_schedule(
+    pool: store_pool.Pool, store_dsn: str
+) -> None:
+    """The trigger locks its batch of schedules for its whole transaction. A run-now (or any
+    run of the schedule) inserted meanwhile checks its foreign key to the schedule with a KEY
+    SHARE lock, after it has taken its fire key: had the trigger's lock been FOR UPDATE, the
+    run-now would wait for the trigger's pass, and deadlock it if the two fire keys met."""
+    [schedule_id] = bulk_schedules(store_dsn, 1, "* * * * *", now=START)
+    due = START + timedelta(minutes=1, seconds=1)
+
+    with psycopg.connect(store_dsn, autocommit=False) as trigger:
+        trigger.execute("SET lock_timeout = '20s'")
+        # The trigger's first statement: its batch, locked until its commit.
+        [held] = trigger.execute(
+            queries.get("trigger_due_schedules"), {"now": due, "limit": 10}
+        ).fetchall()
+        assert held[0] == schedule_id
+
+        run_now = asyncio.create_task(
+            runs.submit(
+                pool, schedule_id, schedule_id=schedule_id, fire_time=due, idempotency_key="now-1"
+            )
+        )
+        done, _ = await asyncio.wait({run_now}, timeout=10)
+        assert run_now in done, "the run-now waited for the trigger's lock on the schedule"
+        assert run_now.result().created
+        trigger.commit()

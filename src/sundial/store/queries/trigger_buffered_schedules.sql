@@ -20,4 +20,4 @@ WHERE s.buffered_fire_time IS NOT NULL
         AND r.state IN ('scheduled', 'blocked', 'pending', 'running', 'retry_wait'))
 ORDER BY s.buffered_fire_time, s.id
 LIMIT %(limit)s
-FOR UPDATE OF s SKIP LOCKED
+FOR NO KEY UPDATE OF s SKIP LOCKED
