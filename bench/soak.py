@@ -40,6 +40,7 @@ from typing import Any
 import psycopg
 import stack
 
+from sundial.attempt import finishes
 from sundial.store import claims, runs
 from sundial.store import pool as store_pool
 
@@ -118,7 +119,7 @@ async def probe(pool: store_pool.Pool, job: Any) -> list[float]:
         claimed = await claims.claim(pool, "soak-probe", queues=["probe"], limit=1)
         timings.append((time.perf_counter() - started) * 1000)
         if claimed:
-            await claims.finish(pool, "soak-probe", [claims.Outcome.succeeded(claimed[0])])
+            await claims.finish(pool, "soak-probe", [finishes.succeeded(claimed[0])])
     return sorted(timings)
 
 

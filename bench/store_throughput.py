@@ -32,6 +32,7 @@ from pathlib import Path
 
 import psycopg
 
+from sundial.attempt import finishes
 from sundial.localdev import postgres
 from sundial.store import claims, migrate
 from sundial.store import pool as store_pool
@@ -207,9 +208,7 @@ async def store_loop(dsn: str, batch: int) -> Measured:
                 break
             beat = await claims.heartbeat(pool, "bench", [(r.id, r.attempt) for r in claimed])
             assert not beat.lost
-            result = await claims.finish(
-                pool, "bench", [claims.Outcome.succeeded(r) for r in claimed]
-            )
+            result = await claims.finish(pool, "bench", [finishes.succeeded(r) for r in claimed])
             assert not result.lost
             done += len(result.states)
         return meter.stop(done)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sundial.attempt import finishes
 from sundial.store import claims
 from sundial.store import pool as store_pool
 from support.polling import wait_until
@@ -252,9 +253,9 @@ class StoreWorker:
                     if run.handler.endswith("slow"):
                         await asyncio.sleep(self.slow_seconds)
                     if run.handler.endswith("fail"):
-                        outcomes.append(claims.Outcome.failed(run, "RuntimeError: told to fail"))
+                        outcomes.append(finishes.failed(run, "RuntimeError: told to fail"))
                     else:
-                        outcomes.append(claims.Outcome.succeeded(run))
+                        outcomes.append(finishes.succeeded(run))
                     self.finished.append((run.id, run.handler, run.attempt))
                 await claims.finish(pool, "test-worker", outcomes)
         finally:

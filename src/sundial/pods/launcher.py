@@ -3,9 +3,10 @@
 A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts it, and
 ``sundial pod-launcher`` runs it alone. Each ``step``:
 
-1. **Heartbeat** every held run in one statement (about three times per lease). A run whose
-   lease was lost is no longer ours: its Pod is deleted and its outcome ignored. A run with a
-   cancel request has its Pod deleted (with a grace period) and is finished cancelled.
+1. **Heartbeat**, in one statement, every held run whose lease was last extended a third of a
+   lease ago (``attempt.heartbeats``, as the runner does). A run whose lease was lost is no
+   longer ours: its Pod is deleted and its outcome ignored. A run with a cancel request has its
+   Pod deleted (with a grace period) and is finished cancelled.
 2. **Claim** pod-mode runs (``execution_models=('pod',)``) up to free slots, and **start**
    each attempt: first every Pod of an *older* attempt of the same run that has not ended is
    deleted, and the new Pod is created only once they are terminal or gone (one attempt's Pod
@@ -66,6 +67,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -77,6 +79,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from sundial.api import common
+from sundial.attempt import finishes, heartbeats
 from sundial.observability import pod_metrics
 from sundial.pods import failure_policy, manifests, outcomes, pod_api, pod_security
 from sundial.pods.outcomes import PodOutcome, PodState
@@ -223,6 +226,9 @@ class _Attempt:
     #: The earliest delete request of its Pod seen on a step: the kubelet's own last delete
     #: overwrites the Pod's record of it (``outcomes.classify``, docs/adr/0033).
     delete_requested_at: datetime | None = None
+    #: The launcher's clock (epoch seconds) when the claim or the last heartbeat that extended
+    #: the lease was sent (``attempt.heartbeats``); an adopted attempt is due at once.
+    extended_at: float = -math.inf
 
     @property
     def key(self) -> tuple[int, int]:
@@ -248,7 +254,13 @@ class PodLauncher:
         self._settings = settings
         self._clock = clock or clocks.SystemClock()
         self._attempts: dict[int, _Attempt] = {}  # run id -> the attempt we hold
-        self._last_heartbeat: datetime | None = None
+        self._heartbeats = heartbeats.Heartbeats(
+            lambda: self._pool,
+            settings.worker,
+            self._attempts,
+            lease_seconds=settings.lease_seconds,
+            clock=lambda: self._clock.now().timestamp(),
+        )
         self._adopted = False
         self._forgeries_reported: set[str] = set()  # Pod UIDs, reported once each
         #: Namespace objects read for their Pod Security level: name -> (read at, body).
@@ -322,28 +334,18 @@ class PodLauncher:
             )
 
     async def _heartbeat(self) -> None:
-        now = self._clock.now()
-        period = timedelta(seconds=self._settings.lease_seconds / 3)
-        if not self._attempts or (
-            self._last_heartbeat is not None and now - self._last_heartbeat < period
-        ):
-            return
-        self._last_heartbeat = now
-        result = await claims.heartbeat(
-            self._pool,
-            self._settings.worker,
-            [attempt.key for attempt in self._attempts.values()],
-            lease_seconds=self._settings.lease_seconds,
-        )
-        for run_id in result.lost:
-            attempt = self._attempts.pop(run_id)
+        """Extend the leases that are due; a run another attempt owns now loses its Pod, a run
+        someone cancelled loses its Pod and ends cancelled."""
+        beat = await self._heartbeats.beat()
+        for attempt in beat.lost:
+            self._attempts.pop(attempt.run.id, None)
             log.warning("run %s attempt %s: lease lost; deleting its Pod", *attempt.key)
             await self._pods.delete(attempt.namespace, attempt.pod_name)
-        cancelled = [self._attempts.pop(r) for r in result.cancel_requested if r in self._attempts]
+        cancelled = [a for a in beat.cancel_requested if self._attempts.pop(a.run.id, None) is a]
         for attempt in cancelled:
             await self._pods.delete(attempt.namespace, attempt.pod_name)
         if cancelled:
-            await self._finish([(a, claims.Outcome.cancelled(a.run), None) for a in cancelled])
+            await self._finish([(a, finishes.cancelled(a.run), None) for a in cancelled])
 
     # -- starting attempts -----------------------------------------------------------------
 
@@ -373,6 +375,7 @@ class PodLauncher:
     ) -> int:
         """Claim up to ``limit`` pod runs of the namespaces served (``only`` these, none of
         ``excluded``) and track them; how many were claimed."""
+        sent = self._clock.now().timestamp()  # no later than the lease's start
         claimed = await claims.claim(
             self._pool,
             self._settings.worker,
@@ -388,7 +391,7 @@ class PodLauncher:
             for run in claimed:  # started_at = lease_until - lease (claims.claim)
                 lag = (run.lease_until - run.run_at).total_seconds() - lease
                 pod_metrics.SCHEDULE_LAG.labels(run.queue).observe(lag if lag > 0.0 else 0.0)
-            await self._track(claimed)
+            await self._track(claimed, extended_at=sent)
         return len(claimed)
 
     async def _track(
@@ -397,7 +400,10 @@ class PodLauncher:
         *,
         adopted: bool = False,
         recorded: Mapping[int, tuple[str | None, str | None]] | None = None,
+        extended_at: float = -math.inf,
     ) -> None:
+        """Hold ``runs``: claimed by this launcher when their leases were set (no earlier than
+        ``extended_at``), or ``adopted`` from its previous life, whose leases are due now."""
         contexts = await pod_runs.launch_context(self._pool, [run.id for run in runs])
         now = self._clock.now()
         instance = self._settings.manifest.instance
@@ -406,6 +412,7 @@ class PodLauncher:
             context = contexts[run.id]
             name = manifests.pod_name(instance, context.job_name, run.id, run.attempt)
             attempt = _Attempt(run, context, name, context.namespace, now)
+            attempt.extended_at = extended_at
             attempt.look_first = adopted or run.attempt > 1
             attempt.adopted = adopted
             recorded_name, recorded_uid = (recorded or {}).get(run.id, (None, None))
@@ -413,7 +420,7 @@ class PodLauncher:
             if attempt.pod_recorded:
                 attempt.recorded_uid = recorded_uid
             if run.cancel_requested:
-                cancelled.append((attempt, claims.Outcome.cancelled(run), None))
+                cancelled.append((attempt, finishes.cancelled(run), None))
                 continue
             self._attempts[run.id] = attempt
         await self._finish(cancelled)
@@ -630,7 +637,7 @@ class PodLauncher:
             reason=reason,
         )
         attempt.ended = PodOutcome(PodState.NEVER_STARTED, reason, message=message)
-        outcome = claims.Outcome.failed(attempt.run, message, failures.FailureClass.PERMANENT)
+        outcome = finishes.failed(attempt.run, message, failures.FailureClass.PERMANENT)
         await self._finish([(attempt, outcome, None)])
 
     async def _fail_if_never_started(self, attempt: _Attempt) -> None:
@@ -731,7 +738,7 @@ class PodLauncher:
         return PodOutcome(PodState.GONE, OWNER_DELETED, message=reason)
 
     async def _end(self, ended: Sequence[tuple[_Attempt, PodOutcome]]) -> None:
-        finishes: list[tuple[_Attempt, claims.Outcome, failure_policy.Verdict | None]] = []
+        results: list[tuple[_Attempt, claims.Finish, failure_policy.Verdict | None]] = []
         for attempt, outcome in ended:
             if outcome.state in (PodState.NEVER_STARTED, PodState.DEADLINE_EXCEEDED):
                 await self._pods.delete(attempt.namespace, attempt.pod_name)
@@ -751,20 +758,20 @@ class PodLauncher:
                 reason=outcome.reason,
             )
             if attempt.cancel_reason is not None:
-                cancelled = claims.Outcome.cancelled(attempt.run, attempt.cancel_reason)
-                finishes.append((attempt, cancelled, None))
+                cancelled = finishes.cancelled(attempt.run, attempt.cancel_reason)
+                results.append((attempt, cancelled, None))
             elif verdict.failure is None:
-                finishes.append((attempt, claims.Outcome.succeeded(attempt.run), verdict))
+                results.append((attempt, finishes.succeeded(attempt.run), verdict))
             elif verdict.failure is failures.FailureClass.CANCELLED:
                 # The same fenced end as a cancel request: state cancelled, dependents cancelled.
                 reason = f"{outcome.describe()} (podDeletionPolicy: Cancel)"
-                finishes.append((attempt, claims.Outcome.cancelled(attempt.run, reason), verdict))
+                results.append((attempt, finishes.cancelled(attempt.run, reason), verdict))
             else:
                 error = outcome.describe()
                 if verdict.action:
                     error = f"{error} (failurePolicy: {verdict.action})"
-                result = claims.Outcome.failed(attempt.run, error, verdict.failure)
-                finishes.append((attempt, result, verdict))
+                result = finishes.failed(attempt.run, error, verdict.failure)
+                results.append((attempt, result, verdict))
             log.info(
                 "run %s attempt %s: Pod %s ended %s",
                 attempt.run.id,
@@ -772,22 +779,22 @@ class PodLauncher:
                 attempt.pod_name,
                 outcome.describe(),
             )
-        await self._finish(finishes)
+        await self._finish(results)
 
     async def _finish(
         self,
-        finishes: Sequence[tuple[_Attempt, claims.Outcome, failure_policy.Verdict | None]],
+        results: Sequence[tuple[_Attempt, claims.Finish, failure_policy.Verdict | None]],
     ) -> None:
-        if not finishes:
+        if not results:
             return
         result = await claims.finish(
-            self._pool, self._settings.worker, [outcome for _, outcome, _ in finishes]
+            self._pool, self._settings.worker, [outcome for _, outcome, _ in results]
         )
         # Committed (or lost to a newer attempt): nothing more is to be read off these Pods.
         await self._release(
-            [(a.namespace, a.pod_name) for a, _, _ in finishes if a.created_at is not None]
+            [(a.namespace, a.pod_name) for a, _, _ in results if a.created_at is not None]
         )
-        for attempt, outcome, verdict in finishes:
+        for attempt, outcome, verdict in results:
             if self._attempts.get(attempt.run.id) is attempt:
                 del self._attempts[attempt.run.id]
             if outcome.run_id in result.lost:

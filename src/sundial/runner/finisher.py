@@ -31,7 +31,7 @@ from sundial.store.pool import Pool
 
 log = logging.getLogger("sundial.runner.finisher")
 
-Result = Union[claims.Outcome, releases.Release]  # noqa: UP007 (a runtime alias)
+Result = Union[claims.Finish, releases.Release]  # noqa: UP007 (a runtime alias)
 Settled = Callable[[in_flight.Attempt], None]
 
 
@@ -83,7 +83,7 @@ class Finisher:
                 self._idle.set()
 
     async def _write(self, batch: list[tuple[in_flight.Attempt, Result, str]]) -> None:
-        finishes: list[claims.Outcome] = []
+        finishes: list[claims.Finish] = []
         finished: list[tuple[in_flight.Attempt, str]] = []
         release_list: list[releases.Release] = []
         released: list[tuple[in_flight.Attempt, str]] = []

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import ClassVar
 
-from sundial.store import claims
+from sundial.attempt import finishes
 
 
 class OutcomeStatus(enum.StrEnum):
@@ -38,7 +38,7 @@ class FailureDetail(enum.StrEnum):
     """The arguments did not validate against the handler's model; retrying will not help."""
     UNKNOWN_HANDLER = "UnknownHandler"
     """No handler of that name is registered in this runner; retrying here will not help."""
-    TIMEOUT = claims.TIMEOUT_DETAIL
+    TIMEOUT = finishes.TIMEOUT_DETAIL
     """The attempt ran past its timeout; the pod launcher's deadline gives the same word."""
     PROCESS_CRASHED = "ProcessCrashed"
     """The worker process running this handler died (os._exit, a signal, OOM)."""

@@ -100,8 +100,8 @@ class RetryBudgets:
         self.budgets: dict[str, RetryBudget] = {}
 
     def spend(
-        self, dependency: str, run: claims.ClaimedRun, result: claims.Outcome
-    ) -> claims.Outcome:
+        self, dependency: str, run: claims.ClaimedRun, result: claims.Finish
+    ) -> claims.Finish:
         """``result`` as it is if its retry fits ``dependency``'s budget (or it ends the run:
         no retry to budget), else with the retry deferred and the deferral in its error."""
         if result.failure is None:

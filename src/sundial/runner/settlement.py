@@ -20,7 +20,7 @@ outcome                            written as             failure class   retry
 
 The failure class is the one word the retry rules key on (``scheduling.failures``); the
 outcome's ``FailureDetail`` (BadArgs, UnknownHandler, ...) goes with it to ``failure_detail``.
-Backoff comes from ``claims.Outcome`` (the run's own settings); the retry budget of the run's
+Backoff comes from ``attempt.finishes`` (the run's own settings); the retry budget of the run's
 dependency (``dependency_of``: its job's ``spec.dependency``, else its handler's) may defer it
 (``retry_budgets``), and a crash feeds the runner's crash quarantine (``crash_quarantine``).
 """
@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from sundial.attempt import finishes
 from sundial.observability import metrics
 from sundial.runner import crash_quarantine, in_flight, outcomes, retry_budgets
 from sundial.scheduling import failures
@@ -57,20 +58,20 @@ class Settlement:
 
     def finish_for(
         self, attempt: in_flight.Attempt, outcome: outcomes.Outcome
-    ) -> claims.Outcome | None:
+    ) -> claims.Finish | None:
         """The fenced finish of ``attempt`` for ``outcome``; None: release the run instead
         (only for an ``outcomes.Crashed`` the handler did not cause: the attempt ended through
         no fault of the job's, so it spends no retry)."""
         run = attempt.run
-        result: claims.Outcome
+        result: claims.Finish
         match outcome:
             case outcomes.Succeeded():
-                result = claims.Outcome(run.id, run.attempt)
+                result = claims.Finish(run.id, run.attempt)
             case outcomes.Failed():
                 failure = failures.FailureClass.ERROR
                 if not outcome.retryable:
                     failure = failures.FailureClass.PERMANENT
-                result = claims.Outcome.failed(run, outcome.error, failure, detail=outcome.detail)
+                result = finishes.failed(run, outcome.error, failure, detail=outcome.detail)
                 if outcome.detail is outcomes.FailureDetail.HANDLER_ERROR:
                     result = self._budgeted(run, result)
                 log.info(
@@ -78,18 +79,18 @@ class Settlement:
                     extra={**attempt.log_fields(), "reason": outcome.detail.value},
                 )
             case outcomes.TimedOut():
-                result = claims.Outcome.timed_out(
+                result = finishes.timed_out(
                     run, outcome.error, timeout_seconds=outcome.timeout_seconds
                 )
                 result = self._budgeted(run, result)
             case outcomes.Crashed():
                 if not outcome.counts_as_crash:
                     return None
-                result = claims.Outcome.crashed(run, outcome.error, detail=outcome.detail)
+                result = finishes.crashed(run, outcome.error, detail=outcome.detail)
                 self.metrics.process_crashes.labels(handler=run.handler).inc()
                 self.quarantine.crashed(run.handler)
             case outcomes.Cancelled():
-                result = claims.Outcome.cancelled(run, outcome.error)
+                result = finishes.cancelled(run, outcome.error)
         return result
 
     def dependency_of(self, run: claims.ClaimedRun) -> str | None:
@@ -99,7 +100,7 @@ class Settlement:
         condition that says why must use the same key."""
         return run.dependency or self.dependencies.get(run.handler)
 
-    def _budgeted(self, run: claims.ClaimedRun, result: claims.Outcome) -> claims.Outcome:
+    def _budgeted(self, run: claims.ClaimedRun, result: claims.Finish) -> claims.Finish:
         """Only failures that speak about a dependency come here (a handler error, a
         timeout); a handler without one has no budget to spend."""
         dependency = self.dependency_of(run)

@@ -46,6 +46,7 @@ import os
 import time
 from collections.abc import Mapping
 
+from sundial.attempt import heartbeats
 from sundial.observability import metrics
 from sundial.runner import (
     breaker,
@@ -55,7 +56,6 @@ from sundial.runner import (
     crash_quarantine,
     finisher,
     health,
-    heartbeats,
     in_flight,
     invocation,
     loop_lag,
@@ -270,14 +270,15 @@ class Worker:
                     self.settings.worker_id,
                     self.attempts,
                     lease_seconds=self.settings.lease_seconds,
-                    on_lost=self._lost,
-                    on_connection=self.connection,
-                    extended=self.metrics.lease_extensions.inc,
+                    beats=_still_held,
                 )
                 listener = wakeup.Listener(self.settings.dsn, self.settings.queues, self._wake)
                 background = [
                     asyncio.create_task(self.finisher.run(), name="finisher"),
-                    asyncio.create_task(beats.run(), name="heartbeats"),
+                    asyncio.create_task(
+                        beats.run(on_beat=self._beaten, on_connection=self.connection),
+                        name="heartbeats",
+                    ),
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
                 self._announcer = asyncio.create_task(self._announce(), name="announce")
@@ -537,6 +538,19 @@ class Worker:
         if self._slot_limited:
             self._wake.set()
 
+    def _beaten(self, beat: heartbeats.Beat[in_flight.Attempt]) -> None:
+        """Act on a heartbeat's findings. An attempt whose result is already queued for
+        writing is still extended but never declared lost here: the run leaving ``running``
+        is then the finish itself."""
+        self.metrics.lease_extensions.inc(beat.extended)
+        for attempt in beat.lost:
+            if not attempt.finishing and not attempt.released:
+                self._lost(attempt)
+        for attempt in beat.cancel_requested:
+            if not attempt.invocation.cancel.is_set():
+                log.info("cancellation requested", extra=attempt.log_fields())
+                attempt.invocation.cancel.set()
+
     def _lost(self, attempt: in_flight.Attempt) -> None:
         attempt.lost = True
         attempt.invocation.cancel.set()
@@ -652,6 +666,11 @@ class Worker:
         if isinstance(executor, thread_executor.ThreadExecutor):
             return executor.leaked
         return 0
+
+
+def _still_held(attempt: in_flight.Attempt) -> bool:
+    """Whether a heartbeat still extends ``attempt``: not once it was lost or given back."""
+    return not attempt.lost and not attempt.released
 
 
 def _log_unclaimable(run: runners.Unclaimable, worker: str) -> None:

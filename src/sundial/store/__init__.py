@@ -22,9 +22,9 @@ API, stable from here on::
                  registered_model=False, limit=10, lease_seconds=30.0) -> list[ClaimedRun]
     claims.heartbeat(pool, worker, [(run_id, attempt), ...], *, lease_seconds=30.0)
         -> HeartbeatResult(extended, cancel_requested, lost)
-    claims.finish(pool, worker, [Outcome.succeeded(run) | Outcome.failed(run, error, cls) |
-                  Outcome.timed_out(run, detail) | Outcome.crashed(run, error) |
-                  Outcome.cancelled(run)]) -> FinishResult(states, lost, released)
+    claims.finish(pool, worker, [Finish(run_id, attempt, failure, error, retry_delay_seconds,
+                  detail)]) -> FinishResult(states, lost, released)
+                                      # built by sundial.attempt.finishes (succeeded, failed, ...)
 
     schedules.upsert_job(pool, *, uid=, namespace=, name=, generation=, spec=) -> bool
                                                                   # a JobRun's inline job

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sundial.api import error_text
-from sundial.scheduling import backoff, failures
+from sundial.scheduling import failures
 from sundial.store import queries
 from sundial.store.pool import Pool
 
@@ -39,23 +38,17 @@ __all__ = [
     "DEFAULT_LEASE_SECONDS",
     "FULL_CLAIM_SECONDS",
     "INDEX_ORDER_ONLY",
-    "TIMEOUT_DETAIL",
     "ClaimFloors",
     "ClaimedRun",
+    "Finish",
     "FinishResult",
     "HeartbeatResult",
-    "Outcome",
     "claim",
     "finish",
     "heartbeat",
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
-
-#: The ``failure_detail`` of an attempt that timed out, whoever timed it out (a runner's
-#: executor or the pod launcher's deadline): defined here, below both, so they share one word
-#: (``runner.outcomes.FailureDetail.TIMEOUT`` is this string).
-TIMEOUT_DETAIL = "Timeout"
 
 
 class ClaimedRun(NamedTuple):
@@ -155,8 +148,10 @@ class ClaimFloors:
                 floors[run.namespace] = key
 
 
-class Outcome(NamedTuple):
-    """How one claimed attempt ended. Build it with the class methods."""
+class Finish(NamedTuple):
+    """What one fenced finish writes for an attempt: a plain record. What it says (the failure
+    class, the error text, the retry's delay) is decided above the store
+    (``sundial.attempt.finishes``); the store only writes it."""
 
     run_id: int
     attempt: int
@@ -166,76 +161,6 @@ class Outcome(NamedTuple):
     #: What exactly failed, finer than ``failure`` (BadArgs, UnknownHandler …): the run's
     #: ``failure_detail``, shown as a JobRun's reason and by `sundial runs`. None: no detail.
     detail: str | None = None
-
-    @classmethod
-    def succeeded(cls, run: ClaimedRun) -> Outcome:
-        return cls(run.id, run.attempt)
-
-    @classmethod
-    def failed(
-        cls,
-        run: ClaimedRun,
-        error: str,
-        failure: failures.FailureClass = failures.FailureClass.ERROR,
-        *,
-        detail: str | None = None,
-        rng: backoff.RandomSource | None = None,
-    ) -> Outcome:
-        """A failed attempt of class ``failure``. A timeout always has a detail (``Timeout``
-        unless told otherwise), so `sundial runs` and the JobRun's reason say it timed out."""
-        if detail is None and failure == failures.FailureClass.TIMEOUT:
-            detail = TIMEOUT_DETAIL
-        delay = backoff.delay_seconds(
-            run.retries_used + 1,
-            base_seconds=run.backoff_base_seconds,
-            cap_seconds=run.backoff_cap_seconds,
-            rng=rng,
-        )
-        return cls(
-            run.id,
-            run.attempt,
-            failures.FailureClass(failure),
-            error_text.truncate(error),
-            delay,
-            detail,
-        )
-
-    @classmethod
-    def timed_out(
-        cls,
-        run: ClaimedRun,
-        detail: str | None = None,
-        *,
-        timeout_seconds: float | None = None,
-        rng: backoff.RandomSource | None = None,
-    ) -> Outcome:
-        """Retried while maxRetries lasts; then the run ends ``timed_out`` (not dead-lettered).
-
-        ``last_error`` names the attempt and the limit it exceeded (``timeout_seconds``, the
-        one that applied; the run's own when not given), then ``detail`` (what the executor did
-        about it), so a reader of the final state sees which timeout fired.
-        """
-        limit = run.timeout_seconds if timeout_seconds is None else timeout_seconds
-        shown = "the default" if limit is None else f"{limit:g}"
-        message = f"attempt {run.attempt} exceeded timeoutSeconds={shown}"
-        if detail:
-            message = f"{message}: {detail}"
-        return cls.failed(run, message, failures.FailureClass.TIMEOUT, rng=rng)
-
-    @classmethod
-    def crashed(
-        cls,
-        run: ClaimedRun,
-        error: str,
-        *,
-        detail: str | None = None,
-        rng: backoff.RandomSource | None = None,
-    ) -> Outcome:
-        return cls.failed(run, error, failures.FailureClass.CRASH, detail=detail, rng=rng)
-
-    @classmethod
-    def cancelled(cls, run: ClaimedRun, reason: str = "cancelled on request") -> Outcome:
-        return cls(run.id, run.attempt, failures.FailureClass.CANCELLED, reason)
 
 
 @dataclass(frozen=True)
@@ -338,7 +263,7 @@ async def heartbeat(
     )
 
 
-async def finish(pool: Pool, worker: str, outcomes: Sequence[Outcome]) -> FinishResult:
+async def finish(pool: Pool, worker: str, outcomes: Sequence[Finish]) -> FinishResult:
     """Record ``outcomes`` in one transaction; see the module docstring for the guarantees."""
     if not outcomes:
         return FinishResult()

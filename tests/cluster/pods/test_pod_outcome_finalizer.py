@@ -216,7 +216,7 @@ async def test_a_launcher_killed_between_the_commit_and_the_release_releases_on_
         with contextlib.suppress(asyncio.CancelledError):
             await task
     # What the crashed launcher had done last: its attempt's outcome committed, as its own.
-    result = await claims.finish(pool, crashed, [claims.Outcome(run_id, 1)])
+    result = await claims.finish(pool, crashed, [claims.Finish(run_id, 1)])
     assert not result.lost
     assert tracked(core_api.read_namespaced_pod(pod.metadata.name, namespace))
 

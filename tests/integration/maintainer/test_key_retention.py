@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from prometheus_client import REGISTRY
 
+from sundial.attempt import finishes
 from sundial.scheduler import maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import claims, leases, maintenance, runs
@@ -70,7 +71,7 @@ async def _finish_and_archive(pool: store_pool.Pool, run_ids: set[int]) -> None:
     """Claim every pending run, complete those in ``run_ids``, release the others' leases by
     letting them run on (they stay live), then archive every finished run."""
     claimed = await claims.claim(pool, "key-test", queues=["default"], limit=10_000)
-    done = [claims.Outcome.succeeded(c) for c in claimed if c.id in run_ids]
+    done = [finishes.succeeded(c) for c in claimed if c.id in run_ids]
     assert len(done) == len(run_ids)
     if done:
         await claims.finish(pool, "key-test", done)

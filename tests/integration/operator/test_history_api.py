@@ -22,6 +22,7 @@ import aiohttp
 import pytest
 
 from sundial.api import common, scheduled_job
+from sundial.attempt import finishes
 from sundial.operator import front_proxy, history_api
 from sundial.store import claims, history, maintenance, runs, schedules
 from sundial.store import pool as store_pool
@@ -152,7 +153,7 @@ async def _runs(pool: store_pool.Pool, name: str, count: int) -> list[int]:
         for minute in range(count)
     ]
     claimed = await claims.claim(pool, "w", limit=100)
-    await claims.finish(pool, "w", [claims.Outcome.succeeded(run) for run in claimed])
+    await claims.finish(pool, "w", [finishes.succeeded(run) for run in claimed])
     return made
 
 
@@ -277,7 +278,7 @@ async def test_error_text_stays_out_of_the_api_but_not_out_of_the_store(
     await runs.submit(pool, uid, schedule_id=uid, fire_time=NOW)
     (claimed,) = await claims.claim(pool, "w", limit=1)
     secret = "card 4111-1111-1111-1111 declined for customer 42"
-    await claims.finish(pool, "w", [claims.Outcome.failed(claimed, secret)])
+    await claims.finish(pool, "w", [finishes.failed(claimed, secret)])
 
     status, answer = await api.runs("default", job="charges")
     assert status == 200

@@ -9,6 +9,7 @@ import datetime
 import uuid
 
 from sundial.api import common, scheduled_job
+from sundial.attempt import finishes
 from sundial.operator import status
 from sundial.store import claims, history, runs, schedules
 from sundial.store import pool as store_pool
@@ -19,7 +20,7 @@ NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
 async def finish(pool: store_pool.Pool, run_id: int, *, succeed: bool) -> datetime.datetime:
     [run] = await claims.claim(pool, "w", limit=1)
     assert run.id == run_id
-    outcome = claims.Outcome.succeeded(run) if succeed else claims.Outcome.failed(run, "boom")
+    outcome = finishes.succeeded(run) if succeed else finishes.failed(run, "boom")
     await claims.finish(pool, "w", [outcome])
     info = await runs.get(pool, run_id)
     assert info is not None and info.finished_at is not None

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from sundial.api import validate
+from sundial.attempt import finishes
 from sundial.store import claims, errors, maintenance, runs
 from sundial.store import pool as store_pool
 
@@ -182,7 +183,7 @@ async def test_a_key_of_an_archived_run_returns_that_run(
 ) -> None:
     [first] = await runs.submit_many(pool, job, [runs.BatchItem(idempotency_key="old")])
     [run] = await claims.claim(pool, "w")
-    await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    await claims.finish(pool, "w", [finishes.succeeded(run)])
     assert await maintenance.archive_finished(pool, older_than_seconds=0) == 1
     [again, fresh] = await runs.submit_many(
         pool, job, [runs.BatchItem(idempotency_key="old"), runs.BatchItem(idempotency_key="new")]

@@ -8,6 +8,7 @@ import uuid
 
 import psycopg
 
+from sundial.attempt import finishes
 from sundial.store import claims
 from sundial.store import pool as store_pool
 
@@ -41,7 +42,7 @@ async def _work(dsn: str, worker: str) -> list[tuple[int, int]]:
             batch = await claims.claim(pool, worker, limit=BATCH)
             if not batch:
                 return finished
-            result = await claims.finish(pool, worker, [claims.Outcome.succeeded(r) for r in batch])
+            result = await claims.finish(pool, worker, [finishes.succeeded(r) for r in batch])
             assert not result.lost
             finished.extend((run_id, next(r.attempt for r in batch if r.id == run_id))
                             for run_id in result.states)  # fmt: skip

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from sundial.attempt import finishes
 from sundial.store import claims, errors, runs
 from sundial.store import pool as store_pool
 
@@ -30,7 +31,7 @@ async def test_diamond_child_is_released_exactly_once_when_parents_finish_togeth
             bottom = await runs.submit(left_pool, job, depends_on=[left, right])
             assert bottom.state == "blocked"
             [top_run] = await claims.claim(left_pool, "w")
-            await claims.finish(left_pool, "w", [claims.Outcome.succeeded(top_run)])
+            await claims.finish(left_pool, "w", [finishes.succeeded(top_run)])
             held = await claim_ids(left_pool, "w")
             assert set(held) == {left, right}
             barrier = asyncio.Barrier(2)
@@ -41,7 +42,7 @@ async def test_diamond_child_is_released_exactly_once_when_parents_finish_togeth
                 async with pool.connection() as conn:
                     await conn.execute("SELECT 1")  # a connection is ready before the barrier
                 await barrier.wait()
-                return await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+                return await claims.finish(pool, "w", [finishes.succeeded(run)])
 
             results = await asyncio.gather(
                 finish(left_pool, held[left]), finish(right_pool, held[right])
@@ -50,7 +51,7 @@ async def test_diamond_child_is_released_exactly_once_when_parents_finish_togeth
             assert sorted(releases, key=str) == [None, "pending"], releases
             [child] = await claims.claim(left_pool, "w")
             assert child.id == bottom.run_id
-            await claims.finish(left_pool, "w", [claims.Outcome.succeeded(child)])
+            await claims.finish(left_pool, "w", [finishes.succeeded(child)])
         async with left_pool.connection() as conn:
             cursor = await conn.execute("SELECT state, count(*) FROM job_runs GROUP BY state")
             assert await cursor.fetchall() == [("completed", 800)]
@@ -67,7 +68,7 @@ async def test_failed_upstream_fails_dependents_recursively(
     child = (await runs.submit(pool, job, depends_on=[parent])).run_id
     grandchild = (await runs.submit(pool, job, depends_on=[child])).run_id
     [run] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.failed(run, "boom")])
+    result = await claims.finish(pool, "w", [finishes.failed(run, "boom")])
     assert result.states == {parent: "dead_lettered"}
     assert result.released == {child: "failed", grandchild: "failed"}
     for run_id in (child, grandchild):
@@ -90,7 +91,7 @@ async def test_cancelled_upstream_cancels_dependents(pool: store_pool.Pool, job:
 async def test_depending_on_finished_runs(pool: store_pool.Pool, job: uuid.UUID) -> None:
     done = (await runs.submit(pool, job)).run_id
     [run] = await claims.claim(pool, "w")
-    await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    await claims.finish(pool, "w", [finishes.succeeded(run)])
     assert (await runs.submit(pool, job, depends_on=[done])).state == "pending"
     cancelled = (await runs.submit(pool, job, delay_seconds=60)).run_id
     await runs.cancel(pool, cancelled)
@@ -104,7 +105,7 @@ async def test_released_child_with_future_run_at_waits_for_its_time(
     parent = (await runs.submit(pool, job)).run_id
     child = await runs.submit(pool, job, depends_on=[parent], delay_seconds=3600)
     [run] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    result = await claims.finish(pool, "w", [finishes.succeeded(run)])
     assert result.released == {child.run_id: "scheduled"}
 
 
@@ -174,7 +175,7 @@ async def test_a_released_child_ages_from_its_release_not_its_submission(
     # Submitted (due) an hour ago, blocked all that time on its parent.
     child = (await runs.submit(pool, low, run_at=long_ago, depends_on=[parent])).run_id
     [run] = await claims.claim(pool, "w")
-    await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    await claims.finish(pool, "w", [finishes.succeeded(run)])
     fresh = (await runs.submit(pool, high)).run_id
     order = [r.id for r in await claims.claim(pool, "w", limit=5)]
     assert order == [fresh, child]

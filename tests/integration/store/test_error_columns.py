@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from sundial.api import error_text
+from sundial.attempt import finishes
 from sundial.store import claims, releases, runs
 from sundial.store import pool as store_pool
 
@@ -40,7 +41,7 @@ async def test_a_long_wide_error_is_stored_cut(
     released = await runs.submit(pool, job)
     by_id = {run.id: run for run in await claims.claim(pool, "w1", limit=2)}
     error = "Traceback (most recent call last)\n" + character * 20_000 + "\nValueError: boom"
-    await claims.finish(pool, "w1", [claims.Outcome.failed(by_id[failing.run_id], error)])
+    await claims.finish(pool, "w1", [finishes.failed(by_id[failing.run_id], error)])
     await releases.release(
         pool, "w1", [releases.Release(released.run_id, by_id[released.run_id].attempt, 0.0, error)]
     )

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
+from sundial.attempt import finishes
 from sundial.scheduling.failures import FailureClass
 from sundial.store import claims, errors, history, maintenance, migrate, runs
 from sundial.store import pool as store_pool
@@ -17,7 +18,7 @@ from sundial.store import pool as store_pool
 async def test_the_detail_is_kept_live_and_archived(pool: store_pool.Pool, job: uuid.UUID) -> None:
     submitted = await runs.submit(pool, job)
     [run] = await claims.claim(pool, "w")
-    outcome = claims.Outcome.failed(run, "bad args", FailureClass.PERMANENT, detail="BadArgs")
+    outcome = finishes.failed(run, "bad args", FailureClass.PERMANENT, detail="BadArgs")
     done = await claims.finish(pool, "w", [outcome])
     assert done.states == {run.id: "failed"}
     live = await runs.get(pool, submitted.run_id)
@@ -39,7 +40,7 @@ async def test_a_cancel_clears_the_detail_of_an_earlier_attempt(
 ) -> None:
     submitted = await runs.submit(pool, job)
     [run] = await claims.claim(pool, "w")
-    outcome = claims.Outcome.failed(run, "boom", FailureClass.ERROR, detail="HandlerError")
+    outcome = finishes.failed(run, "boom", FailureClass.ERROR, detail="HandlerError")
     assert (await claims.finish(pool, "w", [outcome])).states == {run.id: "retry_wait"}
     await runs.cancel(pool, submitted.run_id, reason="cancelled: test")
     info = await runs.get(pool, submitted.run_id)

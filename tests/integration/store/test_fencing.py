@@ -9,6 +9,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
+from sundial.attempt import finishes
 from sundial.scheduling.failures import FailureClass
 from sundial.store import claims, reaper, runs
 from sundial.store import pool as store_pool
@@ -44,13 +45,13 @@ async def test_zombie_heartbeat_and_finish_are_rejected(
 
     beat = await claims.heartbeat(pool, "zombie", [(zombie_run.id, zombie_run.attempt)])
     assert beat.lost == {zombie_run.id} and not beat.extended
-    done = await claims.finish(pool, "zombie", [claims.Outcome.succeeded(zombie_run)])
+    done = await claims.finish(pool, "zombie", [finishes.succeeded(zombie_run)])
     assert done.lost == {zombie_run.id} and done.states == {}
-    failed = await claims.finish(pool, "zombie", [claims.Outcome.failed(zombie_run, "boom")])
+    failed = await claims.finish(pool, "zombie", [finishes.failed(zombie_run, "boom")])
     assert failed.lost == {zombie_run.id}
     assert await runs.get(pool, submitted.run_id) == before
 
-    finished = await claims.finish(pool, "fresh", [claims.Outcome.succeeded(fresh_run)])
+    finished = await claims.finish(pool, "fresh", [finishes.succeeded(fresh_run)])
     assert finished.states == {fresh_run.id: "completed"}
 
 
@@ -59,7 +60,7 @@ async def test_same_attempt_from_another_worker_is_rejected(
 ) -> None:
     await runs.submit(pool, job)
     [run] = await claims.claim(pool, "owner")
-    impostor = await claims.finish(pool, "impostor", [claims.Outcome.succeeded(run)])
+    impostor = await claims.finish(pool, "impostor", [finishes.succeeded(run)])
     assert impostor.lost == {run.id}
     beat = await claims.heartbeat(pool, "impostor", [(run.id, run.attempt)])
     assert beat.lost == {run.id}
@@ -75,7 +76,7 @@ async def test_a_batch_reports_lost_runs_individually(
     async with pool.connection() as conn:
         # Another attempt took run 2 meanwhile (as after a reap and re-claim).
         await conn.execute("UPDATE job_runs SET attempt = attempt + 1 WHERE id = %s", (stale.id,))
-    result = await claims.finish(pool, "w", [claims.Outcome.succeeded(r) for r in held])
+    result = await claims.finish(pool, "w", [finishes.succeeded(r) for r in held])
     assert result.lost == {stale.id}
     assert result.states == {held[0].id: "completed", held[2].id: "completed"}
 
@@ -100,7 +101,7 @@ async def test_cancel_request_is_seen_on_heartbeat(pool: store_pool.Pool, job: u
     assert await runs.cancel(pool, run.id) == runs.CancelResult.REQUESTED
     beat = await claims.heartbeat(pool, "w", [(run.id, run.attempt)])
     assert beat.cancel_requested == {run.id}
-    done = await claims.finish(pool, "w", [claims.Outcome.cancelled(run)])
+    done = await claims.finish(pool, "w", [finishes.cancelled(run)])
     assert done.states == {run.id: "cancelled"}
     assert await runs.cancel(pool, run.id) == runs.CancelResult.ALREADY_FINISHED
 
@@ -113,7 +114,7 @@ async def test_a_cancelled_running_run_ends_with_the_reason_its_cancel_gave(
     reason = "cancelled: the JobRun was deleted"
     assert await runs.cancel(pool, run.id, reason=reason) == runs.CancelResult.REQUESTED
     # The worker knows only that it was cancelled; the run keeps why.
-    done = await claims.finish(pool, "w", [claims.Outcome.cancelled(run, "cancellation requested")])
+    done = await claims.finish(pool, "w", [finishes.cancelled(run, "cancellation requested")])
     assert done.states == {run.id: "cancelled"}
     info = await runs.get(pool, run.id)
     assert info is not None
@@ -134,14 +135,14 @@ async def test_failure_is_retried_with_backoff_then_dead_lettered(
     job = make_job("flaky", max_retries=1, backoff_base_seconds=0.0)
     submitted = await runs.submit(pool, job)
     [first] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.failed(first, "boom")])
+    result = await claims.finish(pool, "w", [finishes.failed(first, "boom")])
     assert result.states == {first.id: "retry_wait"}
     assert await claims.claim(pool, "w") == []  # not in the dispatch index until promoted
     assert await reaper.promote_due(pool) == 1
     [second] = await claims.claim(pool, "w")
     assert second.attempt == 2 and second.retries_used == 1
     result = await claims.finish(
-        pool, "w", [claims.Outcome.failed(second, "boom again", FailureClass.CRASH)]
+        pool, "w", [finishes.failed(second, "boom again", FailureClass.CRASH)]
     )
     assert result.states == {second.id: "dead_lettered"}
     info = await runs.get(pool, submitted.run_id)
@@ -169,7 +170,7 @@ async def test_backoff_delay_keeps_the_run_out_of_reach(
         def random(self) -> float:
             return 0.5
 
-    outcome = claims.Outcome.failed(run, "boom", rng=Half())
+    outcome = finishes.failed(run, "boom", rng=Half())
     assert outcome.retry_delay_seconds == 1800.0
     await claims.finish(pool, "w", [outcome])
     assert await reaper.promote_due(pool) == 0
@@ -185,14 +186,14 @@ async def test_infrastructure_failures_do_not_spend_retries(
     await runs.submit(pool, job)
     [run] = await claims.claim(pool, "w")
     result = await claims.finish(
-        pool, "w", [claims.Outcome.failed(run, "evicted", FailureClass.INFRASTRUCTURE)]
+        pool, "w", [finishes.failed(run, "evicted", FailureClass.INFRASTRUCTURE)]
     )
     assert result.states == {run.id: "retry_wait"}
     await reaper.promote_due(pool)
     [again] = await claims.claim(pool, "w")
     assert again.retries_used == 0
     # maxRetries is spent (0): a timeout then ends the run timed_out (test_timeouts.py).
-    result = await claims.finish(pool, "w", [claims.Outcome.timed_out(again)])
+    result = await claims.finish(pool, "w", [finishes.timed_out(again)])
     assert result.states == {run.id: "timed_out"}
 
 
@@ -204,10 +205,10 @@ async def test_a_mixed_batch_records_each_outcome(pool: store_pool.Pool, job: uu
         pool,
         "w",
         [
-            claims.Outcome.succeeded(ok),
-            claims.Outcome.failed(failing, "boom"),
-            claims.Outcome.cancelled(cancelled),
-            claims.Outcome.timed_out(timing_out),
+            finishes.succeeded(ok),
+            finishes.failed(failing, "boom"),
+            finishes.cancelled(cancelled),
+            finishes.timed_out(timing_out),
         ],
     )
     assert result.states == {

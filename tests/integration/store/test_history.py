@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from sundial import cli
 from sundial.api import common, scheduled_job
+from sundial.attempt import finishes
 from sundial.scheduling import failures
 from sundial.store import claims, history, maintenance, pod_runs, runs, schedules
 from sundial.store import pool as store_pool
@@ -39,7 +40,7 @@ async def fire(pool: store_pool.Pool, schedule_id: uuid.UUID, minute: int) -> in
 async def finish_all(pool: store_pool.Pool, failing: set[int]) -> None:
     claimed = await claims.claim(pool, "w", limit=100)
     outcomes = [
-        claims.Outcome.failed(run, "boom") if run.id in failing else claims.Outcome.succeeded(run)
+        finishes.failed(run, "boom") if run.id in failing else finishes.succeeded(run)
         for run in claimed
     ]
     await claims.finish(pool, "w", outcomes)
@@ -137,8 +138,8 @@ async def test_archived_runs_keep_the_pod_of_their_latest_attempt(
         reason="OOMKilled",
     )
     outcomes = [
-        claims.Outcome.failed(claimed[pod_run], "OOMKilled", failures.FailureClass.PERMANENT),
-        claims.Outcome.succeeded(claimed[plain_run]),
+        finishes.failed(claimed[pod_run], "OOMKilled", failures.FailureClass.PERMANENT),
+        finishes.succeeded(claimed[plain_run]),
     ]
     await claims.finish(pool, "launcher", outcomes)
     await maintenance.ensure_partitions(pool)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from sundial.attempt import finishes
 from sundial.store import claims, leases, maintenance, monitoring, runs
 from sundial.store import pool as store_pool
 
@@ -35,7 +36,7 @@ async def test_finished_runs_move_to_month_partitions_and_retention_drops_them(
     live = await runs.submit(pool, job)
     done = await runs.submit(pool, job, idempotency_key="kept")
     [run] = await claims.claim(pool, "w", limit=1)
-    await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    await claims.finish(pool, "w", [finishes.succeeded(run)])
     assert run.id == live.run_id
     # Pretend the other one finished two months ago and failed once before.
     with psycopg.connect(store_dsn) as conn:
@@ -75,9 +76,7 @@ async def test_monitoring_queries_report_the_seed_metrics(
         monitoring.PendingDepth("default", 1, "scheduled", 1),
     ]
     batch = await claims.claim(pool, "w", limit=2)
-    await claims.finish(
-        pool, "w", [claims.Outcome.succeeded(batch[0]), claims.Outcome.cancelled(batch[1])]
-    )
+    await claims.finish(pool, "w", [finishes.succeeded(batch[0]), finishes.cancelled(batch[1])])
     lag = await monitoring.schedule_lag(pool)
     assert lag.runs == 2 and lag.p50_seconds is not None and lag.p99_seconds is not None
     assert 0 <= lag.p50_seconds <= lag.p99_seconds < 60

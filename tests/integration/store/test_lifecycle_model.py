@@ -25,6 +25,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from sundial.attempt import finishes
 from sundial.store import claims, reaper, runs
 from sundial.store import pool as store_pool
 from support.store import create_job
@@ -99,10 +100,10 @@ class RunLifecycle(RuleBasedStateMachine):
         run_id = data.draw(st.sampled_from(sorted(self.held)))
         run = self.held.pop(run_id)
         outcome = {
-            "succeed": lambda: claims.Outcome.succeeded(run),
-            "fail": lambda: claims.Outcome.failed(run, "boom"),
-            "timeout": lambda: claims.Outcome.timed_out(run),
-            "cancel": lambda: claims.Outcome.cancelled(run),
+            "succeed": lambda: finishes.succeeded(run),
+            "fail": lambda: finishes.failed(run, "boom"),
+            "timeout": lambda: finishes.timed_out(run),
+            "cancel": lambda: finishes.cancelled(run),
         }[how]()
         result = self.run(claims.finish(self.pool, "w", [outcome]))
         model = self.model[run_id]
@@ -156,7 +157,7 @@ class RunLifecycle(RuleBasedStateMachine):
         if self.model[run.id].state == "running" and self.model[run.id].attempt == run.attempt:
             return  # not a zombie yet: the reaper has not taken the run back
         beat = self.run(claims.heartbeat(self.pool, "w", [(run.id, run.attempt)]))
-        done = self.run(claims.finish(self.pool, "w", [claims.Outcome.succeeded(run)]))
+        done = self.run(claims.finish(self.pool, "w", [finishes.succeeded(run)]))
         assert beat.lost == {run.id} and done.lost == {run.id}
 
     @rule()

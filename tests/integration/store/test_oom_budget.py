@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from sundial.api import common, scheduled_job
+from sundial.attempt import finishes
 from sundial.scheduling.failures import FailureClass
 from sundial.store import claims, fires, pod_runs, reaper, runs, schedules
 from sundial.store import pool as store_pool
@@ -37,7 +38,7 @@ async def end_attempt(pool: store_pool.Pool, failure: FailureClass) -> str:
     """Claim the one due run and end its attempt with ``failure``; the run's state after."""
     await reaper.promote_due(pool)  # out of retry_wait: the backoff is zero
     [run] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.failed(run, "boom", failure)])
+    result = await claims.finish(pool, "w", [finishes.failed(run, "boom", failure)])
     return result.states[run.id]
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from test_fencing import SHORT_LEASE, wait_for_lease_expiry
 
+from sundial.attempt import finishes
 from sundial.store import claims, errors, monitoring, reaper, runs
 from sundial.store import pool as store_pool
 
@@ -48,7 +49,7 @@ async def test_vanished_worker_run_is_rerun_then_dead_lettered_then_replayed(
     await wait_for_lease_expiry(pool, run_id)
     assert (await reaper.reap(pool)).requeued == {run_id}  # the lost-lease budget is fresh
     [fourth] = await claims.claim(pool, "healthy")
-    done = await claims.finish(pool, "healthy", [claims.Outcome.succeeded(fourth)])
+    done = await claims.finish(pool, "healthy", [finishes.succeeded(fourth)])
     assert done.states == {run_id: "completed"}
     assert await monitoring.attempts_per_completed_run(pool) == {4: 1}
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from sundial import cli
 from sundial.api import common, scheduled_job
+from sundial.attempt import finishes
 from sundial.scheduling import failures
 from sundial.store import claims, runs, schedules
 from sundial.store import pool as store_pool
@@ -88,7 +89,7 @@ async def test_cancel_asks_a_running_run_to_stop_and_its_worker_records_the_reas
     assert (after["state"], after["cancel_requested"]) == ("running", True)
     beat = await claims.heartbeat(pool, "worker-1", [(run_id, claimed.attempt)])
     assert run_id in beat.cancel_requested
-    await claims.finish(pool, "worker-1", [claims.Outcome.cancelled(claimed)])
+    await claims.finish(pool, "worker-1", [finishes.cancelled(claimed)])
     ended = await row(pool, run_id)
     assert (ended["state"], ended["last_error"]) == ("cancelled", "cancelled: sundial runs cancel")
 
@@ -96,7 +97,7 @@ async def test_cancel_asks_a_running_run_to_stop_and_its_worker_records_the_reas
 async def test_cancel_refuses_a_finished_run_and_says_what_to_do(pool, store_dsn):
     run_id = await submit(pool)
     claimed = await claim(pool, run_id)
-    failed = claims.Outcome.failed(claimed, "boom", failures.FailureClass.PERMANENT)
+    failed = finishes.failed(claimed, "boom", failures.FailureClass.PERMANENT)
     await claims.finish(pool, "worker-1", [failed])
 
     result = await invoke("runs", "cancel", str(run_id), "--dsn", store_dsn)
@@ -118,7 +119,7 @@ async def test_cancel_and_replay_of_an_unknown_run_exit_3(store_dsn):
 async def test_replay_requeues_a_dead_lettered_run_with_a_fresh_budget(pool, store_dsn):
     run_id = await submit(pool, max_retries=0)
     claimed = await claim(pool, run_id)
-    crashed = claims.Outcome.failed(claimed, "boom", failures.FailureClass.ERROR)
+    crashed = finishes.failed(claimed, "boom", failures.FailureClass.ERROR)
     await claims.finish(pool, "worker-1", [crashed])
     assert (await row(pool, run_id))["state"] == "dead_lettered"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from sundial.attempt import finishes
 from sundial.store import claims, reaper, runs
 from sundial.store import pool as store_pool
 
@@ -19,7 +20,7 @@ async def test_submitted_run_is_claimed_and_completed(
     assert run.attempt == 1 and run.args == {"x": 1} and run.idempotency_key == f"run:{run.id}"
     beat = await claims.heartbeat(pool, "w1", [(run.id, run.attempt)])
     assert run.id in beat.extended and not beat.lost
-    done = await claims.finish(pool, "w1", [claims.Outcome.succeeded(run)])
+    done = await claims.finish(pool, "w1", [finishes.succeeded(run)])
     assert done.states == {run.id: "completed"} and not done.lost
     info = await runs.get(pool, run.id)
     assert info is not None and info.state == "completed" and info.finished_at is not None

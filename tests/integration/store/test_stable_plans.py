@@ -147,7 +147,7 @@ async def test_hot_path_statements_probe_by_key(hot_table: str) -> None:
                 beat = await claims.heartbeat(pool, WORKER, [(run_id, 1) for run_id in batch])
                 assert len(beat.extended) == 500
                 done = await claims.finish(
-                    pool, WORKER, [claims.Outcome(run_id, 1) for run_id in batch[:400]]
+                    pool, WORKER, [claims.Finish(run_id, 1) for run_id in batch[:400]]
                 )
                 assert len(done.states) == 400 and not done.lost
                 given = await releases.release(

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from sundial.api import validate
+from sundial.attempt import finishes
 from sundial.store import claims, errors, reaper, runs
 from sundial.store import pool as store_pool
 
@@ -56,7 +57,7 @@ async def test_a_key_outlives_its_archived_run(pool: store_pool.Pool, job: uuid.
 
     first = await runs.submit(pool, job, idempotency_key="k")
     [run] = await claims.claim(pool, "w")
-    await claims.finish(pool, "w", [claims.Outcome.succeeded(run)])
+    await claims.finish(pool, "w", [finishes.succeeded(run)])
     assert await maintenance.archive_finished(pool, older_than_seconds=0) == 1
     again = await runs.submit(pool, job, idempotency_key="k")
     assert (again.run_id, again.created, again.state) == (first.run_id, False, "completed")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from sundial.attempt import finishes
 from sundial.scheduling.failures import FailureClass
 from sundial.store import claims, monitoring, reaper, runs
 from sundial.store import pool as store_pool
@@ -27,11 +28,11 @@ async def test_a_run_that_times_out_past_its_retries_ends_timed_out(
     job = make_job("slow", max_retries=1, timeout_seconds=30)
     run_id = (await runs.submit(pool, job)).run_id
     [first] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.timed_out(first)])
+    result = await claims.finish(pool, "w", [finishes.timed_out(first)])
     assert result.states == {run_id: "retry_wait"}  # a timeout is retried like any fault
     second = await claim_again(pool)
     assert (second.attempt, second.retries_used) == (2, 1)
-    result = await claims.finish(pool, "w", [claims.Outcome.timed_out(second)])
+    result = await claims.finish(pool, "w", [finishes.timed_out(second)])
     assert result.states == {run_id: "timed_out"}
 
     info = await runs.get(pool, run_id)
@@ -60,7 +61,7 @@ async def test_a_timeout_failed_by_class_alone_still_has_the_timeout_detail(
     same."""
     run_id = (await runs.submit(pool, make_job("slow", max_retries=0))).run_id
     [run] = await claims.claim(pool, "w")
-    outcome = claims.Outcome.failed(run, "Pod exceeded its deadline", FailureClass.TIMEOUT)
+    outcome = finishes.failed(run, "Pod exceeded its deadline", FailureClass.TIMEOUT)
     result = await claims.finish(pool, "w", [outcome])
     assert result.states == {run_id: "timed_out"}
     info = await runs.get(pool, run_id)
@@ -74,9 +75,9 @@ async def test_a_run_that_times_out_once_then_succeeds_completes(
     job = make_job("slow", max_retries=1)
     run_id = (await runs.submit(pool, job)).run_id
     [first] = await claims.claim(pool, "w")
-    await claims.finish(pool, "w", [claims.Outcome.timed_out(first)])
+    await claims.finish(pool, "w", [finishes.timed_out(first)])
     second = await claim_again(pool)
-    result = await claims.finish(pool, "w", [claims.Outcome.succeeded(second)])
+    result = await claims.finish(pool, "w", [finishes.succeeded(second)])
     assert result.states == {run_id: "completed"}
     info = await runs.get(pool, run_id)
     assert info is not None
@@ -89,7 +90,7 @@ async def test_a_timeout_without_retries_ends_timed_out_at_once(
     job = make_job("slow", max_retries=0)
     run_id = (await runs.submit(pool, job)).run_id
     [run] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.timed_out(run)])
+    result = await claims.finish(pool, "w", [finishes.timed_out(run)])
     assert result.states == {run_id: "timed_out"}
 
 
@@ -102,8 +103,7 @@ async def test_other_failures_past_their_retries_are_still_dead_lettered(
     batch = await claims.claim(pool, "w", limit=4)
     classes = [FailureClass.ERROR, FailureClass.CRASH, FailureClass.OOM, FailureClass.TIMEOUT]
     outcomes = [
-        claims.Outcome.failed(run, "boom", failure)
-        for run, failure in zip(batch, classes, strict=True)
+        finishes.failed(run, "boom", failure) for run, failure in zip(batch, classes, strict=True)
     ]
     result = await claims.finish(pool, "w", outcomes)
     assert result.states == {
@@ -122,7 +122,7 @@ async def test_dependents_of_a_timed_out_run_fail_as_upstream_failed(
     child = (await runs.submit(pool, job, depends_on=[parent])).run_id
     grandchild = (await runs.submit(pool, job, depends_on=[child])).run_id
     [run] = await claims.claim(pool, "w")
-    result = await claims.finish(pool, "w", [claims.Outcome.timed_out(run)])
+    result = await claims.finish(pool, "w", [finishes.timed_out(run)])
     assert result.states == {parent: "timed_out"}
     assert result.released == {child: "failed", grandchild: "failed"}
     for run_id in (child, grandchild):
@@ -141,9 +141,9 @@ async def test_a_timed_out_run_is_replayed_with_a_fresh_budget(
     job = make_job("slow", max_retries=0)
     run_id = (await runs.submit(pool, job)).run_id
     [run] = await claims.claim(pool, "w")
-    await claims.finish(pool, "w", [claims.Outcome.timed_out(run)])
+    await claims.finish(pool, "w", [finishes.timed_out(run)])
     assert await runs.replay(pool, run_id) == 1
     [again] = await claims.claim(pool, "w")
     assert (again.id, again.attempt, again.retries_used) == (run_id, 2, 0)
-    result = await claims.finish(pool, "w", [claims.Outcome.succeeded(again)])
+    result = await claims.finish(pool, "w", [finishes.succeeded(again)])
     assert result.states == {run_id: "completed"}

@@ -8,6 +8,7 @@ from datetime import timedelta
 import prometheus_client
 import pytest
 
+from sundial.attempt import finishes
 from sundial.scheduler import trigger
 from sundial.scheduling import clock
 from sundial.store import claims, pool, runs, schedules
@@ -136,7 +137,7 @@ async def test_replace_ends_a_run_that_has_not_started(
 
 async def _fail_everything(pool: pool.Pool) -> int:
     claimed = await claims.claim(pool, "worker-1", limit=100)
-    await claims.finish(pool, "worker-1", [claims.Outcome.failed(run, "boom") for run in claimed])
+    await claims.finish(pool, "worker-1", [finishes.failed(run, "boom") for run in claimed])
     return len(claimed)
 
 
@@ -223,11 +224,7 @@ async def test_a_success_breaks_the_failure_streak(
         manual_clock.set(START + timedelta(minutes=minute))
         assert (await loop.tick()).created == 1
         [run] = await claims.claim(pool, "worker-1")
-        done = (
-            claims.Outcome.failed(run, "boom")
-            if outcome == "failed"
-            else claims.Outcome.succeeded(run)
-        )
+        done = finishes.failed(run, "boom") if outcome == "failed" else finishes.succeeded(run)
         await claims.finish(pool, "worker-1", [done])
     manual_clock.set(START + timedelta(minutes=6))
     assert (await loop.tick()).created == 1
@@ -284,7 +281,7 @@ async def test_buffer_one_keeps_one_fire_waiting_and_starts_it_when_the_run_ends
     assert fire_times(store_dsn, uid) == [START + timedelta(minutes=1)]
 
     # The run ends: the next pass, between two fire times, starts the waiting 10:02, due now.
-    await claims.finish(pool, "worker-1", [claims.Outcome(running, 1)])
+    await claims.finish(pool, "worker-1", [claims.Finish(running, 1)])
     ended = START + timedelta(minutes=3, seconds=30)
     manual_clock.set(ended)
     report = await loop.tick()
@@ -323,7 +320,7 @@ async def test_a_waiting_fire_is_forgotten_when_the_policy_changes(
         spec=trigger_testing.spec("* * * * *", concurrency_policy="Forbid"),
         now=START + timedelta(minutes=2),
     )
-    await claims.finish(pool, "worker-1", [claims.Outcome(running, 1)])
+    await claims.finish(pool, "worker-1", [claims.Finish(running, 1)])
     manual_clock.set(START + timedelta(minutes=2, seconds=30))
     report = await loop.tick()
     assert (report.created, report.released) == (0, 0)
