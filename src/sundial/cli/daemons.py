@@ -324,9 +324,10 @@ def _parse_namespace_weights(
 @click.option(
     "--metrics-port",
     type=int,
-    default=8080,
-    show_default=True,
-    help="Port of /metrics, /healthz and /readyz (0: any free port; -1: off).",
+    default=None,
+    help="Port of /metrics, /healthz and /readyz (0: any free port; -1: off). Default: 8081, or"
+    " any free port when another process holds it (a second runner on the host); the port is"
+    " logged in 'runner starting'. A port given here that is taken is an error.",
 )
 @click.option("--metrics-host", default="0.0.0.0", show_default=True)
 @click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
@@ -347,7 +348,7 @@ def runner(
     maintenance: bool,
     maintenance_seconds: float,
     max_unfinished: int | None,
-    metrics_port: int,
+    metrics_port: int | None,
     metrics_host: str,
     worker_id: str | None,
     log_level: str,
@@ -399,7 +400,12 @@ def runner(
         maintenance_seconds=maintenance_seconds if maintenance else 0.0,
         max_unfinished=max_unfinished,
         metrics_host=metrics_host,
-        metrics_port=None if metrics_port < 0 else metrics_port,
+        metrics_port=(
+            worker.DEFAULT_METRICS_PORT
+            if metrics_port is None
+            else (None if metrics_port < 0 else metrics_port)
+        ),
+        metrics_port_fallback=metrics_port is None,
     )
     # The DSN is in settings now: the process pool's workers (spawned with this environment)
     # need none, and the runner's own /proc/PID/environ is closed to its handlers.

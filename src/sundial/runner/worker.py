@@ -89,6 +89,10 @@ DEFAULT_CONCURRENCY: Mapping[Model, int] = {
     Model.SUBPROCESS: 8,
 }
 
+#: Where a runner serves /metrics, /healthz and /readyz unless told otherwise: not the
+#: operator's 8080, so a runner beside it on one host (or one network namespace) starts.
+DEFAULT_METRICS_PORT = 8081
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -119,7 +123,11 @@ class Settings:
     #: None: twice the slots).
     max_unfinished: int | None = None
     metrics_host: str = "0.0.0.0"
-    metrics_port: int | None = 8080
+    #: None: serve no /metrics, /healthz or /readyz.
+    metrics_port: int | None = DEFAULT_METRICS_PORT
+    #: When ``metrics_port`` is taken, serve on any free port instead of stopping (the CLI sets
+    #: it for its default port only: a second runner on a host then still starts).
+    metrics_port_fallback: bool = False
     pool_size: int = 6
 
 
@@ -223,9 +231,16 @@ class Worker:
             )
             try:
                 self.port = await server.start()
-            except health.PortUnavailableError:
-                await self.router.close()
-                raise
+            except health.PortUnavailableError as error:
+                if not self.settings.metrics_port_fallback:
+                    await self.router.close()
+                    raise
+                log.warning(
+                    "metrics port taken; serving on any free port",
+                    extra={"port": self.settings.metrics_port, "reason": error.strerror},
+                )
+                server.port = 0
+                self.port = await server.start()
         stop = shutdown.Shutdown()
         stop.install()
         self._wake = asyncio.Event()
