@@ -75,7 +75,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import waiting
-from sundial.store import claims, reaper, reconnect, releases, runners
+from sundial.store import claims, reaper, reconnect, releases, runners, server
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -351,11 +351,20 @@ class Worker:
                     self.settings.dsn, min_size=2, max_size=self.settings.pool_size
                 )
                 self.connection(None)
+                if self.settings.maintenance_seconds > 0:
+                    await self._check_server()
                 return True
             except reconnect.ERRORS as error:
                 self.connection(error)
                 await _wait(stop.requested, retry.failed(error))
         return False
+
+    async def _check_server(self) -> None:
+        """A runner that maintains the store (``--maintenance``) says, as the maintainer does,
+        when PostgreSQL's settings keep the hot table from being vacuumed often enough: the
+        cost per job then grows with the backlog (docs/operations.md, PostgreSQL settings)."""
+        for problem in await server.problems(self.pool()):
+            log.warning("PostgreSQL settings need a change", extra={"problem": problem})
 
     # -- claiming -------------------------------------------------------------------------
 
