@@ -1,7 +1,9 @@
 """Sundial: a Kubernetes-native job scheduler on PostgreSQL.
 
-The public surface is kept small on purpose; everything not named in ``__all__``
-is private and may change without notice.
+The Python API is kept small on purpose: ``sundial.job`` and ``sundial.JobContext`` for
+handler code, and ``sundial.client`` (imported on its own, as it connects to PostgreSQL) to
+define jobs and submit, read and cancel runs without Kubernetes. Every other module, the run
+store included, is internal and may change between releases.
 """
 
 from __future__ import annotations

@@ -25,12 +25,15 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── NotFromFrontProxyError                       sundial.operator.front_proxy: a caller not
     │                                                vouched for by the API server
     ├── NotServedError                               sundial.operator.history_service: cannot serve
+    ├── InvalidJobError (ValueError)                 sundial.client: a job definition refused
+    │   └── JobNameTakenError                        the name is another job's in the namespace
     ├── StoreError                                   sundial.store.errors
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── RolesNotCreatedError                     the migrating role may not create roles
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
     │   ├── InvalidDsnError (ValueError)             the DSN is not a libpq string or URL
     │   ├── StatementError                           PostgreSQL refused a statement: a bug
+    │   │   └── PermissionDeniedError                the login's role lacks the grant
     │   ├── NoSuchRunError (LookupError)             no run, live or archived, has that id
     │   ├── RunNotReplayableError                    the run's state does not allow a replay
     │   └── InvalidSubmissionError (ValueError)      a submission refused, nothing stored

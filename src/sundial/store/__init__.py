@@ -1,9 +1,12 @@
 """The run store: PostgreSQL as Sundial's system of record for jobs, schedules and runs.
 
+Internal: what Sundial's own parts call. An integrator's way in is ``sundial.client``, which
+is built on the functions below and stays stable where these may change.
+
 Import modules, not names (``from sundial.store import claims`` … ``claims.claim(...)``).
 Every function takes a ``pool.Pool`` (psycopg's pool, whose connections raise store errors;
 ``pool.open_pool(dsn)``); lease expiry and due-ness are decided by the database clock. The
-API, stable from here on::
+functions::
 
     pool.open_pool(dsn, *, min_size=1, max_size=4) -> Pool
     migrate.migrate(dsn, *, target=None) -> list[Migration]      # also `sundial migrate --dsn`

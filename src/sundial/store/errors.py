@@ -10,6 +10,7 @@ bug, or a constraint the caller broke), each with psycopg's error as ``__cause__
     ├── MigrationError                  a migration failed or an applied one was edited
     ├── StoreUnavailableError           PostgreSQL is unreachable or dropped the connection
     ├── StatementError                  PostgreSQL refused a statement
+    │   └── PermissionDeniedError       the login's role lacks the grant the statement needs
     ├── NoSuchRunError (LookupError)    no run, live or archived, has that id
     ├── RunNotReplayableError           the run exists, but its state does not allow a replay
     └── InvalidSubmissionError          the caller asked for something the store refuses
@@ -41,6 +42,7 @@ __all__ = [
     "MigrationError",
     "MissingDependencyError",
     "NoSuchRunError",
+    "PermissionDeniedError",
     "RefusedValueError",
     "RunNotReplayableError",
     "StatementError",
@@ -72,6 +74,11 @@ class InvalidDsnError(StoreError, ValueError):
 class StatementError(StoreError):
     """PostgreSQL refused a statement for a reason other than the connection: a constraint
     or a bug. Retrying the same statement will fail the same way."""
+
+
+class PermissionDeniedError(StatementError):
+    """The login's role may not do what the statement does (each component connects as its own
+    role: ``sundial migrate --login``); the message names the table or function refused."""
 
 
 class NoSuchRunError(StoreError, LookupError):

@@ -11,6 +11,7 @@ above the store never import psycopg to know that the database is away::
 
     psycopg.OperationalError, InterfaceError, PoolTimeout -> errors.StoreUnavailableError
     psycopg.DataError (a NUL, a number out of range)      -> errors.RefusedValueError
+    InsufficientPrivilege (a login's role lacks a grant)  -> errors.PermissionDeniedError
     any other psycopg.Error (a constraint, a bug)         -> errors.StatementError
 
 ``RefusedValueError`` is a refused submission, not a bug: the models refuse such values
@@ -59,6 +60,11 @@ def store_error(error: psycopg.Error, dsn: str = "") -> errors.StoreError:
         return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
     if isinstance(error, psycopg.DataError):
         return errors.RefusedValueError(error.diag.message_primary or message)
+    if isinstance(error, psycopg.errors.InsufficientPrivilege):
+        return errors.PermissionDeniedError(
+            f"PostgreSQL refused a statement: this login may not do it ({message}); connect"
+            " with a login whose role is granted it (docs/operations.md, Database roles)"
+        )
     return errors.StatementError(f"PostgreSQL refused a statement ({message})")
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "ScheduleInfo",
     "UpsertResult",
+    "active_job_id",
     "clear_quarantine",
     "deactivate",
     "get",
@@ -164,6 +165,17 @@ async def upsert_job(
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("schedule_upsert_job"), row)
         return await cursor.fetchone() is not None
+
+
+async def active_job_id(pool: Pool, namespace: str, name: str) -> uuid.UUID | None:
+    """The id of the active job named ``name`` in ``namespace`` (a ScheduledJob's, a JobRun's
+    inline one, or one defined from Python), or None."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("active_job_by_name"), {"namespace": namespace, "name": name}
+        )
+        row = await cursor.fetchone()
+    return None if row is None else uuid.UUID(str(row[0]))
 
 
 async def set_suspended(pool: Pool, schedule_id: uuid.UUID, suspended: bool) -> bool:

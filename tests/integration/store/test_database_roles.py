@@ -18,6 +18,8 @@ import pytest
 from psycopg import errors as pg_errors
 from psycopg import sql
 
+from sundial.client import Client
+from sundial.store import errors as store_errors
 from sundial.store import history as store_history
 from sundial.store import maintenance, migrate, roles, runs
 from sundial.store import pool as store_pool
@@ -233,6 +235,25 @@ def test_a_runner_login_cannot_delete_runs_or_change_jobs(logins: Logins, store_
         f"SELECT sundial_drop_month_partition('finished_runs_{datetime.now(UTC):%Y%m}')",
     ]
     assert [s for s in statements if not refused(logins.dsns["runner"], s)] == []
+
+
+async def test_the_python_client_defines_jobs_as_the_operator_and_submits_as_the_runner(
+    logins: Logins,
+) -> None:
+    """Defining a job writes a definition, which the runner's role may not (handler code must
+    not rewrite jobs): refused with the reason and the fix. Submitting and reading need only
+    the runner's role."""
+    async with Client(logins.dsns["runner"]) as client:
+        with pytest.raises(store_errors.PermissionDeniedError) as denied:
+            await client.define_job("team-a", "report", handler="reports.daily")
+    assert "permission denied for table job_definitions" in str(denied.value)
+    assert "Database roles" in str(denied.value) and PASSWORD not in str(denied.value)
+    async with Client(logins.dsns["operator"]) as client:
+        await client.define_job("team-a", "report", handler="reports.daily")
+    async with Client(logins.dsns["runner"]) as client:
+        submitted = await client.submit("team-a/report", args={"day": 1})
+        run = await client.get(submitted.run_id)
+    assert run is not None and run.state == "pending"
 
 
 def test_migrating_again_keeps_the_logins_and_a_new_password_takes(
