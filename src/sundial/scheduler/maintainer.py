@@ -403,7 +403,7 @@ class Maintainer:
             metrics.PENDING_RUNS.labels(*labels).set(0)
         self._pending_labels |= seen
         window = self.settings.monitor_window.total_seconds()
-        finished = await monitoring.terminal_runs_by_job_name(self.pool, window_seconds=window)
+        finished = await monitoring.finished_runs_by_job_name(self.pool, window_seconds=window)
         reasons = await monitoring.failed_attempts_by_reason(self.pool, window_seconds=window)
         attempts = await monitoring.attempts_per_completed_run(self.pool, window_seconds=window)
         expiries = await monitoring.lease_expiries(self.pool, window_seconds=window)

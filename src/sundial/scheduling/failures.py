@@ -12,10 +12,10 @@ when it is not retried. Two classes draw on budgets of their own instead (``Fail
   (migration 0060), so a job that runs out of memory cannot use up the retries meant for its
   errors, nor the other way round. ``oom`` never spends ``maxRetries``.
 
-A class that is never retried ends the run at once in its ``terminal_state``; a retried class
+A class that is never retried ends the run at once in its ``finished_state``; a retried class
 ends it there once its budget is spent. That is ``dead_lettered`` (visible, replayable) for
 every retried class but one: a run whose last attempt timed out ends ``timed_out`` (docs/design.md;
-ADR 0001, decision 7). The store reads any other ``terminal_state`` of a retried
+ADR 0001, decision 7). The store reads any other ``finished_state`` of a retried
 class as ``dead_lettered`` (migration 0050), so a poison run never ends plain ``failed``.
 
 ``FailureClass`` is the one word for how an attempt ended as far as its run is concerned; the
@@ -71,7 +71,7 @@ class Budget(enum.StrEnum):
 class FailureRule:
     retryable: bool
     budget: Budget  # what a retry spends; NONE for a class that is never retried
-    terminal_state: RunState  # the run's state when this class ends it: at once, or retries spent
+    finished_state: RunState  # the run's state when this class ends it: at once, or retries spent
 
     @property
     def counts_against_max_retries(self) -> bool:

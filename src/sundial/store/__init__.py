@@ -51,7 +51,7 @@ functions::
     maintenance.archive_finished(pool, *, older_than_seconds, batch_size) -> int
     maintenance.drop_partitions_before(pool, cutoff, *, limit=24) -> DroppedPartitions
                                                   # all run by scheduler.maintainer
-    monitoring.schedule_lag / pending_depth / terminal_runs_by_job /
+    monitoring.schedule_lag / pending_depth / finished_runs_by_job /
                attempts_per_completed_run / lease_expiries
     reconnect.Backoff(message, logger=) / reconnect.ERRORS   # every loop's wait for the database
 

@@ -283,7 +283,7 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Finish]) -> FinishR
             delays=None,
             retryable=None,
             counts=None,
-            terminal_states=None,
+            finished_states=None,
         )
     else:
         rules = [None if o.failure is None else failures.rule_for(o.failure) for o in outcomes]
@@ -293,7 +293,7 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Finish]) -> FinishR
             delays=[max(0.0, o.retry_delay_seconds) for o in outcomes],
             retryable=[r is not None and r.retryable for r in rules],
             counts=[r is None or r.counts_against_max_retries for r in rules],
-            terminal_states=[None if r is None else r.terminal_state for r in rules],
+            finished_states=[None if r is None else r.finished_state for r in rules],
             details=[o.detail for o in outcomes],
         )
     async with pool.connection() as conn:

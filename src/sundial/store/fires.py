@@ -2,7 +2,8 @@
 
 ``fire_due`` is one transaction over at most ``batch_size`` due schedules. It
 
-1. locks due schedules ``FOR UPDATE SKIP LOCKED`` (a second trigger loop takes other rows),
+1. locks due schedules ``FOR NO KEY UPDATE SKIP LOCKED`` (a second trigger loop takes other
+   rows; a run's foreign-key check, which takes KEY SHARE, never waits for it: ADR 0006),
    and the schedules whose waiting fire (BufferOne) may start because no run of theirs is
    active,
 2. reads each job's active-run count and, where ``quarantineAfter`` is set, its failure streak

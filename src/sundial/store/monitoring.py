@@ -21,8 +21,8 @@ __all__ = [
     "lease_expiries",
     "pending_depth",
     "schedule_lag",
-    "terminal_runs_by_job",
-    "terminal_runs_by_job_name",
+    "finished_runs_by_job",
+    "finished_runs_by_job_name",
 ]
 
 
@@ -59,25 +59,25 @@ async def pending_depth(pool: Pool) -> list[PendingDepth]:
         return [PendingDepth(*row) for row in await cursor.fetchall()]
 
 
-async def terminal_runs_by_job(
+async def finished_runs_by_job(
     pool: Pool, *, window_seconds: float = 3600.0
 ) -> dict[tuple[uuid.UUID, str], int]:
     """(job id, state it ended in) -> runs that ended in the window: error rate, poison jobs."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            queries.get("terminal_runs_by_job"), {"window_seconds": float(window_seconds)}
+            queries.get("finished_runs_by_job"), {"window_seconds": float(window_seconds)}
         )
         return {(row[0], row[1]): int(row[2]) for row in await cursor.fetchall()}
 
 
-async def terminal_runs_by_job_name(
+async def finished_runs_by_job_name(
     pool: Pool, *, window_seconds: float = 3600.0
 ) -> dict[tuple[str, str, str], int]:
     """(namespace, job name, state it ended in) -> runs that ended in the window: the names a
     metric label can carry (a job id means nothing on a dashboard)."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            queries.get("terminal_runs_by_job_name"), {"window_seconds": float(window_seconds)}
+            queries.get("finished_runs_by_job_name"), {"window_seconds": float(window_seconds)}
         )
         return {(row[0], row[1], row[2]): int(row[3]) for row in await cursor.fetchall()}
 

@@ -80,7 +80,7 @@ async def test_monitoring_queries_report_the_seed_metrics(
     lag = await monitoring.schedule_lag(pool)
     assert lag.runs == 2 and lag.p50_seconds is not None and lag.p99_seconds is not None
     assert 0 <= lag.p50_seconds <= lag.p99_seconds < 60
-    assert await monitoring.terminal_runs_by_job(pool) == {
+    assert await monitoring.finished_runs_by_job(pool) == {
         (job, "cancelled"): 1,
         (job, "completed"): 1,
     }

@@ -50,7 +50,7 @@ async def test_a_run_that_times_out_past_its_retries_ends_timed_out(
         dead = await cursor.fetchall()
     assert history == [(1, "retry_wait", "timeout"), (2, "timed_out", "timeout")]
     assert dead == []  # not a poison run: it ran out of time, not of luck
-    assert await monitoring.terminal_runs_by_job(pool) == {(job, "timed_out"): 1}
+    assert await monitoring.finished_runs_by_job(pool) == {(job, "timed_out"): 1}
 
 
 async def test_a_timeout_failed_by_class_alone_still_has_the_timeout_detail(

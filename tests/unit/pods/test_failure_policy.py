@@ -145,7 +145,7 @@ def test_a_deleted_pod_is_retried_as_a_crash_by_default_and_cancelled_on_request
     assert retried == failure_policy.Verdict(FailureClass.CRASH)
     cancelled = failure_policy.decide([], GONE, pod_deletion_policy="Cancel")
     assert cancelled == failure_policy.Verdict(FailureClass.CANCELLED, "Cancel")
-    assert failures.rule_for(cancelled.failure).terminal_state == "cancelled"
+    assert failures.rule_for(cancelled.failure).finished_state == "cancelled"
 
 
 def test_the_pod_deletion_policy_applies_only_to_deleted_pods() -> None:

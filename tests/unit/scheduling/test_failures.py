@@ -19,28 +19,28 @@ def test_infrastructure_failures_do_not_spend_max_retries_but_are_bounded() -> N
 
 
 @pytest.mark.parametrize(
-    ("failure", "terminal_state"),
+    ("failure", "finished_state"),
     [("error", "dead_lettered"), ("timeout", "timed_out"), ("crash", "dead_lettered")],
 )  # fmt: skip
-def test_job_faults_are_retried_and_counted(failure: str, terminal_state: str) -> None:
+def test_job_faults_are_retried_and_counted(failure: str, finished_state: str) -> None:
     rule = failures.rule_for(failure)
     assert rule.retryable and rule.counts_against_max_retries
     assert rule.budget is failures.Budget.MAX_RETRIES
-    assert rule.terminal_state == terminal_state
+    assert rule.finished_state == finished_state
 
 
 def test_lost_leases_spend_their_own_budget_not_max_retries() -> None:
     rule = failures.rule_for("lease_expired")
     assert rule.retryable and not rule.counts_against_max_retries
     assert rule.budget is failures.Budget.LOST_LEASES
-    assert rule.terminal_state == "dead_lettered"
+    assert rule.finished_state == "dead_lettered"
 
 
 def test_oom_kills_spend_their_own_budget_and_end_dead_lettered() -> None:
     rule = failures.rule_for("oom")
     assert rule.retryable and not rule.counts_against_max_retries
     assert rule.budget is failures.Budget.OOM
-    assert rule.terminal_state == "dead_lettered"
+    assert rule.finished_state == "dead_lettered"
 
 
 def test_only_retried_classes_have_a_budget() -> None:
@@ -51,7 +51,7 @@ def test_only_retried_classes_have_a_budget() -> None:
 def test_retried_classes_end_dead_lettered_or_timed_out_once_their_budget_is_spent() -> None:
     # The store (migration 0050) reads any other final state of a retried class as
     # dead_lettered, so a value outside these two here would be silently overridden.
-    ends = {rule.terminal_state for rule in failures.RULES.values() if rule.retryable}
+    ends = {rule.finished_state for rule in failures.RULES.values() if rule.retryable}
     assert ends == {"dead_lettered", "timed_out"}
 
 

@@ -4,5 +4,5 @@ SELECT run_id, state, is_dependent
 FROM sundial_finish(%(worker)s, %(ids)b::bigint[], %(attempts)b::int[],
                     %(failure_classes)b::text[], %(errors)b::text[],
                     %(delays)b::double precision[], %(retryable)b::boolean[],
-                    %(counts)b::boolean[], %(terminal_states)b::text[], %(infra_limit)s,
+                    %(counts)b::boolean[], %(finished_states)b::text[], %(infra_limit)s,
                     %(details)b::text[])

@@ -1,5 +1,5 @@
 -- Runs that ended in the window, live or archived, by their job's namespace and name and by
--- terminal state: the error rate and dead letters per job, for the maintainer's gauges.
+-- finished state: the error rate and dead letters per job, for the maintainer's gauges.
 SELECT d.namespace, d.name, r.state, count(*)
 FROM all_runs r
 JOIN job_definitions d ON d.id = r.job_id
