@@ -18,11 +18,11 @@ __all__ = [
     "ScheduleLag",
     "attempts_per_completed_run",
     "failed_attempts_by_reason",
+    "finished_runs_by_job",
+    "finished_runs_by_job_name",
     "lease_expiries",
     "pending_depth",
     "schedule_lag",
-    "finished_runs_by_job",
-    "finished_runs_by_job_name",
 ]
 
 
