@@ -78,6 +78,9 @@ class ConditionReason(enum.StrEnum):
     later without spending a retry)."""
     STORE_UNAVAILABLE = "StoreUnavailable"
     """Degraded=True (or Ready=Unknown): PostgreSQL could not be reached."""
+    NO_RECENT_SUCCESS = "NoRecentSuccess"
+    """Degraded=True: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed
+    (the message says since when); False again once one completes."""
     AS_EXPECTED = "AsExpected"
     """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
     WAITING_FOR_UPSTREAM = "WaitingForUpstream"
@@ -157,6 +160,8 @@ class EventReason(enum.StrEnum):
     """Warning: the job was suspended after repeated failures."""
     CIRCUIT_OPEN = "CircuitOpen"
     """Warning: the dependency's circuit breaker opened; runs wait instead of failing."""
+    NO_RECENT_SUCCESS = "NoRecentSuccess"
+    """Warning: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed."""
     DEAD_LETTERED = "DeadLettered"
     """Warning: a run used up its retries and was dead-lettered (replayable)."""
     TIMED_OUT = "TimedOut"

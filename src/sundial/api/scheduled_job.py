@@ -64,6 +64,16 @@ class DstPolicy(common.ApiModel):
     occurrence; Both fires it at each."""
 
 
+class Slo(common.ApiModel):
+    """What the job promises, checked by the operator: a promise broken sets the Degraded
+    condition with its own reason, records a Warning Event and sets a gauge an alert reads."""
+
+    freshness_seconds: int = pydantic.Field(ge=60, le=366 * 86400)
+    """A run of this ScheduledJob completes at least this often: when none has completed for
+    this long (counted from the ScheduledJob's creation until its first success), it is
+    Degraded with reason NoRecentSuccess until one does. Not checked while suspended."""
+
+
 class ScheduledJobSpec(common.JobSpec):
     """When the job fires and what happens to fires that are missed or overlap."""
 
@@ -99,6 +109,8 @@ class ScheduledJobSpec(common.JobSpec):
     """How many succeeded runs stay visible as JobRun objects (PostgreSQL keeps them all)."""
     failed_runs_history_limit: int = pydantic.Field(default=1, ge=0, le=100)
     """How many failed runs stay visible as JobRun objects (PostgreSQL keeps them all)."""
+    slo: Slo | None = None
+    """What the job promises (freshness): checked by the operator, shown as a condition."""
 
     @pydantic.model_validator(mode="after")
     def _backfill_bound(self) -> ScheduledJobSpec:

@@ -151,6 +151,35 @@ def record_unclaimable(
     )
 
 
+def record_stale(
+    recorder: EventRecorder,
+    involved: Mapping[str, Any],
+    desired: Mapping[str, Any],
+    before: Mapping[str, Any],
+) -> None:
+    """A Warning when a ScheduledJob's status turns Degraded for its freshness SLO (reason
+    NoRecentSuccess): once per episode, keyed by the message, which names the last success
+    (only a new success moves it)."""
+    reason = conditions.ConditionReason.NO_RECENT_SUCCESS
+    degraded = _condition(desired, conditions.ConditionType.DEGRADED)
+    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") != reason:
+        return
+    earlier = _condition(before, conditions.ConditionType.DEGRADED)
+    if earlier is not None and earlier.get("status") == "True" and earlier.get("reason") == reason:
+        return
+    message = str(degraded.get("message") or "")
+    recorder.record(
+        involved, WARNING, conditions.EventReason.NO_RECENT_SUCCESS, message, key=message
+    )
+
+
+def _condition(status: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == condition_type:
+            return condition
+    return None
+
+
 def dead_lettered_key(run_id: int, attempt: int) -> str:
     """The key of a run's DeadLettered Event, one for the status mirror and the pod launcher
     (two reporters of the same fact leave one Event)."""

@@ -388,6 +388,14 @@ class Mirror:
                 now=self.ctx.clock.now(),
                 circuit=circuit,
             )
+            involved = {
+                "apiVersion": common.API_VERSION,
+                "kind": scheduled_job.KIND,
+                "metadata": metadata,
+            }
+            events.record_stale(
+                self.ctx.recorder, involved, desired_status, body.get("status") or {}
+            )
             patch = status.changes(body.get("status"), desired_status)
             if patch:
                 async with self._writes:

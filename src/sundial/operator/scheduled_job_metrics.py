@@ -18,7 +18,10 @@ does not overwrite it). Timestamps are Unix seconds:
   (``status.nextScheduleTime``);
 - ``sundial_scheduledjob_suspended``: 1 while no new runs fire (``spec.suspend``, or the
   ``Suspended`` condition, which a quarantine sets too), else 0;
-- ``sundial_scheduledjob_active``: runs active now (``status.activeCount``).
+- ``sundial_scheduledjob_active``: runs active now (``status.activeCount``);
+- ``sundial_scheduledjob_slo_freshness_seconds``: its ``slo.freshnessSeconds``, and
+  ``sundial_scheduledjob_stale``: 1 while it breaks it (Degraded, reason NoRecentSuccess), else
+  0; both only for a ScheduledJob that sets the SLO.
 
 A timestamp the status does not have yet (never fired, never succeeded, suspended) has no
 series, as in kube-state-metrics; the two gauges always have one.
@@ -87,6 +90,23 @@ def _active(status: Mapping[str, Any]) -> int:
     return len(status.get("active") or ())
 
 
+def _freshness(body: Mapping[str, Any]) -> int | None:
+    slo = (body.get("spec") or {}).get("slo")
+    seconds = slo.get("freshnessSeconds") if isinstance(slo, Mapping) else None
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return seconds
+    return None
+
+
+def _stale(status: Mapping[str, Any]) -> bool:
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "Degraded":
+            return bool(
+                condition.get("status") == "True" and condition.get("reason") == "NoRecentSuccess"
+            )
+    return False
+
+
 class ScheduledJobCollector:
     """The gauges of every ScheduledJob in ``objects``; none while it is ``None``."""
 
@@ -106,6 +126,16 @@ class ScheduledJobCollector:
         active = GaugeMetricFamily(
             PREFIX + "active", "Runs of the ScheduledJob active now.", labels=_LABELS
         )
+        freshness = GaugeMetricFamily(
+            PREFIX + "slo_freshness_seconds",
+            "The ScheduledJob's slo.freshnessSeconds: a run completes at least this often.",
+            labels=_LABELS,
+        )
+        stale = GaugeMetricFamily(
+            PREFIX + "stale",
+            "1 while no run of the ScheduledJob completed within slo.freshnessSeconds, else 0.",
+            labels=_LABELS,
+        )
         bodies = self.objects.bodies() if self.objects is not None else []
         for body in bodies:
             metadata = body.get("metadata") or {}
@@ -117,15 +147,23 @@ class ScheduledJobCollector:
                     family.add_metric(labels, value)
             suspended.add_metric(labels, 1.0 if _suspended(body) else 0.0)
             active.add_metric(labels, float(_active(status)))
+            seconds = _freshness(body)
+            if seconds is not None:
+                freshness.add_metric(labels, float(seconds))
+                stale.add_metric(labels, 1.0 if _stale(status) else 0.0)
         yield from stamps.values()
         yield suspended
         yield active
+        yield freshness
+        yield stale
 
     def describe(self) -> Iterator[Metric]:
         for suffix, _, text in _TIMESTAMPS:
             yield GaugeMetricFamily(PREFIX + suffix, text, labels=_LABELS)
         yield GaugeMetricFamily(PREFIX + "suspended", "", labels=_LABELS)
         yield GaugeMetricFamily(PREFIX + "active", "", labels=_LABELS)
+        yield GaugeMetricFamily(PREFIX + "slo_freshness_seconds", "", labels=_LABELS)
+        yield GaugeMetricFamily(PREFIX + "stale", "", labels=_LABELS)
 
 
 def collector(registry: CollectorRegistry = REGISTRY) -> ScheduledJobCollector:

@@ -38,6 +38,7 @@ __all__ = [
     "mirror_name",
     "rfc3339",
     "scheduled_job_status",
+    "staleness",
 ]
 
 #: Run states in PostgreSQL -> JobRun phases.
@@ -388,11 +389,6 @@ def scheduled_job_status(
         wanted.append((ConditionType.SCHEDULE_MISSED, "True", missed[0], missed[1]))
     else:
         wanted.append(_ok(ConditionType.SCHEDULE_MISSED))
-    if circuit is not None:
-        reason = ConditionReason.CIRCUIT_OPEN
-        wanted.append((ConditionType.DEGRADED, "True", reason, circuit_open_message(circuit)))
-    else:
-        wanted.append(_ok(ConditionType.DEGRADED))
 
     active: list[dict[str, Any]] = []
     last_successful = None
@@ -412,6 +408,17 @@ def scheduled_job_status(
         )
     if schedule is not None and schedule.quarantine_after is not None:
         streak = schedule.consecutive_failures
+    stale = None
+    if firing and window is not None:
+        stale = staleness(body, last_successful, now)
+    if circuit is not None:
+        reason = ConditionReason.CIRCUIT_OPEN
+        wanted.append((ConditionType.DEGRADED, "True", reason, circuit_open_message(circuit)))
+    elif stale is not None:
+        reason = ConditionReason.NO_RECENT_SUCCESS
+        wanted.append((ConditionType.DEGRADED, "True", reason, stale))
+    else:
+        wanted.append(_ok(ConditionType.DEGRADED))
     next_fire = None
     if firing and schedule is not None:
         next_fire = schedule.next_fire_time + datetime.timedelta(
@@ -428,6 +435,44 @@ def scheduled_job_status(
         "activeCount": window.active_count if window is not None else 0,
         "consecutiveFailures": streak,
     }
+
+
+def staleness(
+    body: Mapping[str, Any], last_successful: datetime.datetime | None, now: datetime.datetime
+) -> str | None:
+    """Why the ScheduledJob breaks its ``slo.freshnessSeconds`` at ``now`` (the Degraded
+    message), or None: no SLO, or a run completed within it. Until a first success the time
+    counts from the object's creation. The SLO is read from the raw spec (the schema bounds
+    it), so a ScheduledJob stalled by another field's edit is still judged."""
+    slo = (body.get("spec") or {}).get("slo")
+    seconds = slo.get("freshnessSeconds") if isinstance(slo, Mapping) else None
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
+        return None
+    since = last_successful
+    if since is None:
+        since = _timestamp((body.get("metadata") or {}).get("creationTimestamp"))
+        if since is None:
+            return None
+    if (now - since).total_seconds() <= seconds:
+        return None
+    if last_successful is None:
+        what = f"since the ScheduledJob was created at {rfc3339(since)}"
+    else:
+        what = f"since {rfc3339(since)}"
+    return (
+        f"no run has completed {what}, longer than slo.freshnessSeconds={seconds}; the last"
+        " runs' states and errors are on its JobRuns (kubectl sundial history)"
+    )
+
+
+def _timestamp(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
 
 
 def schedule_id(body: Mapping[str, Any]) -> uuid.UUID:
