@@ -40,7 +40,7 @@ SCHEMAS = {
     for resource in crd.RESOURCES
 }
 CEL_MISSING = (
-    "the CEL rules were not checked: cel-python is not installed (pip install 'sundial[cel]')"
+    "the CEL rules were not checked: cel-python is not installed (pip install 'sundial-scheduler[cel]')"
 )
 
 

@@ -202,7 +202,7 @@ def with_defaults(schema: dict[str, Any], data: Any) -> Any:
 
 def cel_available() -> bool:
     try:
-        import celpy  # noqa: F401  (an optional extra: sundial[cel])
+        import celpy  # noqa: F401  (an optional extra: sundial-scheduler[cel])
     except ImportError:
         return False
     return True
