@@ -121,6 +121,21 @@ def _overrunning_job(template: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: A ScheduledJob that promises a completed run every minute and never fires (once a year):
+#: a minute after it is applied, it has broken its freshness SLO.
+STALE = "stale-report"
+STALE_JOB = {
+    "apiVersion": "sundial.dev/v1alpha1",
+    "kind": "ScheduledJob",
+    "metadata": {"name": STALE},
+    "spec": {
+        "schedule": "0 0 1 1 *",
+        "handler": {"name": "examples.hello"},
+        "slo": {"freshnessSeconds": 60},
+    },
+}
+
+
 @pytest.fixture(scope="module")
 def stories(target: Target) -> Iterator[Phases]:
     """Apply every story's manifests at once; the recorder of phases they went through."""
@@ -151,6 +166,7 @@ def stories(target: Target) -> Iterator[Phases]:
     oom = yaml.safe_load((EXAMPLES / "oom.yaml").read_text())
     documents.append(_placed(oom, target))
     documents.append(_placed(_overrunning_job(oom["spec"]["job"]["template"]), target))
+    documents.append(STALE_JOB)
     manifest = yaml.safe_dump_all([d for d in documents if d], sort_keys=False)
     target.kubectl("apply", "--server-side", "-n", JOBS, "-f", "-", stdin=manifest)
     try:
@@ -303,6 +319,29 @@ def test_a_buffer_one_job_runs_one_at_a_time_and_a_waiting_fire_starts_when_the_
     )
     reasons = {event["reason"] for event in listed["items"]}
     assert {"FireBuffered", "BufferFull"} <= reasons, reasons
+
+
+def test_a_job_with_no_success_within_its_freshness_slo_is_degraded_with_an_event(
+    target: Target, stories: Phases
+) -> None:
+    deadline = time.monotonic() + 240
+    degraded: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = _json(target, "get", "scheduledjob", STALE, "-n", JOBS)
+        conditions = (job.get("status") or {}).get("conditions") or []
+        degraded = next((c for c in conditions if c["type"] == "Degraded"), {})
+        if degraded.get("status") == "True":
+            break
+        time.sleep(2)
+    assert (degraded.get("status"), degraded.get("reason")) == ("True", "NoRecentSuccess"), job
+    assert "slo.freshnessSeconds=60" in degraded["message"], degraded
+    listed = _json(
+        target, "get", "events", "-n", JOBS, "--field-selector", f"involvedObject.name={STALE}"
+    )
+    warnings = [e for e in listed["items"] if e["reason"] == "NoRecentSuccess"]
+    target.kubectl("delete", "scheduledjob", STALE, "-n", JOBS, "--wait=false")
+    assert [e["type"] for e in warnings] == ["Warning"], listed["items"]
+    assert warnings[0]["message"] == degraded["message"]
 
 
 def test_kubectl_get_jobruns_shows_each_phase(target: Target, stories: Phases) -> None:
