@@ -296,6 +296,7 @@ class Worker:
                     ),
                     asyncio.create_task(listener.run(), name="listener"),
                 ]
+                await self._announce_once()
                 self._announcer = asyncio.create_task(self._announce(), name="announce")
                 background.append(self._announcer)
                 background.append(
@@ -615,26 +616,35 @@ class Worker:
         maintenance on, also say why pending runs that no live runner serves are waiting
         (``runners.mark_unclaimable``): a wrong executionModel or a handler nobody registers
         shows in ``sundial runs`` and the JobRun instead of waiting silently."""
-        interval = min(5.0, max(self.settings.lease_seconds / 3, 0.5))
-        served = {h.name: h.execution_model.value for h in self.handlers}
         while True:
-            try:
-                await runners.announce(
-                    self.pool(),
-                    self.settings.worker_id,
-                    queues=self.settings.queues,
-                    handlers=served,
-                    ttl_seconds=3 * interval,
-                    namespaces=self.settings.namespaces,
-                )
-                if self.settings.maintenance_seconds > 0:
-                    for run in await runners.mark_unclaimable(self.pool()):
-                        _log_unclaimable(run, self.settings.worker_id)
-            except reconnect.ERRORS as error:
-                self.connection(error)
-            except Exception as error:  # never let a bad announcement stop the runner
-                log.error("announcing this runner failed", exc_info=error)
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self._announce_interval())
+            await self._announce_once()
+
+    def _announce_interval(self) -> float:
+        return min(5.0, max(self.settings.lease_seconds / 3, 0.5))
+
+    async def _announce_once(self) -> None:
+        """One announcement (and, with maintenance, one look at unclaimable runs). The first is
+        made before the first claim, so no run of this runner is ever running while the runner
+        is unknown to the others (who would report the runs it serves as unclaimable)."""
+        interval = self._announce_interval()
+        served = {h.name: h.execution_model.value for h in self.handlers}
+        try:
+            await runners.announce(
+                self.pool(),
+                self.settings.worker_id,
+                queues=self.settings.queues,
+                handlers=served,
+                ttl_seconds=3 * interval,
+                namespaces=self.settings.namespaces,
+            )
+            if self.settings.maintenance_seconds > 0:
+                for run in await runners.mark_unclaimable(self.pool()):
+                    _log_unclaimable(run, self.settings.worker_id)
+        except reconnect.ERRORS as error:
+            self.connection(error)
+        except Exception as error:  # never let a bad announcement stop the runner
+            log.error("announcing this runner failed", exc_info=error)
 
     # -- draining -------------------------------------------------------------------------
 
