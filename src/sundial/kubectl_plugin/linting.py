@@ -40,7 +40,8 @@ SCHEMAS = {
     for resource in crd.RESOURCES
 }
 CEL_MISSING = (
-    "the CEL rules were not checked: cel-python is not installed (pip install 'sundial-scheduler[cel]')"
+    "the CEL rules were not checked: cel-python is not installed"
+    " (pip install 'sundial-scheduler[cel]')"
 )
 
 
