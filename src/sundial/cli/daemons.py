@@ -24,6 +24,7 @@ from sundial.cli.options import (
     job_pod_placement_options,
     key_retention_option,
     log_level_option,
+    namespace_weight_option,
     oom_increase_option,
     oom_max_memory_option,
     retention_interval_option,
@@ -195,36 +196,6 @@ def _parse_namespaces(
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
-def _parse_namespace_weights(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, float]:
-    """``NAMESPACE=WEIGHT`` values (comma lists split) as a mapping; each weight above 0."""
-    weights: dict[str, float] = {}
-    for item in (part.strip() for value in values for part in value.split(",")):
-        if not item:
-            continue
-        name, separator, text = item.partition("=")
-        name = name.strip()
-        if not separator or len(name) > 63 or not _NAMESPACE.fullmatch(name):
-            raise click.BadParameter(
-                f"{item!r} is not NAMESPACE=WEIGHT: write e.g. team-a=3 (a namespace not named"
-                " weighs 1)"
-            )
-        try:
-            weight = float(text)
-        except ValueError:
-            weight = float("nan")
-        if not 0 < weight < float("inf"):
-            raise click.BadParameter(
-                f"the weight of {name!r} is {text.strip()!r}: write a number above 0, e.g."
-                f" {name}=3 for three times a namespace of weight 1"
-            )
-        if name in weights:
-            raise click.BadParameter(f"{name!r} is weighed twice: give each namespace once")
-        weights[name] = weight
-    return weights
-
-
 @main.command()
 @dsn_option
 @click.option(
@@ -247,16 +218,7 @@ def _parse_namespace_weights(
     help="Serve only the runs of jobs in this namespace (repeatable). Each namespace is a tenant:"
     " a runner runs its handlers for the namespaces it names. Default: every namespace.",
 )
-@click.option(
-    "--namespace-weight",
-    "namespace_weights",
-    multiple=True,
-    metavar="NAMESPACE=WEIGHT",
-    callback=_parse_namespace_weights,
-    help="A namespace's share of the slots against the others' when several have runs"
-    " waiting (repeatable; a namespace not named weighs 1): team-a=3 gives team-a three runs"
-    " to one of each other namespace.",
-)
+@namespace_weight_option("--namespace-weight", "slots")
 @click.option(
     "--concurrency",
     multiple=True,
@@ -447,6 +409,7 @@ def runner(
     default=None,
     help="Pods held at once in one namespace (default: only --max-pods bounds them).",
 )
+@namespace_weight_option("--namespace-weight", "Pods")
 @click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
 @job_pod_placement_options
@@ -464,6 +427,7 @@ def pod_launcher(
     poll_seconds: float,
     max_pods: int,
     max_pods_per_namespace: int | None,
+    namespace_weights: dict[str, float],
     service_account: str | None,
     runner_image: str,
     job_pod_node_selector: tuple[str, ...],
@@ -505,6 +469,7 @@ def pod_launcher(
         poll_interval_seconds=poll_seconds,
         max_pods=max_pods,
         max_pods_per_namespace=max_pods_per_namespace,
+        namespace_weights=namespace_weights,
         manifest=manifests.ManifestSettings(
             instance=instance,
             service_account_name=service_account,
@@ -600,6 +565,7 @@ def pod_launcher(
     default=None,
     help="Pods held at once in one namespace (default: only --max-pods bounds them).",
 )
+@namespace_weight_option("--pod-namespace-weight", "Pods")
 @click.option("--pod-service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option(
     "--runner-image",
@@ -630,6 +596,7 @@ def operator(
     pod_queues: tuple[str, ...],
     max_pods: int,
     max_pods_per_namespace: int | None,
+    namespace_weights: dict[str, float],
     pod_service_account: str | None,
     runner_image: str,
     job_pod_node_selector: tuple[str, ...],
@@ -681,6 +648,7 @@ def operator(
         pod_queues=pod_queues,
         max_pods=max_pods,
         max_pods_per_namespace=max_pods_per_namespace,
+        pod_namespace_weights=namespace_weights,
         pods=manifests.ManifestSettings(
             instance=pod_instance,
             service_account_name=pod_service_account,

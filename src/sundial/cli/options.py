@@ -3,6 +3,7 @@ log levels, the maintainer's windows."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -253,3 +254,53 @@ def job_pod_placement(
         )
     except placement.PlacementError as error:
         raise click.UsageError(str(error)) from None
+
+
+_NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _parse_namespace_weights(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, float]:
+    """``NAMESPACE=WEIGHT`` values (comma lists split) as a mapping; each weight above 0."""
+    weights: dict[str, float] = {}
+    for item in (part.strip() for value in values for part in value.split(",")):
+        if not item:
+            continue
+        name, separator, text = item.partition("=")
+        name = name.strip()
+        if not separator or len(name) > 63 or not _NAMESPACE_NAME.fullmatch(name):
+            raise click.BadParameter(
+                f"{item!r} is not NAMESPACE=WEIGHT: write e.g. team-a=3 (a namespace not named"
+                " weighs 1)"
+            )
+        try:
+            weight = float(text)
+        except ValueError:
+            weight = float("nan")
+        if not 0 < weight < float("inf"):
+            raise click.BadParameter(
+                f"the weight of {name!r} is {text.strip()!r}: write a number above 0, e.g."
+                f" {name}=3 for three times a namespace of weight 1"
+            )
+        if name in weights:
+            raise click.BadParameter(f"{name!r} is weighed twice: give each namespace once")
+        weights[name] = weight
+    return weights
+
+
+def namespace_weight_option(
+    name: str, what: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``name`` (``NAMESPACE=WEIGHT``, repeatable) as ``namespace_weights``: a namespace's
+    share of ``what`` against the others' while several have runs waiting."""
+    return click.option(
+        name,
+        "namespace_weights",
+        multiple=True,
+        metavar="NAMESPACE=WEIGHT",
+        callback=_parse_namespace_weights,
+        help=f"A namespace's share of the {what} against the others' when several have runs"
+        " waiting (repeatable; a namespace not named weighs 1): team-a=3 gives team-a three"
+        " runs to one of each other namespace.",
+    )

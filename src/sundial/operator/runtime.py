@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -89,6 +90,8 @@ class OperatorConfig:
     max_pods: int = 200
     #: Pods held at once in one namespace (None: only ``max_pods``).
     max_pods_per_namespace: int | None = None
+    #: Per namespace, its share of the Pods against the others' (a namespace not named weighs 1).
+    pod_namespace_weights: Mapping[str, float] = field(default_factory=dict)
     #: ``instance`` labels the Pods; the image runs handler jobs whose executionModel is pod.
     pods: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
 
@@ -184,6 +187,7 @@ async def _lead(
                 poll_interval_seconds=config.pod_poll.total_seconds(),
                 max_pods=config.max_pods,
                 max_pods_per_namespace=config.max_pods_per_namespace,
+                namespace_weights=config.pod_namespace_weights,
                 manifest=config.pods,
             ),
             clock=clock,

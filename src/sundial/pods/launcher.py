@@ -262,6 +262,7 @@ class PodLauncher:
             lease_seconds=self._settings.lease_seconds,
             namespaces=self._settings.namespaces if only is None else only,
             excluded_namespaces=excluded,
+            weights=self._settings.namespace_weights,
         )
         if claimed:
             lease = self._settings.lease_seconds

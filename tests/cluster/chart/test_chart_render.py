@@ -627,6 +627,23 @@ def test_namespace_weights_reach_the_runner_as_flags_it_accepts(
     assert not [a for a in default["containers"][0]["args"] if "--namespace-weight" in a]
 
 
+def test_pod_namespace_weights_reach_the_operator_as_flags_it_accepts(
+    render: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sundial.cli import daemons
+
+    def operator_args(values: dict[str, Any] | None = None) -> list[str]:
+        spec = _one(render(values), "Deployment", "operator")["spec"]["template"]["spec"]
+        return [a for a in spec["containers"][0]["args"] if a.startswith("--")]
+
+    weights = {"team-a": 3, "team-b": 0.5}
+    args = operator_args({"operator": {"podLauncher": {"namespaceWeights": weights}}})
+    monkeypatch.setenv("SUNDIAL_DSN", "postgresql://unused/sundial")
+    params = daemons.operator.make_context("operator", args).params
+    assert params["namespace_weights"] == {"team-a": 3.0, "team-b": 0.5}
+    assert not [a for a in operator_args() if "--pod-namespace-weight" in a]
+
+
 def test_the_operators_metrics_want_a_token_the_pod_monitor_holds(
     render: Callable[..., Any],
 ) -> None:

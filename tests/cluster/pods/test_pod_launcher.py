@@ -418,3 +418,51 @@ async def test_a_namespace_at_its_pod_limit_waits_while_the_launcher_has_room(
             await runs.cancel(pool, run_id, reason="test over")
         for run_id in run_ids:
             await wait_state(pool, run_id, "cancelled", within=30)
+
+
+@pytest.fixture
+def neighbour(core_api: client.CoreV1Api) -> Any:
+    """A second fresh namespace beside ``namespace``, deleted afterwards."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        yield name
+    finally:
+        core_api.delete_namespace(name)
+
+
+async def test_weights_share_the_launchers_pods_between_namespaces(
+    pool, api_client, core_api, namespace, neighbour
+):
+    """Room for 8 Pods, both namespaces with more runs than that: weights 3 to 1 give the
+    first namespace 6 Pods and its neighbour 2 (equal shares would be 4 and 4)."""
+    run_ids: dict[str, list[int]] = {}
+    for where in (namespace, neighbour):
+        job = Job(pool, where)
+        await job.define(template({OUTCOME: "run-forever"}))
+        run_ids[where] = [await job.submit() for _ in range(8)]
+
+    async def running() -> dict[str, int] | None:
+        counts = {
+            where: sum([(await run_row(pool, run_id))["state"] == "running" for run_id in ids])
+            for where, ids in run_ids.items()
+        }
+        return counts if sum(counts.values()) == 8 else None
+
+    weighted = settings(
+        namespace,
+        worker(),
+        namespaces=[namespace, neighbour],
+        max_pods=8,
+        claim_batch=8,
+        namespace_weights={namespace: 3},
+    )
+    async with maintenance(pool), running_launcher(pool, api_client, weighted):
+        counts = await wait_until_async(running, within=30, what="eight runs running")
+        assert counts == {namespace: 6, neighbour: 2}
+        for ids in run_ids.values():
+            for run_id in ids:
+                await runs.cancel(pool, run_id, reason="test over")
+        for ids in run_ids.values():
+            for run_id in ids:
+                await wait_state(pool, run_id, "cancelled", within=30)

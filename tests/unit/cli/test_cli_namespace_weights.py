@@ -1,6 +1,6 @@
-"""``sundial runner --namespace-weight NAMESPACE=WEIGHT``: a namespace's share of the slots. The
-weights reach the runner's settings; a bad value is a usage error that says what to write,
-before the runner loads handlers or connects."""
+"""``sundial runner --namespace-weight NAMESPACE=WEIGHT``: a namespace's share of the slots (and
+``sundial pod-launcher --namespace-weight``: of the Pods). The weights reach the settings; a bad
+value is a usage error that says what to write, before the runner loads handlers or connects."""
 
 from __future__ import annotations
 
@@ -66,3 +66,25 @@ def test_bad_weights_are_usage_errors(value: str, says: str, built: list[worker.
     assert result.exit_code == 2, result.output
     assert says in result.output, result.output
     assert not built
+
+
+def test_the_pod_launchers_weights_reach_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sundial.pods import launcher
+
+    seen: list[launcher.LauncherSettings] = []
+    real = launcher.LauncherSettings
+
+    def record(**fields: Any) -> launcher.LauncherSettings:
+        seen.append(real(**fields))
+        raise _Built
+
+    monkeypatch.setattr(launcher, "LauncherSettings", record)
+    from kubernetes import config as kube_config
+
+    monkeypatch.setattr(kube_config, "new_client_from_config", lambda **_: object())
+    args = ["pod-launcher", "--dsn", "postgresql://unused/x", "--kubeconfig", "unused"]
+    CliRunner().invoke(cli.main, [*args, "--namespace-weight", "team-a=3"])
+    bad = CliRunner().invoke(cli.main, [*args, "--namespace-weight", "team-a=0"])
+    [settings] = seen
+    assert settings.namespace_weights == {"team-a": 3.0}
+    assert bad.exit_code == 2 and "the weight of 'team-a' is '0'" in bad.output

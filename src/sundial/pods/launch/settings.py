@@ -30,6 +30,9 @@ class LauncherSettings:
     #: Attempts held at once in one namespace (None: only ``max_pods``), so one tenant whose
     #: Pods run long cannot hold every Pod slot.
     max_pods_per_namespace: int | None = None
+    #: Per namespace, its share of the Pods claimed against the others' while several have
+    #: pod runs waiting (a namespace not named weighs 1), as a runner's ``--namespace-weight``.
+    namespace_weights: Mapping[str, float] = field(default_factory=dict)
     claim_batch: int = 50
     #: Used when the job sets no startTimeoutSeconds.
     default_start_timeout_seconds: float = 300.0
