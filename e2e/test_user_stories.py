@@ -117,6 +117,9 @@ def _overrunning_job(template: dict[str, Any]) -> dict[str, Any]:
             "concurrencyPolicy": "BufferOne",
             "template": template,
             "retry": {"maxRetries": 0},
+            # A buffered fire starts when the run before it ends, about 14 s late, and each
+            # run takes 24 s: both promises break, and nothing else changes.
+            "slo": {"startLatenessSeconds": 5, "maxDurationSeconds": 15},
         },
     }
 
@@ -272,6 +275,38 @@ def test_a_pod_job_oom_killed_succeeds_on_retry_with_more_memory(
     limits = [by_attempt[a]["spec"]["containers"][0]["resources"]["limits"] for a in ("1", "2")]
     # Twice the memory (oom.memoryIncreasePercent: 100), written in bytes by the operator.
     assert [validate.memory_bytes(limit["memory"]) for limit in limits] == [64 << 20, 128 << 20]
+
+
+def test_runs_that_start_late_and_run_long_break_their_slos_with_events(
+    target: Target, stories: Phases
+) -> None:
+    deadline = time.monotonic() + 240
+    broken: dict[str, Any] = {}
+    job: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = _json(target, "get", "scheduledjob", OVERRUNNING, "-n", JOBS)
+        broken = {e["slo"]: e for e in (job.get("status") or {}).get("brokenSlos") or []}
+        if {"startLateness", "maxDuration"} <= set(broken):
+            break
+        time.sleep(2)
+    assert {"startLateness", "maxDuration"} <= set(broken), job.get("status")
+    assert broken["startLateness"]["reason"] == "LateStart", broken
+    assert "slo.startLatenessSeconds=5" in broken["startLateness"]["message"], broken
+    assert broken["maxDuration"]["reason"] == "RunTooLong", broken
+    assert "slo.maxDurationSeconds=15" in broken["maxDuration"]["message"], broken
+    listed = _json(
+        target,
+        "get",
+        "events",
+        "-n",
+        JOBS,
+        "--field-selector",
+        f"involvedObject.name={OVERRUNNING}",
+    )
+    warned = {e["reason"] for e in listed["items"] if e["type"] == "Warning"}
+    assert {"LateStart", "RunTooLong"} <= warned, [
+        (e["reason"], e["message"]) for e in listed["items"]
+    ]
 
 
 def test_a_buffer_one_job_runs_one_at_a_time_and_a_waiting_fire_starts_when_the_run_ends(

@@ -76,6 +76,14 @@ Timestamp = Annotated[
 ]
 """A ``format: date-time`` field: an aware datetime, or RFC 3339 text with an offset."""
 
+
+def rfc3339(moment: datetime.datetime | None) -> str | None:
+    """A time as Kubernetes writes one (UTC, whole seconds), so re-writes compare equal."""
+    if moment is None:
+        return None
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 ExecutionModel = execution_model.ExecutionModel
 """The one enum of execution models (``sundial.api.execution_model``)."""
 

@@ -81,6 +81,12 @@ class ConditionReason(enum.StrEnum):
     NO_RECENT_SUCCESS = "NoRecentSuccess"
     """Degraded=True: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed
     (the message says since when); False again once one completes."""
+    LATE_START = "LateStart"
+    """Degraded=True: a run waits, or the latest run started, more than
+    ``slo.startLatenessSeconds`` after its fire time; False again once a run starts in time."""
+    RUN_TOO_LONG = "RunTooLong"
+    """Degraded=True: a run runs, or the latest run ran, longer than ``slo.maxDurationSeconds``;
+    False again once a run ends in time."""
     AS_EXPECTED = "AsExpected"
     """An abnormal-true condition (Stalled, Suspended, …) is False: nothing to report."""
     WAITING_FOR_UPSTREAM = "WaitingForUpstream"
@@ -162,6 +168,10 @@ class EventReason(enum.StrEnum):
     """Warning: the dependency's circuit breaker opened; runs wait instead of failing."""
     NO_RECENT_SUCCESS = "NoRecentSuccess"
     """Warning: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed."""
+    LATE_START = "LateStart"
+    """Warning: a run did not start within ``slo.startLatenessSeconds`` of its fire time."""
+    RUN_TOO_LONG = "RunTooLong"
+    """Warning: a run ran longer than ``slo.maxDurationSeconds``."""
     DEAD_LETTERED = "DeadLettered"
     """Warning: a run used up its retries and was dead-lettered (replayable)."""
     TIMED_OUT = "TimedOut"

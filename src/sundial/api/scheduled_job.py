@@ -64,14 +64,49 @@ class DstPolicy(common.ApiModel):
     occurrence; Both fires it at each."""
 
 
-class Slo(common.ApiModel):
-    """What the job promises, checked by the operator: a promise broken sets the Degraded
-    condition with its own reason, records a Warning Event and sets a gauge an alert reads."""
+SLO_NAMES = ("freshness", "startLateness", "maxDuration")
+"""The promises ``slo`` can hold, as ``status.brokenSlos`` and the ``slo`` label name them."""
+SloName = Literal["freshness", "startLateness", "maxDuration"]
 
-    freshness_seconds: int = pydantic.Field(ge=60, le=366 * 86400)
+SLO_NOT_EMPTY = common.CelRule(
+    rule="has(self.freshnessSeconds) || has(self.startLatenessSeconds)"
+    " || has(self.maxDurationSeconds)",
+    message="slo promises nothing: set freshnessSeconds, startLatenessSeconds or"
+    " maxDurationSeconds (or leave slo out)",
+)
+
+
+class Slo(common.ApiModel):
+    """What the job promises, checked by the operator: a promise broken is listed in
+    ``status.brokenSlos``, sets the Degraded condition with its own reason, records a Warning
+    Event and sets a gauge an alert reads."""
+
+    model_config = pydantic.ConfigDict(json_schema_extra=common.cel_rules(SLO_NOT_EMPTY))
+
+    freshness_seconds: int | None = pydantic.Field(default=None, ge=60, le=366 * 86400)
     """A run of this ScheduledJob completes at least this often: when none has completed for
     this long (counted from the ScheduledJob's creation until its first success), it is
     Degraded with reason NoRecentSuccess until one does. Not checked while suspended."""
+    start_lateness_seconds: int | None = pydantic.Field(default=None, ge=1, le=31 * 86400)
+    """A run starts within this many seconds of its fire time (its schedule's time; a spread
+    and the fire budget count, so set it above spreadSeconds): while a run waits longer, and
+    from a run that started later until the next run starts in time, it is Degraded with
+    reason LateStart. Judged on the first attempt of the runs in its window."""
+    max_duration_seconds: int | None = pydantic.Field(default=None, ge=1, le=31 * 86400)
+    """A run takes at most this many seconds from its start to its end: while a run runs
+    longer, and from a run that took longer until the next run ends in time, it is Degraded
+    with reason RunTooLong. Unlike timeoutSeconds, nothing is stopped: it is a promise
+    watched, not a limit enforced."""
+
+    @pydantic.model_validator(mode="after")
+    def _promises_something(self) -> Slo:
+        if (
+            self.freshness_seconds is None
+            and self.start_lateness_seconds is None
+            and self.max_duration_seconds is None
+        ):
+            raise ValueError(SLO_NOT_EMPTY.message)
+        return self
 
 
 class ScheduledJobSpec(common.JobSpec):
@@ -110,7 +145,8 @@ class ScheduledJobSpec(common.JobSpec):
     failed_runs_history_limit: int = pydantic.Field(default=1, ge=0, le=100)
     """How many failed runs stay visible as JobRun objects (PostgreSQL keeps them all)."""
     slo: Slo | None = None
-    """What the job promises (freshness): checked by the operator, shown as a condition."""
+    """What the job promises (freshness, start lateness, duration): checked by the operator,
+    shown as a condition and in ``status.brokenSlos``."""
 
     @pydantic.model_validator(mode="after")
     def _backfill_bound(self) -> ScheduledJobSpec:
@@ -126,6 +162,16 @@ class ActiveRunRef(common.ApiModel):
     namespace: common.DnsLabel
     uid: str | None = pydantic.Field(default=None, max_length=64)
     run_id: str | None = pydantic.Field(default=None, max_length=64)
+
+
+class BrokenSlo(common.ApiModel):
+    """One promise of ``spec.slo`` broken now."""
+
+    slo: SloName
+    reason: str = pydantic.Field(max_length=64)
+    """The Degraded reason it sets: NoRecentSuccess, LateStart or RunTooLong."""
+    message: str = pydantic.Field(max_length=1024)
+    """Which run broke it and how, or since when nothing succeeded."""
 
 
 class ScheduledJobStatus(common.ApiModel):
@@ -156,6 +202,13 @@ class ScheduledJobStatus(common.ApiModel):
     """How many runs are active, for the ACTIVE column."""
     consecutive_failures: int | None = pydantic.Field(default=None, ge=0)
     """Failed runs since the last success; compared with ``quarantineAfter``."""
+    broken_slos: list[BrokenSlo] | None = pydantic.Field(
+        default=None,
+        max_length=len(SLO_NAMES),
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["slo"]},
+    )
+    """The promises of ``spec.slo`` broken now, each with why; absent while all are kept. The
+    Degraded condition names the first (freshness before startLateness before maxDuration)."""
 
 
 class ScheduledJob(common.ApiModel):

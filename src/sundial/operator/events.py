@@ -13,6 +13,7 @@ the apiserver and leaves one Event: once per key for as long as Kubernetes keeps
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 from collections.abc import Mapping
@@ -151,26 +152,29 @@ def record_unclaimable(
     )
 
 
-def record_stale(
+def record_broken_slos(
     recorder: EventRecorder,
     involved: Mapping[str, Any],
     desired: Mapping[str, Any],
     before: Mapping[str, Any],
 ) -> None:
-    """A Warning when a ScheduledJob's status turns Degraded for its freshness SLO (reason
-    NoRecentSuccess): once per episode, keyed by the message, which names the last success
-    (only a new success moves it)."""
-    reason = conditions.ConditionReason.NO_RECENT_SUCCESS
-    degraded = _condition(desired, conditions.ConditionType.DEGRADED)
-    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") != reason:
-        return
-    earlier = _condition(before, conditions.ConditionType.DEGRADED)
-    if earlier is not None and earlier.get("status") == "True" and earlier.get("reason") == reason:
-        return
-    message = str(degraded.get("message") or "")
-    recorder.record(
-        involved, WARNING, conditions.EventReason.NO_RECENT_SUCCESS, message, key=message
-    )
+    """A Warning for each promise of a ScheduledJob's ``spec.slo`` that its status now lists as
+    broken with a message it did not have before (``status.brokenSlos``). The Event's reason
+    is the breach's (NoRecentSuccess, LateStart, RunTooLong). The message names the run that
+    broke it (or the last success), and the Event is keyed by it, so an operator restart posts
+    no second Event for the same story."""
+    earlier = {
+        entry.get("slo"): entry.get("message")
+        for entry in before.get("brokenSlos") or ()
+        if isinstance(entry, Mapping)
+    }
+    for entry in desired.get("brokenSlos") or ():
+        slo, message = entry.get("slo"), str(entry.get("message") or "")
+        if earlier.get(slo) == message:
+            continue
+        reason = str(entry.get("reason") or "")
+        key = hashlib.sha256(message.encode()).hexdigest()[:16]
+        recorder.record(involved, WARNING, reason, message, key=f"{slo}-{key}")
 
 
 def _condition(status: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:

@@ -393,7 +393,7 @@ class Mirror:
                 "kind": scheduled_job.KIND,
                 "metadata": metadata,
             }
-            events.record_stale(
+            events.record_broken_slos(
                 self.ctx.recorder, involved, desired_status, body.get("status") or {}
             )
             patch = status.changes(body.get("status"), desired_status)

@@ -19,9 +19,12 @@ does not overwrite it). Timestamps are Unix seconds:
 - ``sundial_scheduledjob_suspended``: 1 while no new runs fire (``spec.suspend``, or the
   ``Suspended`` condition, which a quarantine sets too), else 0;
 - ``sundial_scheduledjob_active``: runs active now (``status.activeCount``);
-- ``sundial_scheduledjob_slo_freshness_seconds``: its ``slo.freshnessSeconds``, and
-  ``sundial_scheduledjob_stale``: 1 while it breaks it (Degraded, reason NoRecentSuccess), else
-  0; both only for a ScheduledJob that sets the SLO.
+- ``sundial_scheduledjob_slo_seconds{slo}``: each promise of its ``spec.slo`` (``slo`` is
+  ``freshness``, ``startLateness`` or ``maxDuration``), and
+  ``sundial_scheduledjob_slo_broken{slo}``: 1 while it breaks that promise
+  (``status.brokenSlos``), else 0; only for the promises it sets;
+- ``sundial_scheduledjob_slo_freshness_seconds`` and ``sundial_scheduledjob_stale``: the same
+  two for freshness alone, unlabelled, as the first alerts read them.
 
 A timestamp the status does not have yet (never fired, never succeeded, suspended) has no
 series, as in kube-state-metrics; the two gauges always have one.
@@ -36,7 +39,7 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from sundial.operator import cache
+from sundial.operator import cache, slos
 
 __all__ = ["PREFIX", "ScheduledJobCollector", "collector"]
 
@@ -60,6 +63,7 @@ _TIMESTAMPS = (
     ),
 )
 _LABELS = ("namespace", "name")
+_SLO_LABELS = (*_LABELS, "slo")
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -90,21 +94,22 @@ def _active(status: Mapping[str, Any]) -> int:
     return len(status.get("active") or ())
 
 
-def _freshness(body: Mapping[str, Any]) -> int | None:
-    slo = (body.get("spec") or {}).get("slo")
-    seconds = slo.get("freshnessSeconds") if isinstance(slo, Mapping) else None
-    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
-        return seconds
-    return None
-
-
-def _stale(status: Mapping[str, Any]) -> bool:
+def _broken(status: Mapping[str, Any]) -> set[str]:
+    """The SLOs the status lists as broken; a status written before ``brokenSlos`` existed
+    says only freshness, in its Degraded condition."""
+    broken = {
+        str(entry.get("slo"))
+        for entry in status.get("brokenSlos") or ()
+        if isinstance(entry, Mapping)
+    }
     for condition in status.get("conditions") or ():
-        if condition.get("type") == "Degraded":
-            return bool(
-                condition.get("status") == "True" and condition.get("reason") == "NoRecentSuccess"
-            )
-    return False
+        if (
+            condition.get("type") == "Degraded"
+            and condition.get("status") == "True"
+            and condition.get("reason") == "NoRecentSuccess"
+        ):
+            broken.add("freshness")
+    return broken
 
 
 class ScheduledJobCollector:
@@ -136,6 +141,16 @@ class ScheduledJobCollector:
             "1 while no run of the ScheduledJob completed within slo.freshnessSeconds, else 0.",
             labels=_LABELS,
         )
+        promised = GaugeMetricFamily(
+            PREFIX + "slo_seconds",
+            "What each promise of the ScheduledJob's spec.slo holds to, in seconds.",
+            labels=_SLO_LABELS,
+        )
+        broken = GaugeMetricFamily(
+            PREFIX + "slo_broken",
+            "1 while the ScheduledJob breaks this promise of its spec.slo, else 0.",
+            labels=_SLO_LABELS,
+        )
         bodies = self.objects.bodies() if self.objects is not None else []
         for body in bodies:
             metadata = body.get("metadata") or {}
@@ -147,15 +162,21 @@ class ScheduledJobCollector:
                     family.add_metric(labels, value)
             suspended.add_metric(labels, 1.0 if _suspended(body) else 0.0)
             active.add_metric(labels, float(_active(status)))
-            seconds = _freshness(body)
-            if seconds is not None:
-                freshness.add_metric(labels, float(seconds))
-                stale.add_metric(labels, 1.0 if _stale(status) else 0.0)
+            promises = slos.promises(body)
+            broken_now = _broken(status) if promises else set()
+            for slo, seconds in promises.items():
+                promised.add_metric([*labels, slo], float(seconds))
+                broken.add_metric([*labels, slo], 1.0 if slo in broken_now else 0.0)
+            if "freshness" in promises:
+                freshness.add_metric(labels, float(promises["freshness"]))
+                stale.add_metric(labels, 1.0 if "freshness" in broken_now else 0.0)
         yield from stamps.values()
         yield suspended
         yield active
         yield freshness
         yield stale
+        yield promised
+        yield broken
 
     def describe(self) -> Iterator[Metric]:
         for suffix, _, text in _TIMESTAMPS:
@@ -164,6 +185,8 @@ class ScheduledJobCollector:
         yield GaugeMetricFamily(PREFIX + "active", "", labels=_LABELS)
         yield GaugeMetricFamily(PREFIX + "slo_freshness_seconds", "", labels=_LABELS)
         yield GaugeMetricFamily(PREFIX + "stale", "", labels=_LABELS)
+        yield GaugeMetricFamily(PREFIX + "slo_seconds", "", labels=_SLO_LABELS)
+        yield GaugeMetricFamily(PREFIX + "slo_broken", "", labels=_SLO_LABELS)
 
 
 def collector(registry: CollectorRegistry = REGISTRY) -> ScheduledJobCollector:

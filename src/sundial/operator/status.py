@@ -25,6 +25,7 @@ import pydantic
 
 from sundial.api import common, conditions, error_text, job_run
 from sundial.api.conditions import ConditionReason, ConditionType
+from sundial.operator import slos
 from sundial.scheduling.run_state import RunState
 from sundial.store import circuits, history
 
@@ -38,7 +39,6 @@ __all__ = [
     "mirror_name",
     "rfc3339",
     "scheduled_job_status",
-    "staleness",
 ]
 
 #: Run states in PostgreSQL -> JobRun phases.
@@ -69,11 +69,7 @@ QUARANTINE_RULE_PREFIX = "failurePolicy Quarantine"
 Wanted = tuple[str, common.ConditionStatus, str, str]
 
 
-def rfc3339(moment: datetime.datetime | None) -> str | None:
-    """A time as Kubernetes writes one (UTC, whole seconds), so re-writes compare equal."""
-    if moment is None:
-        return None
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+rfc3339 = common.rfc3339
 
 
 def mirror_name(scheduled_job_name: str, run_id: int) -> str:
@@ -408,15 +404,14 @@ def scheduled_job_status(
         )
     if schedule is not None and schedule.quarantine_after is not None:
         streak = schedule.consecutive_failures
-    stale = None
+    broken: list[slos.Breach] = []
     if firing and window is not None:
-        stale = staleness(body, last_successful, now)
+        broken = slos.breaches(body, window, last_successful, now)
     if circuit is not None:
         reason = ConditionReason.CIRCUIT_OPEN
         wanted.append((ConditionType.DEGRADED, "True", reason, circuit_open_message(circuit)))
-    elif stale is not None:
-        reason = ConditionReason.NO_RECENT_SUCCESS
-        wanted.append((ConditionType.DEGRADED, "True", reason, stale))
+    elif broken:
+        wanted.append((ConditionType.DEGRADED, "True", broken[0].reason, broken[0].message))
     else:
         wanted.append(_ok(ConditionType.DEGRADED))
     next_fire = None
@@ -434,45 +429,8 @@ def scheduled_job_status(
         "active": active or None,
         "activeCount": window.active_count if window is not None else 0,
         "consecutiveFailures": streak,
+        "brokenSlos": [breach.as_status() for breach in broken] or None,
     }
-
-
-def staleness(
-    body: Mapping[str, Any], last_successful: datetime.datetime | None, now: datetime.datetime
-) -> str | None:
-    """Why the ScheduledJob breaks its ``slo.freshnessSeconds`` at ``now`` (the Degraded
-    message), or None: no SLO, or a run completed within it. Until a first success the time
-    counts from the object's creation. The SLO is read from the raw spec (the schema bounds
-    it), so a ScheduledJob stalled by another field's edit is still judged."""
-    slo = (body.get("spec") or {}).get("slo")
-    seconds = slo.get("freshnessSeconds") if isinstance(slo, Mapping) else None
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
-        return None
-    since = last_successful
-    if since is None:
-        since = _timestamp((body.get("metadata") or {}).get("creationTimestamp"))
-        if since is None:
-            return None
-    if (now - since).total_seconds() <= seconds:
-        return None
-    if last_successful is None:
-        what = f"since the ScheduledJob was created at {rfc3339(since)}"
-    else:
-        what = f"since {rfc3339(since)}"
-    return (
-        f"no run has completed {what}, longer than slo.freshnessSeconds={seconds}; the last"
-        " runs' states and errors are on its JobRuns (kubectl sundial history)"
-    )
-
-
-def _timestamp(value: Any) -> datetime.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
 
 
 def schedule_id(body: Mapping[str, Any]) -> uuid.UUID:

@@ -195,6 +195,9 @@ CASES = [
     (run(jobRef=None, job={"handler": {"name": "h"}, "oom": {}}), "oom applies only to Pod jobs"),
     (scheduled(missedFirePolicy="Backfill", maxBackfill=2), None),
     (scheduled(maxBackfill=2), "maxBackfill is only valid with missedFirePolicy Backfill"),
+    (scheduled(slo={"maxDurationSeconds": 60}), None),
+    (scheduled(slo={"freshnessSeconds": 3600, "startLatenessSeconds": 30}), None),
+    (scheduled(slo={}), "slo promises nothing: set freshnessSeconds"),
     (scheduled(retry={"backoffBaseSeconds": 5, "backoffCapSeconds": 5}), None),
     (scheduled(retry={"backoffBaseSeconds": 500}), "must be at least retry.backoffBaseSeconds"),
     (

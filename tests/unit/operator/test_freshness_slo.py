@@ -175,10 +175,10 @@ def test_one_warning_when_it_turns_stale_and_none_while_it_stays() -> None:
         now=CREATED + datetime.timedelta(hours=2),
     )
     recorder = Recorder()
-    events.record_stale(recorder, body(), stale, fresh)  # type: ignore[arg-type]
-    events.record_stale(recorder, body(), stale, stale)  # type: ignore[arg-type]
-    events.record_stale(recorder, body(), fresh, fresh)  # type: ignore[arg-type]
+    events.record_broken_slos(recorder, body(), stale, fresh)  # type: ignore[arg-type]
+    events.record_broken_slos(recorder, body(), stale, stale)  # type: ignore[arg-type]
+    events.record_broken_slos(recorder, body(), fresh, fresh)  # type: ignore[arg-type]
     [(kind, reason, message, key)] = recorder.recorded
     assert (kind, reason) == (events.WARNING, "NoRecentSuccess")
     assert message.startswith("no run has completed since the ScheduledJob was created")
-    assert key == message
+    assert key is not None and key.startswith("freshness-")
