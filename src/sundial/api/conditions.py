@@ -81,6 +81,9 @@ class ConditionReason(enum.StrEnum):
     NO_RECENT_SUCCESS = "NoRecentSuccess"
     """Degraded=True: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed
     (the message says since when); False again once one completes."""
+    NAME_TAKEN = "NameTaken"
+    """Stalled=True: the ScheduledJob's name belongs to another active job in the namespace
+    (one defined from Python with ``sundial.client``); nothing was stored."""
     LATE_START = "LateStart"
     """Degraded=True: a run waits, or the latest run started, more than
     ``slo.startLatenessSeconds`` after its fire time; False again once a run starts in time."""
@@ -168,6 +171,8 @@ class EventReason(enum.StrEnum):
     """Warning: the dependency's circuit breaker opened; runs wait instead of failing."""
     NO_RECENT_SUCCESS = "NoRecentSuccess"
     """Warning: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed."""
+    NAME_TAKEN = "NameTaken"
+    """Warning: the ScheduledJob's name belongs to another active job; nothing was stored."""
     LATE_START = "LateStart"
     """Warning: a run did not start within ``slo.startLatenessSeconds`` of its fire time."""
     RUN_TOO_LONG = "RunTooLong"

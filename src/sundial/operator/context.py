@@ -91,6 +91,10 @@ class Context:
     #: deletion arrived deactivates its schedule again after its upsert
     #: (``scheduled_jobs.reconcile``). Only grows with deletions; an entry is a few dozen bytes.
     deleted_schedules: set[str] = field(default_factory=set)
+    #: uid -> (reason, message) of a ScheduledJob whose generation could not be stored for a
+    #: reason its spec does not show (its name held by a job defined from Python): the mirror
+    #: reports it as Stalled. Cleared when a generation is stored or the object is deleted.
+    unstorable: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Event handlers storing objects at once, at most: a burst of events must leave pool
     #: connections to the mirror and the trigger.
     stores: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))

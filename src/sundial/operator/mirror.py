@@ -302,6 +302,14 @@ class Mirror:
         async with self._writes:
             try:
                 await scheduled_jobs.reconcile_once(self.ctx, body)
+            except store_errors.NameTakenError as error:
+                log.info(
+                    "ScheduledJob waits for its name; retried on the next pass",
+                    extra={
+                        "object": f"{body['metadata']['namespace']}/{body['metadata']['name']}",
+                        "error": str(error),
+                    },
+                )
             except Exception:
                 log.exception(
                     "could not store a ScheduledJob; retried on the next pass",
@@ -379,9 +387,13 @@ class Mirror:
                 }
                 await self._sync_mirrored(body, desired, existing)
             schedule_id = status.schedule_id(body)
+            reason: str = conditions.ConditionReason.INVALID_SPEC
+            if problem is None and (taken := self.ctx.unstorable.get(metadata["uid"])):
+                reason, problem = taken
             desired_status = status.scheduled_job_status(
                 body,
                 spec_error=problem,
+                spec_error_reason=reason,
                 schedule=view,
                 window=window,
                 missed=self.ctx.missed.get(schedule_id),

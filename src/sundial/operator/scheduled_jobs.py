@@ -53,6 +53,15 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
             spec=spec,
             now=ctx.clock.now(),
         )
+    except store_errors.NameTakenError as error:
+        if error.by_schedule:
+            raise  # the holder's deactivation is on its way: the next pass tries again
+        taken = conditions.ConditionReason.NAME_TAKEN
+        ctx.unstorable[str(metadata["uid"])] = (taken, str(error))
+        ctx.recorder.record(body, events.WARNING, taken, str(error), key=metadata["name"])
+        log.warning("ScheduledJob name taken", extra={"object": _ref(body), "error": str(error)})
+        ctx.wake.set()
+        return
     except store_errors.RefusedValueError as error:  # a backstop: the models refuse these
         ctx.recorder.record(
             body, events.WARNING, conditions.ConditionReason.INVALID_SPEC, str(error)
@@ -61,6 +70,7 @@ async def reconcile(ctx: context.Context, body: Mapping[str, Any]) -> None:
             "ScheduledJob refused by the store", extra={"object": _ref(body), "error": str(error)}
         )
         return
+    ctx.unstorable.pop(str(metadata["uid"]), None)
     if metadata["uid"] in ctx.deleted_schedules:
         # Deleted while this store was under way: the upsert may have re-activated it.
         await schedules.deactivate(ctx.pool, uuid.UUID(str(metadata["uid"])))
@@ -98,6 +108,7 @@ async def reconcile_once(ctx: context.Context, body: Mapping[str, Any]) -> None:
 async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
     """Stop firing; active runs finish (see the module docstring)."""
     ctx.deleted_schedules.add(str(body["metadata"]["uid"]))
+    ctx.unstorable.pop(str(body["metadata"]["uid"]), None)
     schedule_id = uuid.UUID(str(body["metadata"]["uid"]))
     await schedules.deactivate(ctx.pool, schedule_id)
     ctx.missed.pop(schedule_id, None)

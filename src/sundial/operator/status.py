@@ -307,8 +307,12 @@ def scheduled_job_status(
     missed: tuple[str, str] | None,
     now: datetime.datetime,
     circuit: circuits.OpenCircuit | None = None,
+    spec_error_reason: str = ConditionReason.INVALID_SPEC,
 ) -> dict[str, Any]:
     """A ScheduledJob's whole status (see the module docstring).
+
+    ``spec_error_reason``: the Stalled reason ``spec_error`` is reported with (InvalidSpec, or
+    NameTaken for a name another job holds).
 
     ``circuit``: the open circuit of the dependency its ``spec.dependency`` names, if any:
     Degraded=True, reason CircuitOpen, until the circuit closes on every live runner.
@@ -322,7 +326,7 @@ def scheduled_job_status(
     observed: int | None = generation
     firing = False
     if spec_error is not None:
-        reason = ConditionReason.INVALID_SPEC
+        reason = spec_error_reason
         wanted += [
             (ConditionType.STALLED, "True", reason, spec_error),
             (ConditionType.READY, "False", reason, spec_error),

@@ -41,6 +41,7 @@ __all__ = [
     "InvalidSubmissionError",
     "MigrationError",
     "MissingDependencyError",
+    "NameTakenError",
     "NoSuchRunError",
     "PermissionDeniedError",
     "RefusedValueError",
@@ -99,6 +100,30 @@ class RunNotReplayableError(StoreError):
 
 class InvalidSubmissionError(StoreError, ValueError):
     """A submission was refused; nothing was stored."""
+
+
+class NameTakenError(InvalidSubmissionError):
+    """A ScheduledJob's name is held in its namespace by another active job: one active
+    definition owns a name, so its schedule is not stored.
+
+    ``by_schedule``: the holder is another ScheduledJob's schedule (one deleted whose
+    deactivation has not been stored yet: try again later); otherwise a job defined with
+    ``sundial.client``, which holds the name until it is gone."""
+
+    def __init__(self, namespace: str, name: str, *, by_schedule: bool) -> None:
+        if by_schedule:
+            holder = "a ScheduledJob of that name not yet deactivated"
+            advice = "it is stored once that one's deletion is"
+        else:
+            holder = "one defined from Python with sundial.client"
+            advice = "give this ScheduledJob another name, or apply it in another namespace"
+        super().__init__(
+            f"the job name {name!r} in namespace {namespace!r} belongs to another active job"
+            f" ({holder}): {advice}; nothing was stored"
+        )
+        self.namespace = namespace
+        self.name = name
+        self.by_schedule = by_schedule
 
 
 class UnknownJobError(InvalidSubmissionError):

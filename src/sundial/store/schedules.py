@@ -27,7 +27,7 @@ from sundial.api import common, scheduled_job
 from sundial.scheduling import cron, plan, spread, time_zones
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
-from sundial.store import queries
+from sundial.store import errors, queries
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
@@ -131,6 +131,12 @@ async def upsert(
     async with pool.connection() as conn, conn.transaction():
         cursor = await conn.execute(queries.get("schedule_stored_generation"), {"id": schedule_id})
         before = await cursor.fetchone()
+        cursor = await conn.execute(
+            queries.get("active_job_by_name"), {"namespace": namespace, "name": name}
+        )
+        holder = await cursor.fetchone()
+        if holder is not None and holder[0] != schedule_id:
+            raise await _name_taken(conn, namespace, name, holder[0])
         cursor = await conn.execute(queries.get("schedule_upsert_job"), job_row)
         if await cursor.fetchone() is None:
             stored = await _get(conn, schedule_id)
@@ -145,6 +151,14 @@ async def upsert(
             # fixed the job (or decided to try again), so the old failure streak is forgotten.
             await conn.execute(queries.get("schedule_clear_quarantine"), {"id": schedule_id})
     return UpsertResult(schedule_id, bool(row[1]), None if stalled is not None else row[0], stalled)
+
+
+async def _name_taken(
+    conn: Connection, namespace: str, name: str, holder: uuid.UUID
+) -> errors.NameTakenError:
+    cursor = await conn.execute(queries.get("schedule_exists"), {"id": holder})
+    row = await cursor.fetchone()
+    return errors.NameTakenError(namespace, name, by_schedule=bool(row and row[0]))
 
 
 async def upsert_job(
