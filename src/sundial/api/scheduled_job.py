@@ -9,7 +9,7 @@ policy) is shared with JobRun through ``common.JobSpec``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import pydantic
 
@@ -35,6 +35,21 @@ r"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval,
 Stalled, since a pattern cannot check field ranges. The non-space class is spelled out rather
 than ``\S``: RE2 (the apiserver) reads ``\S`` as ASCII-only, the models' regex engine as
 Unicode, and the two must refuse the same schedules."""
+ScheduleText = Annotated[
+    str, pydantic.Field(min_length=1, max_length=128, pattern=SCHEDULE_PATTERN)
+]
+"""One entry of ``additionalSchedules``: the same forms as ``schedule``."""
+EXCLUSION_PATTERN = (
+    r"^(([0-9]{4}-)?[0-9]{2}-[0-9]{2}"
+    r"|[^\t\n\f\r ]+( +[^\t\n\f\r ]+){4})$"
+)
+"""A date (``MM-DD``, ``YYYY-MM-DD``) or five space-separated cron fields; the operator checks
+the date and the fields (Stalled, InvalidSchedule, naming ``exclusions[i]``)."""
+ExclusionText = Annotated[
+    str, pydantic.Field(min_length=1, max_length=128, pattern=EXCLUSION_PATTERN)
+]
+MAX_ADDITIONAL_SCHEDULES = 9
+MAX_EXCLUSIONS = 20
 TIME_ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,3}$"
 """The shape of an IANA zone name; whether the zone exists is checked by the operator."""
 
@@ -117,6 +132,16 @@ class ScheduledJobSpec(common.JobSpec):
     schedule: str = pydantic.Field(min_length=1, max_length=128, pattern=SCHEDULE_PATTERN)
     """A 5-field cron expression (minute hour day-of-month month day-of-week) or a macro such as
     ``@hourly``, read in ``timeZone``."""
+    additional_schedules: list[ScheduleText] | None = pydantic.Field(
+        default=None, max_length=MAX_ADDITIONAL_SCHEDULES
+    )
+    """More schedules, in the same forms: the job fires on the union of all of them, once per
+    instant however many name it (``0 9 * * 1-5`` and ``0 12 * * 6,0``)."""
+    exclusions: list[ExclusionText] | None = pydantic.Field(default=None, max_length=MAX_EXCLUSIONS)
+    """Fire times not fired, matched on the wall clock of ``timeZone``: a date (``12-25``
+    every year, ``2026-12-31`` once), or a cron expression naming the minutes excluded
+    (``* * * * 0``: all of Sunday; ``* 0-6 * * *``: 00:00 to 06:59). A fire they drop is not
+    missed: it never was one."""
     time_zone: str | None = pydantic.Field(default=None, max_length=64, pattern=TIME_ZONE_PATTERN)
     """An IANA time zone such as ``Europe/Paris``; UTC when absent."""
     dst_policy: DstPolicy | None = None

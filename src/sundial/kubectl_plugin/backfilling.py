@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import click
 
 from sundial.kubectl_plugin import client, options, outcome
-from sundial.scheduling import cron
+from sundial.scheduling import cron, union
 from sundial.scheduling import errors as scheduling_errors
 
 __all__ = ["BACKFILL_LABEL", "backfill", "fire_times_between", "run_name"]
@@ -98,10 +98,7 @@ def backfill(
         body = cluster.get(client.SCHEDULED_JOB, scheduled_job)
         spec = body.get("spec") or {}
         try:
-            dst_policy = cron.DstPolicy.from_manifest(spec.get("dstPolicy"))
-            schedule = cron.parse_schedule(
-                str(spec.get("schedule")), spec.get("timeZone"), dst_policy
-            )
+            schedule = union.parse_manifest(spec)
             zone = cron.parse_time_zone(spec.get("timeZone"))
         except scheduling_errors.SchedulingError as error:
             raise outcome.PluginError(f"ScheduledJob {scheduled_job}: {error}") from error

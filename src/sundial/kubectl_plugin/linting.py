@@ -30,7 +30,7 @@ import yaml
 
 from sundial.api import crd, job_run, messages, scheduled_job
 from sundial.kubectl_plugin import outcome, schema_check
-from sundial.scheduling import cron, dependency_cycles, plan
+from sundial.scheduling import dependency_cycles, plan, union
 from sundial.scheduling import errors as scheduling_errors
 
 __all__ = ["Problem", "dependency_stalls", "lint", "lint_documents"]
@@ -85,7 +85,12 @@ def _operator_problems(kind: str, document: Mapping[str, Any]) -> Iterator[str]:
             yield f"{problem} (the operator reports this as InvalidSpec)"
             return
         try:
-            cron.parse_schedule(spec.schedule, spec.time_zone)
+            union.parse(
+                spec.schedule,
+                spec.additional_schedules or (),
+                spec.exclusions or (),
+                spec.time_zone,
+            )
             plan.rules_from_policy(
                 spec.spread_seconds,
                 spec.concurrency_policy,

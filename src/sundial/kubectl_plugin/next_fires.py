@@ -23,7 +23,7 @@ import click
 import yaml
 
 from sundial.kubectl_plugin import backfilling, client, options, outcome, output
-from sundial.scheduling import cron, fire_preview
+from sundial.scheduling import cron, fire_preview, union
 from sundial.scheduling import errors as scheduling_errors
 
 __all__ = ["next_fires", "preview_lines"]
@@ -62,8 +62,7 @@ def preview_lines(
     spec = body.get("spec") or {}
     name = metadata.get("name", "?")
     try:
-        dst_policy = cron.DstPolicy.from_manifest(spec.get("dstPolicy"))
-        schedule = cron.parse_schedule(str(spec.get("schedule")), spec.get("timeZone"), dst_policy)
+        schedule = union.parse_manifest(spec)
         zone = cron.parse_time_zone(spec.get("timeZone"))
     except scheduling_errors.SchedulingError as error:
         raise outcome.PluginError(f"ScheduledJob {name}: {error}") from error
@@ -94,6 +93,8 @@ def preview_lines(
     document = {
         "scheduledJob": name,
         "schedule": spec.get("schedule"),
+        "additionalSchedules": spec.get("additionalSchedules") or [],
+        "exclusions": spec.get("exclusions") or [],
         "timeZone": zone_name,
         "spreadSeconds": spread_seconds,
         "suspended": bool(spec.get("suspend")),

@@ -17,6 +17,7 @@ what to write instead, and expands every field to the explicit set of values it 
 from __future__ import annotations
 
 import calendar
+import datetime
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,6 +89,20 @@ class Fields:
     def days_ored(self) -> bool:
         """A day matches either day field only when both are restricted (Vixie cron's rule)."""
         return self.day_of_month_restricted and self.day_of_week_restricted
+
+    def matches(self, wall_time: datetime.datetime) -> bool:
+        """Whether the wall time (its minute) is one the expression names."""
+        if (
+            wall_time.minute not in self.minutes
+            or wall_time.hour not in self.hours
+            or wall_time.month not in self.months
+        ):
+            return False
+        day_of_month = wall_time.day in self.days_of_month
+        day_of_week = wall_time.isoweekday() % 7 in self.days_of_week
+        if self.days_ored:
+            return day_of_month or day_of_week
+        return day_of_month and day_of_week
 
     def for_croniter(self) -> tuple[str, bool]:
         """The expression and ``day_or`` flag that make croniter match exactly these values.

@@ -6,7 +6,8 @@ the user knows what to fix. The trigger loop catches ``SchedulingError`` per sch
 on; one bad schedule never stops the others.
 
     SchedulingError (SundialError, ValueError)
-     ├── InvalidScheduleError      field ``schedule``   reason ``InvalidSchedule``
+     ├── InvalidScheduleError      field ``schedule`` (or ``additionalSchedules[i]``,
+     │                             ``exclusions[i]``)   reason ``InvalidSchedule``
      ├── UnknownTimeZoneError      field ``timeZone``   reason ``UnknownTimeZone``
      └── InvalidPolicyError        any policy field     reason ``InvalidPolicy``
 """
@@ -38,8 +39,8 @@ class InvalidScheduleError(SchedulingError):
 
     reason = "InvalidSchedule"
 
-    def __init__(self, value: object, problem: str) -> None:
-        super().__init__("schedule", value, problem)
+    def __init__(self, value: object, problem: str, *, field: str = "schedule") -> None:
+        super().__init__(field, value, problem)
 
 
 class UnknownTimeZoneError(SchedulingError):

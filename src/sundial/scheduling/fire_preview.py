@@ -10,6 +10,7 @@ around a DST change or a spread:
 - a wall-clock time repeated by fall-back fires once, at its first occurrence (or, as
   ``repeatedTime`` says, at its second or at both): the note says which occurrence fires and
   which does not;
+- ``exclusions`` drop fire times of the schedules: the next fire's note names them;
 - ``spreadSeconds`` moves each run's start past its fire time by the job's own offset
   (``spread``), the same for every fire of the job.
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from sundial.scheduling import cron, spread
+from sundial.scheduling import cron, spread, union
 from sundial.scheduling.clock import require_aware
 
 __all__ = ["PreviewedFire", "preview"]
@@ -34,6 +35,8 @@ __all__ = ["PreviewedFire", "preview"]
 #: Wider than any DST shift in the tz database (two hours, Antarctica/Troll).
 _NEAR_TRANSITION = timedelta(hours=3)
 MAX_COUNT = 1000
+#: Excluded fire times a note names before it says "and more".
+_MAX_DROPPED_NAMED = 3
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class PreviewedFire:
 
 
 def preview(
-    schedule: cron.CronSchedule | cron.IntervalSchedule,
+    schedule: cron.Schedule,
     after: datetime,
     count: int,
     *,
@@ -67,12 +70,36 @@ def preview(
     moment = after
     while len(fires) < count:
         previous, moment = moment, schedule.next_fire_after(moment)
-        note = None
-        if isinstance(schedule, cron.CronSchedule):
-            notes = [_skipped_note(schedule, previous, moment), _dst_note(schedule, moment)]
-            note = "; ".join(text for text in notes if text) or None
+        notes: list[str | None] = []
+        if isinstance(schedule, union.UnionSchedule):
+            notes.append(_excluded_note(schedule, previous, moment))
+            parts = [p for p in schedule.parts if p.next_fire_after(previous) == moment]
+        else:
+            parts = [schedule]
+        for part in parts:
+            if isinstance(part, cron.CronSchedule):
+                notes += [_skipped_note(part, previous, moment), _dst_note(part, moment)]
+        note = "; ".join(text for text in notes if text) or None
         fires.append(PreviewedFire(moment, None if offset is None else moment + offset, note))
     return fires
+
+
+def _excluded_note(schedule: union.UnionSchedule, previous: datetime, fire: datetime) -> str | None:
+    """The fire times of the schedules in ``(previous, fire)`` that an exclusion dropped."""
+    everything = union.UnionSchedule(schedule.text, schedule.parts, (), schedule.time_zone)
+    dropped: list[datetime] = []
+    moment = everything.next_fire_after(previous)
+    while moment < fire and len(dropped) <= _MAX_DROPPED_NAMED:
+        dropped.append(moment)
+        moment = everything.next_fire_after(moment)
+    if not dropped:
+        return None
+    named = [
+        f"{instant.astimezone(schedule.time_zone):%Y-%m-%d %H:%M}"
+        for instant in dropped[:_MAX_DROPPED_NAMED]
+    ]
+    more = " and more" if len(dropped) > _MAX_DROPPED_NAMED else ""
+    return f"after {', '.join(named)}{more}: not fired (exclusions)"
 
 
 def _skipped_note(schedule: cron.CronSchedule, previous: datetime, fire: datetime) -> str | None:

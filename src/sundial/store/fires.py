@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sundial.scheduling import cron, plan, quarantine, run_state
+from sundial.scheduling import cron, plan, quarantine, run_state, union
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import dependencies, queries
@@ -305,7 +305,7 @@ def _parse(row: _DueSchedule, remembered: dict[_ScheduleKey, _RememberedSchedule
         return found
     if row.cron is not None:
         dst_policy = cron.DstPolicy(row.dst_skipped_time, row.dst_repeated_time)
-        parsed: cron.Schedule = cron.parse_schedule(row.cron, row.timezone, dst_policy)
+        parsed: cron.Schedule = union.parse_stored(row.cron, row.timezone, dst_policy)
     else:
         assert row.interval_seconds is not None  # the table's CHECK: one of the two is set
         parsed = cron.IntervalSchedule(

@@ -24,7 +24,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from sundial.api import common, scheduled_job
-from sundial.scheduling import cron, plan, spread, time_zones
+from sundial.scheduling import cron, plan, spread, time_zones, union
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.store import errors, queries
@@ -97,7 +97,13 @@ async def upsert(
     dst_policy = _dst_policy(spec)
     try:
         time_zones.require_iana(spec.time_zone)
-        parsed = cron.parse_schedule(spec.schedule, spec.time_zone, dst_policy)
+        parsed = union.parse(
+            spec.schedule,
+            spec.additional_schedules or (),
+            spec.exclusions or (),
+            spec.time_zone,
+            dst_policy,
+        )
         plan.rules_from_policy(
             spec.spread_seconds,
             spec.concurrency_policy,
@@ -112,7 +118,9 @@ async def upsert(
     handler = spec.handler
     schedule_row = {
         "id": schedule_id,
-        "cron": spec.schedule,
+        "cron": union.stored_text(
+            spec.schedule, spec.additional_schedules or (), spec.exclusions or ()
+        ),
         "timezone": spec.time_zone or "UTC",
         "next_fire_time": next_fire_time,
         "spread_seconds": spec.spread_seconds,
