@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test demo lint unit integration cluster realnode e2e clean venv images
+.PHONY: test demo lint unit integration cluster realnode e2e clean venv images dist
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,12 @@ e2e: $(VENV)/.installed
 ## built here without a registry and cached by content; prints the path of an env file naming them.
 images:
 	hack/images/build $(IMAGES)
+
+## A release into dist/: wheel and sdist, the chart packaged with the project's version, the
+## operator and runner images as OCI archives with their digests, an SBOM, SHA256SUMS.
+## DIST_ARGS: --no-images.
+dist: $(VENV)/.installed
+	$(PY) -m sundial.localdev.dist $(DIST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
