@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,23 @@ STALE_JOB = {
 }
 
 
+#: A ScheduledJob that fires every five minutes and on New Year, except today and the next two
+#: days (UTC): its next fire is the first minute of the third day from now.
+HOLIDAYS = "holidays"
+TODAY = datetime.now(UTC).date()
+HOLIDAYS_JOB = {
+    "apiVersion": "sundial.dev/v1alpha1",
+    "kind": "ScheduledJob",
+    "metadata": {"name": HOLIDAYS},
+    "spec": {
+        "schedule": "0 0 1 1 *",
+        "additionalSchedules": ["*/5 * * * *"],
+        "exclusions": [f"{TODAY + timedelta(days=d):%m-%d}" for d in range(3)],
+        "handler": {"name": "examples.hello"},
+    },
+}
+
+
 @pytest.fixture(scope="module")
 def stories(target: Target) -> Iterator[Phases]:
     """Apply every story's manifests at once; the recorder of phases they went through."""
@@ -170,6 +187,7 @@ def stories(target: Target) -> Iterator[Phases]:
     documents.append(_placed(oom, target))
     documents.append(_placed(_overrunning_job(oom["spec"]["job"]["template"]), target))
     documents.append(STALE_JOB)
+    documents.append(HOLIDAYS_JOB)
     manifest = yaml.safe_dump_all([d for d in documents if d], sort_keys=False)
     target.kubectl("apply", "--server-side", "-n", JOBS, "-f", "-", stdin=manifest)
     try:
@@ -377,6 +395,21 @@ def test_a_job_with_no_success_within_its_freshness_slo_is_degraded_with_an_even
     target.kubectl("delete", "scheduledjob", STALE, "-n", JOBS, "--wait=false")
     assert [e["type"] for e in warnings] == ["Warning"], listed["items"]
     assert warnings[0]["message"] == degraded["message"]
+
+
+def test_a_job_with_several_schedules_skips_its_excluded_days(
+    target: Target, stories: Phases
+) -> None:
+    expected = f"{TODAY + timedelta(days=3):%Y-%m-%d}T00:00:00Z"
+    deadline = time.monotonic() + 120
+    job: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = _json(target, "get", "scheduledjob", HOLIDAYS, "-n", JOBS)
+        if (job.get("status") or {}).get("nextScheduleTime"):
+            break
+        time.sleep(2)
+    target.kubectl("delete", "scheduledjob", HOLIDAYS, "-n", JOBS, "--wait=false")
+    assert (job.get("status") or {}).get("nextScheduleTime") == expected, job.get("status")
 
 
 def test_kubectl_get_jobruns_shows_each_phase(target: Target, stories: Phases) -> None:
