@@ -39,7 +39,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   └── InvalidSubmissionError (ValueError)      a submission refused, nothing stored
     │       ├── UnknownJobError                      no active job by that id or name
     │       ├── NameTakenError                       a ScheduledJob's name is another job's
-    │       ├── ArgsTooLargeError                    args over api.validate.MAX_ARGS_BYTES
+    │       ├── ArgsTooLargeError                    args over the bound (also the API's)
     │       ├── InvalidPriorityError                 priority out of range
     │       ├── RefusedValueError                    PostgreSQL refused a value (NUL, range)
     │       ├── DependencyError

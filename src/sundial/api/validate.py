@@ -29,7 +29,16 @@ MAX_MEMORY_BYTES = 2**63 - 1
 
 
 class ArgsTooLargeError(sundial_errors.SundialError, ValueError):
-    """``args`` serialize to more than ``MAX_ARGS_BYTES``."""
+    """``args`` serialize to more than ``MAX_ARGS_BYTES``. The store's refusal of a submission
+    (``store.errors.ArgsTooLargeError``) is one of these too: one ``except`` catches both."""
+
+
+def too_large(size: int, limit: int = MAX_ARGS_BYTES) -> str:
+    """What every refusal of ``args`` of ``size`` bytes says."""
+    return (
+        f"args are {size} bytes as JSON, more than the limit of {limit} bytes: pass a"
+        " reference (an object-store URL or a row id) instead of the data itself"
+    )
 
 
 def args_size(args: Mapping[str, Any]) -> int:
@@ -42,10 +51,7 @@ def validate_args_size(args: ArgsT) -> ArgsT:
     """Return ``args`` unchanged, or raise ``ArgsTooLargeError`` if they are too large to store."""
     size = args_size(args)
     if size > MAX_ARGS_BYTES:
-        raise ArgsTooLargeError(
-            f"args are {size} bytes as JSON, more than the limit of {MAX_ARGS_BYTES} bytes; "
-            "pass a reference (an object-store URL or a database key) instead of the data"
-        )
+        raise ArgsTooLargeError(too_large(size))
     return args
 
 

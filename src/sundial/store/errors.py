@@ -30,6 +30,7 @@ and finish report it per run in their results, because it is a normal outcome of
 from __future__ import annotations
 
 from sundial import errors as sundial_errors
+from sundial.api import validate
 
 __all__ = [
     "ArgsTooLargeError",
@@ -135,12 +136,12 @@ class UnknownJobError(InvalidSubmissionError):
         self.job = job
 
 
-class ArgsTooLargeError(InvalidSubmissionError):
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(
-            f"args are {size} bytes as JSON, more than the limit of {limit} bytes: pass a "
-            "reference (an object-store URL or a row id) instead of the data itself"
-        )
+class ArgsTooLargeError(InvalidSubmissionError, validate.ArgsTooLargeError):
+    """A submission refused for its ``args``' size: a refused submission (nothing stored) and
+    the API's ``ArgsTooLargeError``, so a caller catches it as either."""
+
+    def __init__(self, size: int, limit: int = validate.MAX_ARGS_BYTES) -> None:
+        super().__init__(validate.too_large(size, limit))
         self.size = size
         self.limit = limit
 

@@ -30,3 +30,14 @@ def test_size_counts_utf8_bytes_not_characters() -> None:
 
 def test_size_does_not_depend_on_key_order() -> None:
     assert validate.args_size({"a": 1, "b": [1, 2]}) == validate.args_size({"b": [1, 2], "a": 1})
+
+
+def test_the_stores_refusal_is_the_apis_error_too() -> None:
+    """One concept, one ``except``: a submission the store refuses for its args' size is a
+    refused submission and the API's ``ArgsTooLargeError`` alike, with the same message."""
+    from sundial.store import errors
+
+    refused = errors.ArgsTooLargeError(validate.MAX_ARGS_BYTES + 1)
+    assert isinstance(refused, validate.ArgsTooLargeError)
+    assert isinstance(refused, errors.InvalidSubmissionError)
+    assert str(refused) == validate.too_large(validate.MAX_ARGS_BYTES + 1)
