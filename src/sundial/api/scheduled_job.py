@@ -35,14 +35,20 @@ r"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval,
 Stalled, since a pattern cannot check field ranges. The non-space class is spelled out rather
 than ``\S``: RE2 (the apiserver) reads ``\S`` as ASCII-only, the models' regex engine as
 Unicode, and the two must refuse the same schedules."""
+_ENTRY_WORD = r"[^\x00-\x20\x7f]+"
+"""A word of an entry of ``additionalSchedules`` or ``exclusions``: no space and no control
+character (PostgreSQL cannot store a NUL, and the entries are kept as lines of one text)."""
+ADDITIONAL_SCHEDULE_PATTERN = (
+    r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
+    r"|@every ([0-9]+[hms])+"
+    rf"|{_ENTRY_WORD}( +{_ENTRY_WORD}){{4}})$"
+)
+"""The forms of ``schedule``, with words that hold no control character."""
 ScheduleText = Annotated[
-    str, pydantic.Field(min_length=1, max_length=128, pattern=SCHEDULE_PATTERN)
+    str, pydantic.Field(min_length=1, max_length=128, pattern=ADDITIONAL_SCHEDULE_PATTERN)
 ]
 """One entry of ``additionalSchedules``: the same forms as ``schedule``."""
-EXCLUSION_PATTERN = (
-    r"^(([0-9]{4}-)?[0-9]{2}-[0-9]{2}"
-    r"|[^\t\n\f\r ]+( +[^\t\n\f\r ]+){4})$"
-)
+EXCLUSION_PATTERN = rf"^(([0-9]{{4}}-)?[0-9]{{2}}-[0-9]{{2}}|{_ENTRY_WORD}( +{_ENTRY_WORD}){{4}})$"
 """A date (``MM-DD``, ``YYYY-MM-DD``) or five space-separated cron fields; the operator checks
 the date and the fields (Stalled, InvalidSchedule, naming ``exclusions[i]``)."""
 ExclusionText = Annotated[

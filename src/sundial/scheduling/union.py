@@ -38,9 +38,9 @@ __all__ = [
     "stored_text",
 ]
 
-#: Fire times tried past excluded ones before a union is reported as never firing (every
-#: fire of ``15 1-3 * * *`` falls in ``* 0-6 * * *``): a minutely schedule excluded for 23
-#: hours a day needs 1,380. A whole day excluded is skipped by the day, not by the minute.
+#: Excluded stretches tried in a row before a union is reported as never firing (every fire
+#: of ``15 1-3 * * *`` falls in ``* 0-6 * * *``). A match is skipped by the whole day, hour
+#: or minute its exclusion covers, so ``@every 1s`` off for 23 hours a day needs 23 tries.
 MAX_EXCLUDED_IN_A_ROW = 5_000
 EXCEPT = "except "
 _DATE = re.compile(r"^(?:(?P<year>[0-9]{4})-)?(?P<month>[0-9]{2})-(?P<day>[0-9]{2})$")
@@ -90,9 +90,14 @@ class Exclusion:
         )
 
     @property
-    def whole_days(self) -> bool:
-        """Whether it only ever excludes whole days, so a match can be skipped by the day."""
-        return self.fields is None or (self.fields.minutes, self.fields.hours) == _WHOLE_DAY
+    def span(self) -> timedelta:
+        """The wall-clock stretch a match excludes as a whole, so the search skips it at once:
+        a day (a date, or every minute of every hour), an hour (every minute), or a minute."""
+        if self.fields is None or (self.fields.minutes, self.fields.hours) == _WHOLE_DAY:
+            return timedelta(days=1)
+        if self.fields.minutes == _WHOLE_DAY[0]:
+            return timedelta(hours=1)
+        return timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -112,9 +117,8 @@ class UnionSchedule:
             excluded = self._excluded_by(candidate)
             if excluded is None:
                 return candidate
-            moment = candidate
-            if excluded.whole_days:  # past the last instant of that local day
-                moment = max(moment, self._day_edge(candidate, forward=True))
+            # Past the last instant of the excluded day, hour or minute.
+            moment = max(candidate, self._edge(candidate, excluded.span, forward=True))
         raise self._never("after", after)
 
     def previous_fire_at_or_before(self, at: datetime) -> datetime:
@@ -125,9 +129,10 @@ class UnionSchedule:
             excluded = self._excluded_by(candidate)
             if excluded is None:
                 return candidate
-            moment = candidate - timedelta(microseconds=1)
-            if excluded.whole_days:
-                moment = min(moment, self._day_edge(candidate, forward=False))
+            moment = min(
+                candidate - timedelta(microseconds=1),
+                self._edge(candidate, excluded.span, forward=False),
+            )
         raise self._never("at or before", at)
 
     def _excluded_by(self, instant: datetime) -> Exclusion | None:
@@ -137,20 +142,26 @@ class UnionSchedule:
                 return exclusion
         return None
 
-    def _day_edge(self, instant: datetime, *, forward: bool) -> datetime:
-        """The last instant of ``instant``'s local day (forward), or the one before it began."""
-        local = instant.astimezone(self.time_zone)
-        midnight = datetime.combine(local.date(), datetime.min.time())
+    def _edge(self, instant: datetime, span: timedelta, *, forward: bool) -> datetime:
+        """The last instant of the local day, hour or minute (``span``) that holds ``instant``
+        (forward), or the last one before it began."""
+        local = instant.astimezone(self.time_zone).replace(tzinfo=None)
+        if span >= timedelta(days=1):
+            start = datetime.combine(local.date(), datetime.min.time())
+        elif span >= timedelta(hours=1):
+            start = local.replace(minute=0, second=0, microsecond=0)
+        else:
+            start = local.replace(second=0, microsecond=0)
         if forward:
-            midnight += timedelta(days=1)
-        start = cron.resolve_wall_time(midnight, self.time_zone)
-        return start - timedelta(microseconds=1)
+            start += span
+        return cron.resolve_wall_time(start, self.time_zone) - timedelta(microseconds=1)
 
     def _never(self, where: str, instant: datetime) -> errors.SchedulingError:
+        schedules = f"{len(self.parts)} schedule" + ("s" if len(self.parts) > 1 else "")
         return errors.InvalidScheduleError(
-            self.text.replace("\n", "; "),
-            f"has no fire time {where} {instant.isoformat()} outside its exclusions within"
-            f" {MAX_EXCLUDED_IN_A_ROW} fire times; narrow the exclusions",
+            [exclusion.text for exclusion in self.exclusions],
+            f"leave the job's {schedules} no fire time {where} {instant.isoformat()} within"
+            f" {MAX_EXCLUDED_IN_A_ROW} tries; narrow the exclusions",
             field="exclusions",
         )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from sundial.api import common, scheduled_job
+from sundial.api import common, error_text, scheduled_job
 from sundial.scheduling import cron, plan, spread, time_zones, union
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
@@ -132,7 +132,7 @@ async def upsert(
         "suspended": spec.suspend,
         "run_args": Jsonb(dict(handler.args) if handler is not None and handler.args else {}),
         "stalled_reason": None if stalled is None else stalled.reason,
-        "last_error": None if stalled is None else str(stalled),
+        "last_error": None if stalled is None else error_text.truncate(str(stalled)),
         "dst_skipped_time": dst_policy.skipped_time,
         "dst_repeated_time": dst_policy.repeated_time,
     }

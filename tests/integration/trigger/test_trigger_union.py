@@ -59,4 +59,4 @@ async def test_exclusions_that_leave_no_fire_stall_the_schedule(pool: pool.Pool)
     assert result.stalled is not None
     assert result.stalled.reason == "InvalidSchedule"
     assert str(result.stalled).startswith("exclusions: ")
-    assert "outside its exclusions" in str(result.stalled)
+    assert "narrow the exclusions" in str(result.stalled)

@@ -132,6 +132,24 @@ def test_control_characters_are_refused_in_one_line_fields(character: str) -> No
     )
 
 
+@pytest.mark.parametrize("character", ["\x00", "\x01", "\t", "\n", "\x7f"])
+@pytest.mark.parametrize(
+    ("field", "entry"),
+    [
+        ("exclusions", "0 0 0 0 {}"),
+        ("exclusions", "12-25{}"),
+        ("additionalSchedules", "* * * * {}"),
+    ],
+)
+def test_control_characters_are_refused_in_schedule_entries(
+    field: str, entry: str, character: str
+) -> None:
+    """Each entry is kept as a line of one text in PostgreSQL, which cannot store a NUL: the
+    model refuses what the store could not keep (found by the hostile-manifest test)."""
+    message = refusal(job(**{field: [entry.format(character)]}))
+    assert message.startswith(f"spec.{field}[0]: Invalid value"), message
+
+
 def test_tabs_and_newlines_stay_legitimate_in_free_form_data() -> None:
     template = {"spec": {"containers": [{"name": "m", "image": "b", "command": ["a\n\tb"]}]}}
     spec = scheduled_job.ScheduledJobSpec.model_validate(

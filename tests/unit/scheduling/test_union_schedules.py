@@ -106,7 +106,7 @@ def test_the_union_fires_what_the_oracle_says(
         fires = list(cron.fire_times(schedule, start, end))
     except errors.InvalidScheduleError as error:
         # Refused only when the exclusions cover every fire (15,45 1-3 * * * in 00:00-06:59).
-        assert "outside its exclusions" in str(error)
+        assert "narrow the exclusions" in str(error)
         assert oracle(schedules, exclusions, zone, start, start + timedelta(days=400)) == []
         return
     assert fires == expected
@@ -192,7 +192,7 @@ def test_bad_entries_name_their_field(
 
 def test_exclusions_that_leave_nothing_say_so() -> None:
     schedule = union.parse("0 9 * * *", exclusions=["* * * * *"])
-    with pytest.raises(errors.InvalidScheduleError, match="outside its exclusions"):
+    with pytest.raises(errors.InvalidScheduleError, match="narrow the exclusions"):
         schedule.next_fire_after(datetime(2026, 12, 1, tzinfo=UTC))
 
 
@@ -202,3 +202,29 @@ def test_the_preview_names_what_an_exclusion_dropped() -> None:
     assert [f.fire_time.astimezone(schedule.time_zone).day for f in fires] == [26, 27]  # type: ignore[attr-defined]
     assert fires[0].note == "after 2026-12-25 09:00: not fired (exclusions)"
     assert fires[1].note is None
+
+
+def test_a_short_interval_off_most_of_the_day_still_fires() -> None:
+    """Excluded stretches are skipped whole (an hour, a minute), not fire by fire: 82,800
+    excluded seconds a day would pass any bound on tries."""
+    schedule = union.parse("@every 1s", exclusions=["* 0-22 * * *"], time_zone="Europe/Paris")
+    paris = ZoneInfo("Europe/Paris")
+    morning = datetime(2026, 12, 7, 8, 0, tzinfo=paris)
+    assert schedule.next_fire_after(morning) == datetime(2026, 12, 7, 23, 0, tzinfo=paris)
+    late = datetime(2026, 12, 8, 9, 0, tzinfo=paris)
+    last = datetime(2026, 12, 7, 23, 59, 59, tzinfo=paris)
+    assert schedule.previous_fire_at_or_before(late) == last
+    minutes = union.parse("@every 1s", exclusions=["0-58 * * * *"])
+    start = datetime(2026, 12, 7, 8, 0, 30, tzinfo=UTC)
+    assert minutes.next_fire_after(start) == datetime(2026, 12, 7, 8, 59, tzinfo=UTC)
+
+
+def test_a_never_firing_union_names_its_exclusions_and_stays_short() -> None:
+    texts = ["* * * * *"] + [f"{i:02d}-{i:02d}" for i in range(1, 13)]
+    schedule = union.parse("0 9 * * *", ["0 10 * * *"] * 9, texts)
+    with pytest.raises(errors.InvalidScheduleError) as raised:
+        schedule.next_fire_after(datetime(2026, 12, 1, tzinfo=UTC))
+    message = str(raised.value)
+    assert message.startswith("exclusions: ['* * * * *', '01-01',")
+    assert "leave the job's 10 schedules no fire time after" in message
+    assert len(message) < 1000
