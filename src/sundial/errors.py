@@ -42,6 +42,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │       ├── ArgsTooLargeError                    args over the bound (also the API's)
     │       ├── InvalidPriorityError                 priority out of range
     │       ├── RefusedValueError                    PostgreSQL refused a value (NUL, range)
+    │       ├── QuotaExceededError                   the namespace's active-run quota is full
     │       ├── DependencyError
     │       │   ├── MissingDependencyError           depends_on names no run
     │       │   └── CyclicDependencyError            the graph has a cycle
@@ -61,7 +62,8 @@ Private exceptions that carry control flow inside one module (``store.runs._Fire
 
 psycopg's errors do not cross the store's edge: ``sundial.store.pool`` turns the ones raised
 in a pooled connection into ``StoreUnavailableError``, ``RefusedValueError`` (a DataError:
-a NUL, a number out of range) or ``StatementError`` (with the original
+a NUL, a number out of range), ``QuotaExceededError`` (the quota trigger's refusal) or
+``StatementError`` (with the original
 as ``__cause__``), so a caller above the store catches store errors only.
 """
 

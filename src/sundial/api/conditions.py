@@ -132,6 +132,9 @@ class ConditionReason(enum.StrEnum):
     """Reconciling=True on a JobRun whose run time (a delay, ``runAt``, a spread) is ahead."""
     WAITING_FOR_RUNNER = "WaitingForRunner"
     """Reconciling=True on a JobRun that is due and claimable, waiting for a runner's slot."""
+    QUOTA_EXCEEDED = "QuotaExceeded"
+    """Reconciling=True on a JobRun not submitted yet: its namespace holds as many active runs
+    as its quota allows; it is submitted once some have ended."""
 
 
 class EventReason(enum.StrEnum):
@@ -173,6 +176,9 @@ class EventReason(enum.StrEnum):
     """Warning: ``slo.freshnessSeconds`` passed with no run of the ScheduledJob completed."""
     NAME_TAKEN = "NameTaken"
     """Warning: the ScheduledJob's name belongs to another active job; nothing was stored."""
+    QUOTA_EXCEEDED = "QuotaExceeded"
+    """Warning: a fire was dropped, or a JobRun waits, because its namespace holds as many
+    active runs as its quota allows."""
     LATE_START = "LateStart"
     """Warning: a run did not start within ``slo.startLatenessSeconds`` of its fire time."""
     RUN_TOO_LONG = "RunTooLong"

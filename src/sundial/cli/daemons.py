@@ -15,6 +15,7 @@ from sundial.cli import serve as serve_module
 from sundial.cli.app import main
 from sundial.cli.options import (
     _maintainer_settings,
+    active_run_quota_options,
     archive_retention_option,
     dsn_option,
     fire_budget_options,
@@ -575,6 +576,7 @@ def pod_launcher(
 )
 @job_pod_placement_options
 @fire_budget_options
+@active_run_quota_options
 @hot_window_option
 @archive_retention_option
 @retention_interval_option
@@ -604,6 +606,8 @@ def operator(
     job_pod_affinity: str | None,
     fires_per_second: float,
     namespace_fires_per_second: float | None,
+    active_runs_per_namespace: int | None,
+    active_run_quotas: dict[str, int],
     hot_window: float,
     archive_retention_days: int,
     retention_interval: float,
@@ -649,6 +653,8 @@ def operator(
         max_pods=max_pods,
         max_pods_per_namespace=max_pods_per_namespace,
         pod_namespace_weights=namespace_weights,
+        active_run_quotas=active_run_quotas,
+        active_runs_per_namespace=active_runs_per_namespace,
         pods=manifests.ManifestSettings(
             instance=pod_instance,
             service_account_name=pod_service_account,

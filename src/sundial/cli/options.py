@@ -304,3 +304,55 @@ def namespace_weight_option(
         " waiting (repeatable; a namespace not named weighs 1): team-a=3 gives team-a three"
         " runs to one of each other namespace.",
     )
+
+
+def _parse_active_run_quotas(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, int]:
+    """``NAMESPACE=RUNS`` values (comma lists split) as a mapping; each quota 0 or more."""
+    found: dict[str, int] = {}
+    for item in (part.strip() for value in values for part in value.split(",")):
+        if not item:
+            continue
+        name, separator, text = item.partition("=")
+        name = name.strip()
+        if not separator or len(name) > 63 or not _NAMESPACE_NAME.fullmatch(name):
+            raise click.BadParameter(
+                f"{item!r} is not NAMESPACE=RUNS: write e.g. team-a=500 (a namespace not named"
+                " gets --active-runs-per-namespace)"
+            )
+        try:
+            quota = int(text.strip())
+        except ValueError:
+            quota = -1
+        if not 0 <= quota <= 2**31 - 1:
+            raise click.BadParameter(
+                f"the quota of {name!r} is {text.strip()!r}: write a whole number of runs, 0"
+                f" or more, e.g. {name}=500"
+            )
+        if name in found:
+            raise click.BadParameter(f"{name!r} is given twice: give each namespace once")
+        found[name] = quota
+    return found
+
+
+def active_run_quota_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--active-runs-per-namespace`` and ``--namespace-active-runs``: how many runs that have
+    not ended a namespace may hold (``sundial.store.quotas``)."""
+    command = click.option(
+        "--namespace-active-runs",
+        "active_run_quotas",
+        multiple=True,
+        metavar="NAMESPACE=RUNS",
+        callback=_parse_active_run_quotas,
+        help="A namespace's quota of runs that have not ended (repeatable; overrides"
+        " --active-runs-per-namespace for it). A submission past it is refused, a fire past it"
+        " dropped with a QuotaExceeded Event, a JobRun waits.",
+    )(command)
+    return click.option(
+        "--active-runs-per-namespace",
+        type=click.IntRange(0, 2**31 - 1),
+        default=None,
+        help="The quota of runs that have not ended of every namespace not named by"
+        " --namespace-active-runs (default: none).",
+    )(command)

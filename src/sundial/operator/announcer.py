@@ -4,8 +4,8 @@
 transactions) whose every tick turns the store's report into Kubernetes Events on the
 ScheduledJob - ``SuccessfulCreate`` per run created, and the reasons ``store.fires`` reports
 per schedule (``MissSchedule``, ``TooManyMissedTimes``, ``JobAlreadyActive``, ``Coalesced``,
-``Backfilled``, ``FireBuffered``, ``BufferFull``, ``Quarantined``) - and remembers missed
-fires for the ScheduleMissed condition.
+``Backfilled``, ``FireBuffered``, ``BufferFull``, ``Quarantined``, ``QuotaExceeded``) - and
+remembers missed fires for the ScheduleMissed condition.
 A schedule the mirror has not listed yet gets no Event (the run is still in PostgreSQL).
 """
 
@@ -19,7 +19,12 @@ from sundial.store import fires, pool
 __all__ = ["AnnouncingTriggerLoop"]
 
 _WARNINGS = frozenset(
-    {EventReason.MISS_SCHEDULE, EventReason.TOO_MANY_MISSED_TIMES, EventReason.QUARANTINED}
+    {
+        EventReason.MISS_SCHEDULE,
+        EventReason.TOO_MANY_MISSED_TIMES,
+        EventReason.QUARANTINED,
+        EventReason.QUOTA_EXCEEDED,
+    }
 )
 _MISSED = frozenset({EventReason.MISS_SCHEDULE, EventReason.TOO_MANY_MISSED_TIMES})
 
@@ -65,6 +70,8 @@ class AnnouncingTriggerLoop(trigger.TriggerLoop):
                 message = outcome.newly_quarantined or outcome.stalled or reason
                 if reason is EventReason.MISS_SCHEDULE and outcome.missed_message:
                     message = outcome.missed_message
+                if reason is EventReason.QUOTA_EXCEEDED and outcome.quota_message:
+                    message = outcome.quota_message
                 self.ctx.recorder.record(body, event_type, reason, message)
         fired = {run.schedule_id for run in report.runs}
         for schedule_id in fired:

@@ -233,6 +233,9 @@ async def _submit(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, message)
         )
         return None
+    except store_errors.QuotaExceededError as error:
+        await _wait_for_quota(ctx, body, error)
+        return None
     except store_errors.InvalidSubmissionError as error:
         await _report(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, str(error))
@@ -322,6 +325,31 @@ async def _wait_for_upstream(
         ctx,
         body,
         (ConditionType.RECONCILING, "True", ConditionReason.WAITING_FOR_UPSTREAM, message),
+        (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
+    )
+
+
+async def _wait_for_quota(
+    ctx: context.Context, body: Mapping[str, Any], error: store_errors.QuotaExceededError
+) -> None:
+    """The namespace is at its active-run quota: wait, submitted by a later mirror pass once
+    the maintenance pass has counted the runs that ended. One Warning Event per wait."""
+    message = (
+        f"namespace {error.namespace} holds as many active runs as its quota allows "
+        f"({error.quota}); this JobRun is submitted once some have ended"
+    )
+    waiting = any(
+        isinstance(c, Mapping)
+        and c.get("type") == ConditionType.RECONCILING
+        and c.get("reason") == ConditionReason.QUOTA_EXCEEDED
+        for c in ((body.get("status") or {}).get("conditions") or [])
+    )
+    if not waiting:
+        ctx.recorder.record(body, events.WARNING, conditions.EventReason.QUOTA_EXCEEDED, str(error))
+    await _report(
+        ctx,
+        body,
+        (ConditionType.RECONCILING, "True", ConditionReason.QUOTA_EXCEEDED, message),
         (ConditionType.STALLED, "False", ConditionReason.AS_EXPECTED, ""),
     )
 

@@ -56,6 +56,7 @@ from sundial.pods import launcher, manifests
 from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import pool as store_pool
+from sundial.store import quotas
 
 __all__ = ["OperatorConfig", "serve"]
 
@@ -92,6 +93,10 @@ class OperatorConfig:
     max_pods_per_namespace: int | None = None
     #: Per namespace, its share of the Pods against the others' (a namespace not named weighs 1).
     pod_namespace_weights: Mapping[str, float] = field(default_factory=dict)
+    #: Runs that have not ended a namespace may hold: by name, and for every other one (None:
+    #: no quota). The leader stores them when it takes the lead (``store.quotas``).
+    active_run_quotas: Mapping[str, int] = field(default_factory=dict)
+    active_runs_per_namespace: int | None = None
     #: ``instance`` labels the Pods; the image runs handler jobs whose executionModel is pod.
     pods: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
 
@@ -141,6 +146,9 @@ async def _lead(
     # Renew the lease from the start, on a thread of its own (``Leadership.keep_apart``): the
     # event loop is busy for seconds while the operator starts beside thousands of objects.
     keeper = asyncio.create_task(lead.keep_apart(config.dsn, stop), name="lease")
+    await quotas.configure(
+        pool, per_namespace=config.active_run_quotas, default=config.active_runs_per_namespace
+    )
     api = await asyncio.to_thread(kube.KubeApi)
     clock = clocks.SystemClock()
     recorder = events.EventRecorder(api, clock)

@@ -34,6 +34,9 @@ Its tasks, each with its own interval (``MaintainerSettings``):
 * ``runners``: the announcements of runners that died without withdrawing, expired longer than
   ``dead_runner_after`` ago, are deleted with their circuit states
   (``store.runners.purge_expired``), so neither table grows with every runner ever killed;
+* ``quotas``: the active runs of each namespace with a quota counted again, so runs that
+  ended free their room (``store.quotas.count_active``; inserts count themselves up, nothing
+  counts down: ADR 0063); a pass with no quota configured is one statement on an empty table;
 * ``settings``: a warning in the log while the server's autovacuum settings would let the hot
   table's dead rows pile up (``store.server``; docs/adr/0042).
 
@@ -64,7 +67,7 @@ from datetime import datetime, timedelta
 from sundial.observability import maintainer_metrics as metrics
 from sundial.scheduler import trigger
 from sundial.scheduling import clock as clocks
-from sundial.store import leases, maintenance, monitoring, reaper, runners, server
+from sundial.store import leases, maintenance, monitoring, quotas, reaper, runners, server
 from sundial.store.pool import Pool
 
 __all__ = ["Maintainer", "MaintainerSettings", "PassReport"]
@@ -104,6 +107,8 @@ class MaintainerSettings:
     unclaimable_interval: timedelta = timedelta(seconds=5)
     runners_interval: timedelta = timedelta(minutes=1)
     settings_interval: timedelta = timedelta(hours=1)
+    #: How long a run that ended holds its room under its namespace's active-run quota.
+    quota_interval: timedelta = timedelta(seconds=5)
     #: A runner whose announcement expired this long ago is taken for dead and its rows
     #: (``runners``, ``circuits``) are deleted. Long, so a runner that was only paused or cut
     #: off for a while keeps its circuit states; one that comes back announces itself again.
@@ -155,6 +160,7 @@ _INTERVALS = (
     "unclaimable_interval",
     "runners_interval",
     "settings_interval",
+    "quota_interval",
     "poll_interval",
 )
 
@@ -170,6 +176,8 @@ class PassReport:
     archived: int = 0
     #: Rows of dead runners deleted (``runners`` task).
     runners_purged: int = 0
+    #: Namespace quotas whose active runs were counted (``quotas`` task).
+    quotas_counted: int = 0
     partitions_dropped: tuple[str, ...] = ()
     partitions_busy: tuple[str, ...] = ()
     idempotency_keys_expired: int = 0
@@ -206,6 +214,7 @@ class Maintainer:
             "monitor": (s.monitor_interval, self._monitor),
             "unclaimable": (s.unclaimable_interval, self._unclaimable),
             "runners": (s.runners_interval, self._purge_runners),
+            "quotas": (s.quota_interval, self._count_quotas),
             "settings": (s.settings_interval, self._check_settings),
         }
         # Every label set of sundial_pending_runs this maintainer has set.
@@ -449,6 +458,10 @@ class Maintainer:
                     "run unclaimable",
                     extra={"run_id": run.run_id, "handler": run.handler, "reason": run.reason},
                 )
+        return False
+
+    async def _count_quotas(self, report: PassReport) -> bool:
+        report.quotas_counted = await quotas.count_active(self.pool)
         return False
 
     async def _purge_runners(self, report: PassReport) -> bool:

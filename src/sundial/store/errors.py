@@ -18,6 +18,7 @@ bug, or a constraint the caller broke), each with psycopg's error as ``__cause__
         ├── ArgsTooLargeError           args larger than api.validate.MAX_ARGS_BYTES
         ├── InvalidPriorityError        priority outside MIN_PRIORITY..MAX_PRIORITY
         ├── RefusedValueError           PostgreSQL refused a value (NUL, out of range)
+        ├── QuotaExceededError          the namespace holds as many active runs as it may
         ├── DependencyError
         │   ├── MissingDependencyError  depends_on names a run that does not exist
         │   └── CyclicDependencyError   a submitted graph has a cycle
@@ -45,6 +46,7 @@ __all__ = [
     "NameTakenError",
     "NoSuchRunError",
     "PermissionDeniedError",
+    "QuotaExceededError",
     "RefusedValueError",
     "RunNotReplayableError",
     "StatementError",
@@ -167,6 +169,30 @@ class RefusedValueError(InvalidSubmissionError):
             " within range (parse the manifest with sundial.api to find the field)"
         )
         self.detail = detail
+
+
+class QuotaExceededError(InvalidSubmissionError):
+    """The runs would take their namespace past its quota of active runs (ADR 0063).
+
+    Not a bad request, a full one: the same submission succeeds once enough of the
+    namespace's runs have ended (the count is refreshed by the maintenance pass)."""
+
+    def __init__(self, namespace: str, quota: int, active: int, added: int) -> None:
+        super().__init__(
+            f"namespace {namespace} may hold {quota} active runs and holds {active}; these "
+            f"{added} would pass its quota: wait for some to end, or ask the platform team to "
+            "raise it (operator.quotas.activeRuns)"
+        )
+        self.namespace = namespace
+        self.quota = quota
+        self.active = active
+        self.added = added
+
+    @classmethod
+    def from_detail(cls, detail: str) -> QuotaExceededError:
+        """From the trigger's ``namespace|quota|active|added``."""
+        namespace, quota, active, added = detail.rsplit("|", 3)
+        return cls(namespace, int(quota), int(active), int(added))
 
 
 class DependencyError(InvalidSubmissionError):

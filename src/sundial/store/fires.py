@@ -30,7 +30,7 @@ from typing import Any
 from sundial.scheduling import cron, plan, quarantine, run_state, union
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
-from sundial.store import dependencies, queries
+from sundial.store import dependencies, queries, quotas
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
@@ -46,6 +46,8 @@ __all__ = [
 #: trips, small enough that row locks are held for a few hundred milliseconds at most.
 DEFAULT_BATCH_SIZE = 1000
 REPLACED_REASON = "replaced by a newer fire (concurrencyPolicy: Replace)"
+#: The outcome of a schedule whose fires were dropped for its namespace's active-run quota.
+QUOTA_EXCEEDED = "QuotaExceeded"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class ScheduleOutcome:
     newly_quarantined: str | None = None
     #: The ``MissSchedule`` Event's message: the due fires counted (``plan.FirePlan``).
     missed_message: str | None = None
+    #: The ``QuotaExceeded`` Event's message: fires dropped for the namespace's quota.
+    quota_message: str | None = None
 
 
 @dataclass
@@ -86,6 +90,8 @@ class FireReport:
     #: Fires BufferOne set waiting behind an active run, and waiting fires that started.
     buffered: int = 0
     released: int = 0
+    #: Fires dropped because their namespace was at its active-run quota (also in ``skipped``).
+    over_quota: int = 0
     runs: list[FiredRun] = field(default_factory=list)
     #: (schedule id, fire time) of the waiting fires among ``runs``: created long after their
     #: fire time by design, so they stay out of the creation-lag figure.
@@ -106,6 +112,7 @@ class FireReport:
             "quarantined",
             "buffered",
             "released",
+            "over_quota",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.runs.extend(other.runs)
@@ -227,6 +234,8 @@ async def fire_due(
             )
         if replace_jobs:
             report.cancelled = await _cancel_active(conn, replace_jobs)
+        if planned:
+            planned = await _within_quotas(conn, planned, advances, report)
         if planned:
             report.runs = await _insert_fires(conn, planned, pace)
             report.created = len(report.runs)
@@ -374,6 +383,58 @@ async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID]) -> int:
     if doomed:
         await dependencies.fail_dependents(conn, doomed)
     return len(rows)
+
+
+async def _within_quotas(
+    conn: Connection,
+    planned: list[tuple[_DueSchedule, plan.PlannedRun]],
+    advances: Sequence[dict[str, Any]],
+    report: FireReport,
+) -> list[tuple[_DueSchedule, plan.PlannedRun]]:
+    """The planned runs that fit their namespaces' active-run quotas (earliest fires first);
+    the rest are dropped, counted as skipped and reported (``QuotaExceeded``). The quota
+    rows stay locked until the commit, so what fits now still fits at the insert."""
+    room = await quotas.room(conn, (row.namespace for row, _ in planned))
+    if not room:
+        return planned
+    kept: list[tuple[_DueSchedule, plan.PlannedRun]] = []
+    dropped: dict[uuid.UUID, list[plan.PlannedRun]] = collections.defaultdict(list)
+    rows: dict[uuid.UUID, _DueSchedule] = {}
+    for row, run in sorted(planned, key=lambda item: (item[1].fire_time, item[0].id)):
+        left = room.get(row.namespace)
+        if left is None or left.room > 0:
+            if left is not None:
+                room[row.namespace] = left.taking_one()
+            kept.append((row, run))
+        else:
+            dropped[row.id].append(run)
+            rows[row.id] = row
+    if not dropped:
+        return planned
+    by_id = {advance["id"]: advance for advance in advances}
+    for schedule_id, runs in dropped.items():
+        advance = by_id[schedule_id]
+        advance["created"] -= len(runs)
+        advance["skipped"] += len(runs)
+        ours = [run.fire_time for row, run in kept if row.id == schedule_id]
+        advance["last_fire_time"] = max(ours) if ours else None
+        report.skipped += len(runs)
+        report.over_quota += len(runs)
+        quota = room[rows[schedule_id].namespace]
+        fire_times = ", ".join(run.fire_time.isoformat() for run in runs[:3])
+        more = f" and {len(runs) - 3} more" if len(runs) > 3 else ""
+        report.outcomes.append(
+            ScheduleOutcome(
+                schedule_id,
+                (QUOTA_EXCEEDED,),
+                quota_message=(
+                    f"dropped the fire of {fire_times}{more}: namespace "
+                    f"{rows[schedule_id].namespace} holds {quota.active} active runs, its quota"
+                    f" is {quota.quota}; it fires again once some have ended"
+                ),
+            )
+        )
+    return kept
 
 
 async def _insert_fires(

@@ -11,6 +11,7 @@ above the store never import psycopg to know that the database is away::
 
     psycopg.OperationalError, InterfaceError, PoolTimeout -> errors.StoreUnavailableError
     psycopg.DataError (a NUL, a number out of range)      -> errors.RefusedValueError
+    the active-run quota's check violation                -> errors.QuotaExceededError
     InsufficientPrivilege (a login's role lacks a grant)  -> errors.PermissionDeniedError
     any other psycopg.Error (a constraint, a bug)         -> errors.StatementError
 
@@ -52,6 +53,10 @@ for _logger in ("psycopg", "psycopg.pool"):
     logging.getLogger(_logger).addFilter(dsns.LogFilter())
 
 
+#: The name the quota trigger raises its refusal under (migration 0270).
+QUOTA_CONSTRAINT = "namespace_quotas_active_runs"
+
+
 def store_error(error: psycopg.Error, dsn: str = "") -> errors.StoreError:
     """The store error a psycopg error becomes at the edge; never with a password in it."""
     text = dsns.redact(str(error), dsn).strip().splitlines()
@@ -60,6 +65,12 @@ def store_error(error: psycopg.Error, dsn: str = "") -> errors.StoreError:
         return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
     if isinstance(error, psycopg.DataError):
         return errors.RefusedValueError(error.diag.message_primary or message)
+    if (
+        isinstance(error, psycopg.errors.CheckViolation)
+        and error.diag.constraint_name == QUOTA_CONSTRAINT
+        and error.diag.message_detail
+    ):
+        return errors.QuotaExceededError.from_detail(error.diag.message_detail)
     if isinstance(error, psycopg.errors.InsufficientPrivilege):
         return errors.PermissionDeniedError(
             f"PostgreSQL refused a statement: this login may not do it ({message}); connect"

@@ -75,6 +75,8 @@ COMPONENTS: dict[str, Grants] = {
         owner_functions=(
             "sundial_ensure_month_partition(timestamptz)",
             "sundial_drop_month_partition(text)",
+            "sundial_quota_rows(text[])",
+            "sundial_count_active_runs()",
         ),
     ),
     "runner": Grants(

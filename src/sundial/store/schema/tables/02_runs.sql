@@ -143,6 +143,8 @@ CREATE INDEX schedule_fires_created_idx ON schedule_fires USING btree (created_a
 
 CREATE TRIGGER job_runs_attempt_only_grows BEFORE UPDATE OF attempt ON job_runs FOR EACH ROW WHEN ((new.attempt < old.attempt)) EXECUTE FUNCTION sundial_attempt_only_grows();
 
+CREATE TRIGGER job_runs_count_quota AFTER INSERT ON job_runs REFERENCING NEW TABLE AS new_runs FOR EACH STATEMENT EXECUTE FUNCTION sundial_count_quota_runs();
+
 CREATE TRIGGER job_runs_notify_pending AFTER INSERT ON job_runs REFERENCING NEW TABLE AS new_runs FOR EACH STATEMENT EXECUTE FUNCTION sundial_notify_pending_runs();
 
 ALTER TABLE job_runs

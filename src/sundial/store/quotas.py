@@ -1,0 +1,108 @@
+"""Quotas on the active runs of a namespace: configured, counted, consulted.
+
+A namespace's quota bounds the runs it holds that have not ended (scheduled, blocked,
+pending, running or waiting to retry), however they were made: a JobRun, ``runs.submit``, a
+fire. PostgreSQL enforces it (migration 0270, docs/adr/0063-active-run-quotas.md): a trigger
+counts every insert up and refuses the statement that would pass the quota, which leaves the
+store as ``errors.QuotaExceededError``; the maintenance pass sets the counts to the truth, so
+ended runs free their room within one pass. Finishing a run never touches a quota.
+
+The operator configures the quotas from its settings (``configure``): one per namespace
+named, and a default for every other namespace, whose row is made the first time one of its
+runs is inserted. Nothing configured means no quota and no cost beyond one probe of an empty
+table per insert statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from sundial.store import queries
+from sundial.store.pool import Connection, Pool
+
+__all__ = ["DEFAULT", "Quota", "Room", "configure", "count_active", "listed", "room"]
+
+#: The namespace column's value for the default quota (no namespace name holds ``*``).
+DEFAULT = "*"
+
+
+@dataclass(frozen=True)
+class Quota:
+    namespace: str
+    max_active_runs: int
+    #: As counted: every insert since the last maintenance pass added, no end subtracted.
+    active_runs: int
+    #: Configured by name (``False``: made from the default).
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class Room:
+    """A namespace's quota and its active runs as counted."""
+
+    quota: int
+    active: int
+
+    @property
+    def room(self) -> int:
+        """How many more runs fit."""
+        return max(0, self.quota - self.active)
+
+    def taking_one(self) -> Room:
+        return Room(self.quota, self.active + 1)
+
+
+async def configure(
+    pool: Pool, *, per_namespace: Mapping[str, int], default: int | None = None
+) -> None:
+    """Make the stored quotas these: ``per_namespace`` by name, ``default`` for the rest (or
+    none). Counts are kept for quotas that stay and set to the truth at the end."""
+    for namespace, quota in [*per_namespace.items(), (DEFAULT, default or 0)]:
+        if quota < 0:
+            raise ValueError(f"the active-run quota of {namespace} is {quota}; use 0 or more")
+    named = dict(sorted(per_namespace.items()))
+    if default is not None:
+        named[DEFAULT] = default
+    async with pool.connection() as conn, conn.transaction():
+        await conn.execute(queries.get("quotas_lock"))
+        await conn.execute(queries.get("quotas_remove"), {"named": list(named), "default": default})
+        if default is not None:
+            await conn.execute(queries.get("quotas_set_default"), {"default": default})
+        await conn.execute(
+            queries.get("quotas_set"),
+            {"namespaces": list(named), "quotas": list(named.values())},
+        )
+        await conn.execute(queries.get("quotas_count"))
+
+
+async def count_active(pool: Pool) -> int:
+    """Set every quota's count to its namespace's true number of active runs (the maintenance
+    pass); how many quotas were counted."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("quotas_count"))
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def room(conn: Connection, namespaces: Iterable[str]) -> dict[str, Room]:
+    """The quota and count of each of ``namespaces`` that has a quota.
+
+    Locks their quota rows for the rest of ``conn``'s transaction, so the room cannot shrink
+    before the caller's insert: the trigger uses it to fire only what fits (``store.fires``).
+    """
+    wanted = sorted(set(namespaces))
+    if not wanted:
+        return {}
+    cursor = await conn.execute(queries.get("quotas_room"), {"namespaces": wanted})
+    return {
+        namespace: Room(int(quota), int(active))
+        for namespace, quota, active in await cursor.fetchall()
+    }
+
+
+async def listed(pool: Pool) -> list[Quota]:
+    """Every stored quota, the default first."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("quotas_list"))
+        return [Quota(*row) for row in await cursor.fetchall()]
