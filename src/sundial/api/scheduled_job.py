@@ -25,25 +25,21 @@ MissedFirePolicy = Literal["Coalesce", "Backfill", "Skip"]
 SkippedTime = Literal["AtTransition", "Skip"]
 RepeatedTime = Literal["First", "Second", "Both"]
 
-SCHEDULE_PATTERN = (
-    r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
-    r"|@every ([0-9]+[hms])+"
-    r"|[^\t\n\f\r ]+( +[^\t\n\f\r ]+){4})$"
-)
-r"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval, e.g. ``@every
-90s``, as robfig/cron spells it); the operator parses the schedule and reports errors as
-Stalled, since a pattern cannot check field ranges. The non-space class is spelled out rather
-than ``\S``: RE2 (the apiserver) reads ``\S`` as ASCII-only, the models' regex engine as
-Unicode, and the two must refuse the same schedules."""
 _ENTRY_WORD = r"[^\x00-\x20\x7f]+"
-"""A word of an entry of ``additionalSchedules`` or ``exclusions``: no space and no control
-character (PostgreSQL cannot store a NUL, and the entries are kept as lines of one text)."""
-ADDITIONAL_SCHEDULE_PATTERN = (
+"""A word of a schedule or an exclusion: no space and no control character (PostgreSQL cannot
+store a NUL, and ``additionalSchedules`` and ``exclusions`` are kept as lines of one text)."""
+SCHEDULE_PATTERN = (
     r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
     r"|@every ([0-9]+[hms])+"
     rf"|{_ENTRY_WORD}( +{_ENTRY_WORD}){{4}})$"
 )
-"""The forms of ``schedule``, with words that hold no control character."""
+r"""Five space-separated fields, a macro, or ``@every <duration>`` (an interval, e.g. ``@every
+90s``, as robfig/cron spells it); the operator parses the schedule and reports errors as
+Stalled, since a pattern cannot check field ranges. The word class is spelled out rather than
+``\S``: RE2 (the apiserver) reads ``\S`` as ASCII-only, the models' regex engine as Unicode,
+and the two must refuse the same schedules."""
+ADDITIONAL_SCHEDULE_PATTERN = SCHEDULE_PATTERN
+"""The forms of ``schedule``."""
 ScheduleText = Annotated[
     str, pydantic.Field(min_length=1, max_length=128, pattern=ADDITIONAL_SCHEDULE_PATTERN)
 ]

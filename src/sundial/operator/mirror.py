@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
 from sundial.api import common, conditions, job_run, scheduled_job
@@ -58,7 +59,7 @@ from sundial.operator import (
 )
 from sundial.pods import pod_gc
 from sundial.scheduling import run_state
-from sundial.store import circuits, history
+from sundial.store import circuits, history, schedules
 from sundial.store import errors as store_errors
 
 __all__ = ["Mirror"]
@@ -115,7 +116,11 @@ class Mirror:
         started = time.perf_counter()
         requests_before = self.ctx.api.requests
         self._listed = 0
+        listing = self.ctx.scheduled_job_cache.needs_list()
+        listed_at = await schedules.database_now(self.ctx.pool) if listing else None
         scheduled = await self._objects(self.ctx.scheduled_job_cache, kube.SCHEDULED_JOBS)
+        if listed_at is not None:
+            await self._deactivate_orphans(scheduled, listed_at)
         registered_before = set(self.ctx.job_runs)
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
         live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
@@ -166,6 +171,24 @@ class Mirror:
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+    async def _deactivate_orphans(
+        self, scheduled: Sequence[Mapping[str, Any]], listed_at: datetime.datetime
+    ) -> None:
+        """After a LIST: the schedules of ScheduledJobs it did not return were deleted while
+        no operator watched, and no event will ever say so; stop them firing and free their
+        names (``store.schedules.deactivate_orphans``)."""
+        orphans = await schedules.deactivate_orphans(
+            self.ctx.pool,
+            kept=[status.schedule_id(body) for body in scheduled],
+            listed_at=listed_at,
+            namespaces=self.ctx.settings.namespaces,
+        )
+        for schedule_id, namespace, name in orphans:
+            log.warning(
+                "ScheduledJob gone while no operator watched; schedule deactivated",
+                extra={"object": f"{namespace}/{name}", "schedule_id": str(schedule_id)},
+            )
 
     def _report_forged_mirror(self, body: Mapping[str, Any], owner_namespace: str) -> None:
         """A JobRun labelled as the mirror of a ScheduledJob in another namespace: the operator

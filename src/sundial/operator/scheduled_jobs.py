@@ -13,7 +13,10 @@ docs/adr/0008-operator.md for why runs are not cancelled. It runs behind kopf's 
 also on the watch's DELETED event: an object deleted before kopf added the finalizer never
 reaches the delete handler, and its schedule would fire for ever. A store that was under way
 when the deletion arrived (a mirror pass that read the object just before) deactivates the
-schedule again after its upsert (``Context.deleted_schedules``).
+schedule again after its upsert (``Context.deleted_schedules``). An object deleted while no
+operator watched (its finalizer removed by hand) sends no event at all: the status mirror
+deactivates its schedule after the next LIST that does not return it
+(``Mirror._deactivate_orphans``).
 """
 
 from __future__ import annotations

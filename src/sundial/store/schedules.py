@@ -17,6 +17,7 @@ changes a user makes; the trigger's transaction is in ``fires``.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -221,6 +222,39 @@ async def deactivate(pool: Pool, schedule_id: uuid.UUID) -> bool:
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("schedule_deactivate"), {"id": schedule_id})
         return await cursor.fetchone() is not None
+
+
+async def database_now(pool: Pool) -> datetime:
+    """The database's clock (the one that wrote ``created_at``)."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("database_now"))
+        row = await cursor.fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
+async def deactivate_orphans(
+    pool: Pool,
+    *,
+    kept: Sequence[uuid.UUID],
+    listed_at: datetime,
+    namespaces: Sequence[str] | None,
+) -> list[tuple[uuid.UUID, str, str]]:
+    """Deactivate the schedules whose ScheduledJob a complete LIST, begun at ``listed_at``
+    (the database's clock), did not return: (id, namespace, name) of each.
+
+    Only schedules stored before the LIST began and in the namespaces it covered: one stored
+    since may belong to an object created after it."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("schedule_deactivate_orphans"),
+            {
+                "kept": list(kept),
+                "listed_at": listed_at,
+                "namespaces": None if namespaces is None else list(namespaces),
+            },
+        )
+        return [(row[0], row[1], row[2]) for row in await cursor.fetchall()]
 
 
 async def get(pool: Pool, schedule_id: uuid.UUID) -> ScheduleInfo | None:

@@ -139,6 +139,8 @@ def test_control_characters_are_refused_in_one_line_fields(character: str) -> No
         ("exclusions", "0 0 0 0 {}"),
         ("exclusions", "12-25{}"),
         ("additionalSchedules", "* * * * {}"),
+        ("schedule", "0 0 * * {}"),
+        ("schedule", "{}0 0 * * *"),
     ],
 )
 def test_control_characters_are_refused_in_schedule_entries(
@@ -146,6 +148,10 @@ def test_control_characters_are_refused_in_schedule_entries(
 ) -> None:
     """Each entry is kept as a line of one text in PostgreSQL, which cannot store a NUL: the
     model refuses what the store could not keep (found by the hostile-manifest test)."""
+    if field == "schedule":
+        message = refusal(job(schedule=entry.format(character)))
+        assert message.startswith("spec.schedule: Invalid value"), message
+        return
     message = refusal(job(**{field: [entry.format(character)]}))
     assert message.startswith(f"spec.{field}[0]: Invalid value"), message
 
