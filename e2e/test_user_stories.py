@@ -124,6 +124,34 @@ def _overrunning_job(template: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: Three pod JobRuns, each its own job, that name one concurrency key of limit 1.
+KEYED = [f"warehouse-load-{n}" for n in range(3)]
+
+
+def _keyed_runs(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """JobRuns whose Pods sleep 5 s: with the key's limit of 1 they run one at a time."""
+    template = copy.deepcopy(template)
+    template.pop("metadata", None)
+    [container] = template["spec"]["containers"]
+    container["command"] = ["sleep", "5"]
+    container["resources"] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    return [
+        {
+            "apiVersion": "sundial.dev/v1alpha1",
+            "kind": "JobRun",
+            "metadata": {"name": name},
+            "spec": {
+                "job": {
+                    "template": template,
+                    "concurrencyKey": {"name": "warehouse", "limit": 1},
+                    "retry": {"maxRetries": 0},
+                }
+            },
+        }
+        for name in KEYED
+    ]
+
+
 #: A ScheduledJob that promises a completed run every minute and never fires (once a year):
 #: a minute after it is applied, it has broken its freshness SLO.
 STALE = "stale-report"
@@ -186,6 +214,7 @@ def stories(target: Target) -> Iterator[Phases]:
     oom = yaml.safe_load((EXAMPLES / "oom.yaml").read_text())
     documents.append(_placed(oom, target))
     documents.append(_placed(_overrunning_job(oom["spec"]["job"]["template"]), target))
+    documents.extend(_placed(run, target) for run in _keyed_runs(oom["spec"]["job"]["template"]))
     documents.append(STALE_JOB)
     documents.append(HOLIDAYS_JOB)
     manifest = yaml.safe_dump_all([d for d in documents if d], sort_keys=False)
@@ -278,6 +307,16 @@ def test_a_dag_of_jobruns_runs_each_step_after_its_upstreams(stories: Phases) ->
     assert started("transform") >= finished("extract")
     assert started("report") >= finished("extract")
     assert started("load") >= finished("transform")
+
+
+def test_jobs_that_share_a_concurrency_key_run_one_at_a_time(stories: Phases) -> None:
+    runs = [stories.ended(name) for name in KEYED]
+    assert [r["status"]["phase"] for r in runs] == ["Succeeded"] * len(KEYED), stories.seen
+    spans = sorted(
+        (_time(r["status"]["startedAt"]), _time(r["status"]["finishedAt"])) for r in runs
+    )
+    for (_, finished), (started, _) in itertools.pairwise(spans):
+        assert started >= finished, spans
 
 
 def test_a_pod_job_oom_killed_succeeds_on_retry_with_more_memory(

@@ -343,6 +343,21 @@ MEMORY_QUANTITY_PATTERN = (
 """A Kubernetes quantity of bytes (``512Mi``, ``4Gi``, ``1e9``): no sign, no milli-bytes."""
 
 
+MAX_CONCURRENCY_LIMIT = 10_000
+
+
+class ConcurrencyKey(ApiModel):
+    """A limit shared by every job of the namespace that names the same key: at most ``limit``
+    of their runs are due for a runner or running at once; the others wait (``status.waiting``,
+    reason ``ConcurrencyLimit``) and start, oldest first, as those end."""
+
+    name: str = pydantic.Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
+    """The key, e.g. ``warehouse``; keys are per namespace."""
+    limit: int = pydantic.Field(ge=1, le=MAX_CONCURRENCY_LIMIT)
+    """Runs of the key at once. Jobs naming one key should give one limit: each waiting run is
+    held to the limit its own job gives."""
+
+
 class OomSpec(ApiModel):
     """What an OOMKilled attempt does (a Pod whose container the runtime reports ``OOMKilled``).
 
@@ -484,6 +499,9 @@ class JobSpec(ApiModel):
     """A circuit-breaker key naming the downstream this job depends on. Runners key their
     breaker and retry budget on it (before the handler's registered ``dependency``), and the
     operator marks the job Degraded while that circuit is open. Pod runs have no breaker."""
+    concurrency_key: ConcurrencyKey | None = None
+    """Share a limit of runs at once with the namespace's other jobs naming the same key (at
+    most 2 runs that touch the warehouse, across all the jobs that do)."""
 
     @pydantic.model_validator(mode="after")
     def _job_shape(self) -> JobSpec:

@@ -128,6 +128,8 @@ class ConditionReason(enum.StrEnum):
     dependency's retry budget was spent."""
     RETRY_BACKOFF = "RetryBackoff"
     """Reconciling=True on a JobRun waiting out its backoff before the next attempt."""
+    CONCURRENCY_LIMIT = "ConcurrencyLimit"
+    """Reconciling=True on a JobRun that is due but waits for room under its concurrency key."""
     RUN_AT_IN_FUTURE = "RunAtInFuture"
     """Reconciling=True on a JobRun whose run time (a delay, ``runAt``, a spread) is ahead."""
     WAITING_FOR_RUNNER = "WaitingForRunner"

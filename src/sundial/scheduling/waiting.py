@@ -65,6 +65,8 @@ class WaitReason(enum.StrEnum):
     """Handed back because its dependency's circuit breaker was open; it retries later."""
     RETRY_BACKOFF = "RetryBackoff"
     """An attempt failed; it waits out its backoff before the next attempt."""
+    CONCURRENCY_LIMIT = "ConcurrencyLimit"
+    """Due, but its concurrency key's runs pending or running are at the key's limit."""
     RUN_AT_IN_FUTURE = "RunAtInFuture"
     """Scheduled: its ``run_at`` (a delay, a spread, a fire time) has not come yet."""
     WAITING_FOR_RUNNER = "WaitingForRunner"
@@ -96,6 +98,9 @@ class WaitFacts:
     pending_dependencies: int = 0
     #: Its unfinished upstream runs, lowest id first (at most a few; the count is above).
     upstream: tuple[Upstream, ...] = ()
+    #: The concurrency key holding it back: set by the store only for a due run that waits
+    #: for its key (the store has the clock; this module has none).
+    held_by_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,16 @@ def _backoff(facts: WaitFacts) -> Waiting | None:
     )
 
 
+def _concurrency_limit(facts: WaitFacts) -> Waiting | None:
+    if facts.held_by_key is None or facts.state not in (RunState.SCHEDULED, RunState.RETRY_WAIT):
+        return None
+    return Waiting(
+        WaitReason.CONCURRENCY_LIMIT,
+        f"due; waits for room under concurrency key {facts.held_by_key!r}: as many of its runs"
+        " as its limit allows are pending or running in the namespace",
+    )
+
+
 def _run_at(facts: WaitFacts) -> Waiting | None:
     if facts.state != RunState.SCHEDULED:
         return None
@@ -220,6 +235,7 @@ RULES: tuple[Rule, ...] = (
     _upstream,
     _retry_budget,
     _circuit_open,
+    _concurrency_limit,
     _backoff,
     _run_at,
     _waiting_for_runner,

@@ -64,6 +64,8 @@ class RunView:
     #: How many upstream runs have not completed yet (a blocked run), and the first few.
     pending_dependencies: int = 0
     upstream: Any = None
+    #: The concurrency key that holds this due run back, or None (migration 0280).
+    held_by_key: str | None = None
 
     def why_it_waits(self) -> waiting.Waiting | None:
         """Why this run waits (``scheduling.waiting``); None unless it is unfinished and not
@@ -80,6 +82,7 @@ class RunView:
                 failure_reason=self.failure_reason,
                 pending_dependencies=self.pending_dependencies,
                 upstream=upstream_of(self.upstream),
+                held_by_key=self.held_by_key,
             )
         )
 
@@ -213,6 +216,8 @@ class HistoryRow:
     last_error: str | None = None
     pending_dependencies: int = 0
     upstream: Any = None
+    #: The concurrency key that holds this due run back, or None (migration 0280).
+    held_by_key: str | None = None
 
     def why_it_waits(self) -> waiting.Waiting | None:
         """Why this run waits (``scheduling.waiting``), as a JobRun of it says."""
@@ -228,6 +233,7 @@ class HistoryRow:
                 failure_reason=self.failure_reason,
                 pending_dependencies=self.pending_dependencies,
                 upstream=upstream_of(self.upstream),
+                held_by_key=self.held_by_key,
             )
         )
 

@@ -70,13 +70,27 @@ async def reap(pool: Pool, *, limit: int = 1000) -> ReapResult:
 
 
 async def promote_due(pool: Pool, *, limit: int = 10_000) -> int:
-    """Move due ``scheduled``/``retry_wait`` runs to ``pending``; return how many moved."""
+    """Move due ``scheduled``/``retry_wait`` runs to ``pending``, those of a concurrency key
+    while their key has room; return how many moved."""
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("promote_due"), {"limit": limit})
         promoted = cursor.rowcount
+        promoted += await _promote_keyed(conn, limit)
         if promoted > 0:
             await _announce(conn)
         return promoted
+
+
+async def _promote_keyed(conn: Connection, limit: int) -> int:
+    # A probe of an empty partial index when no job names a key: no lock, no second statement.
+    cursor = await conn.execute(queries.get("keyed_waiting_exists"))
+    row = await cursor.fetchone()
+    if not (row and row[0]):
+        return 0
+    async with conn.transaction():
+        await conn.execute(queries.get("promote_keyed_lock"))
+        cursor = await conn.execute(queries.get("promote_keyed"), {"limit": limit})
+        return cursor.rowcount
 
 
 async def _announce(conn: Connection) -> None:

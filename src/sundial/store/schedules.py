@@ -344,6 +344,8 @@ def _job_row(
         "oom_memory_increase_percent": oom.memory_increase_percent,
         "oom_max_memory_bytes": oom.max_memory_bytes,
         "pod_deletion_policy": spec.pod_deletion_policy or "Retry",
+        "concurrency_key": None if spec.concurrency_key is None else spec.concurrency_key.name,
+        "concurrency_limit": None if spec.concurrency_key is None else spec.concurrency_key.limit,
     }
 
 

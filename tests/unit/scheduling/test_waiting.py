@@ -84,6 +84,18 @@ def test_a_scheduled_run_names_its_run_at():
     assert "2026-12-01T12:30:05Z" in found.message
 
 
+@pytest.mark.parametrize("state", ["scheduled", "retry_wait"])
+def test_a_due_run_held_by_its_concurrency_key_names_the_key(state: str):
+    found = why(state, run_at=LATER, held_by_key="warehouse")
+    assert found is not None and found.reason is waiting.WaitReason.CONCURRENCY_LIMIT
+    assert "concurrency key 'warehouse'" in found.message
+
+
+def test_a_promoted_keyed_run_waits_for_a_runner_like_any_other():
+    found = why("pending", queue="etl", held_by_key="warehouse")
+    assert found is not None and found.reason is waiting.WaitReason.WAITING_FOR_RUNNER
+
+
 @pytest.mark.parametrize("reason", list(waiting.WaitReason))
 def test_every_wait_reason_is_a_condition_reason(reason: waiting.WaitReason):
     assert conditions.ConditionReason(reason.value).value == reason.value

@@ -17,18 +17,21 @@ SELECT h.id, j.namespace, j.name, h.state, h.attempt, h.fire_time, h.started_at,
                  FROM job_run_deps d JOIN job_runs u ON u.id = d.depends_on
                  WHERE d.run_id = h.id AND u.finished_at IS NULL
                  ORDER BY u.id LIMIT 3) u
-           JOIN job_definitions uj ON uj.id = u.job_id) END
+           JOIN job_definitions uj ON uj.id = u.job_id) END,
+       CASE WHEN h.concurrency_key IS NOT NULL AND h.state IN ('scheduled', 'retry_wait')
+            AND h.run_at <= now() THEN h.concurrency_key END
 FROM (
     SELECT id, job_id, state, attempt, fire_time, started_at, finished_at, failure_reason,
            pod_name, pod_exit_code, pod_reason, failure_detail, unclaimable_reason, created_at,
-           queue, run_at, last_error, pending_dependencies
+           queue, run_at, last_error, pending_dependencies, concurrency_key
     FROM job_runs
     WHERE (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
       AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
     UNION ALL
     SELECT id, job_id, state, attempt, fire_time, started_at, finished_at, failure_reason,
            pod_name, pod_exit_code, pod_reason, failure_detail, NULL AS unclaimable_reason,
-           created_at, queue, run_at, last_error, 0 AS pending_dependencies
+           created_at, queue, run_at, last_error, 0 AS pending_dependencies,
+           NULL AS concurrency_key
     FROM finished_runs
     WHERE (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
       AND (%(since)s::timestamptz IS NULL

@@ -5,7 +5,7 @@
 WITH job AS (
     SELECT id, namespace, queue, handler, execution_model, priority, timeout_seconds,
            max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
-           max_lost_leases
+           max_lost_leases, concurrency_key
     FROM job_definitions
     WHERE active
       AND (id = %(job_id)s::uuid OR (namespace = %(namespace)s AND name = %(name)s))
@@ -40,14 +40,15 @@ inserted AS (
         id, job_id, idempotency_key, queue, handler, execution_model,
         timeout_seconds, max_retries, backoff_base_seconds, backoff_cap_seconds, oom_max_retries,
         max_lost_leases, state, priority, run_at, dispatch_key, args, pending_dependencies,
-        namespace)
+        namespace, concurrency_key)
     SELECT n.run_id, job.id, n.key, coalesce(n.queue, job.queue), job.handler, job.execution_model,
            job.timeout_seconds, job.max_retries, job.backoff_base_seconds,
            job.backoff_cap_seconds, job.oom_max_retries, job.max_lost_leases,
-           CASE WHEN n.run_at > now() THEN 'scheduled' ELSE 'pending' END,
+           CASE WHEN n.run_at > now() OR job.concurrency_key IS NOT NULL THEN 'scheduled'
+                ELSE 'pending' END,
            coalesce(n.priority, job.priority), n.run_at,
            sundial_dispatch_key(n.run_at, coalesce(n.priority, job.priority)::smallint),
-           n.args, 0, job.namespace
+           n.args, 0, job.namespace, job.concurrency_key
     FROM numbered n CROSS JOIN job
     RETURNING id, state
 )

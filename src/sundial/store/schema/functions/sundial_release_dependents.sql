@@ -1,7 +1,8 @@
--- Current definition; last changed by migrations/0006_released_runs_age_from_release.sql.
+-- Current definition; last changed by migrations/0280_concurrency_keys.sql.
 -- A run released from 'blocked' ages from its release, not from its run_at (ADR 0001,
 -- decision 2): otherwise a child that waited an hour on its parents would enter the queue
--- an hour "old" and overtake fresh higher-priority runs.
+-- an hour "old" and overtake fresh higher-priority runs. A keyed child goes to 'scheduled',
+-- to wait for its key's room (promote_keyed.sql).
 -- Count completed upstream runs off their children (unchanged otherwise from 0004).
 CREATE OR REPLACE FUNCTION sundial_release_dependents(upstream_ids bigint[])
 RETURNS TABLE (run_id bigint, state text)
@@ -23,7 +24,7 @@ LANGUAGE sql AS $$
         SET pending_dependencies = r.pending_dependencies - c.n,
             state = CASE
                 WHEN r.pending_dependencies - c.n > 0 THEN 'blocked'
-                WHEN r.run_at > now() THEN 'scheduled'
+                WHEN r.run_at > now() OR r.concurrency_key IS NOT NULL THEN 'scheduled'
                 ELSE 'pending'
             END,
             -- Age from the moment the run became claimable, not from its run_at: time spent

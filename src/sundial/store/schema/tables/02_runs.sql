@@ -48,6 +48,7 @@ CREATE TABLE job_runs (
     failure_detail text,
     namespace text,
     pod_uid text,
+    concurrency_key text,
     CONSTRAINT job_runs_args_check CHECK ((octet_length((args)::text) <= 131072)),
     CONSTRAINT job_runs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT job_runs_cancel_reason_check CHECK ((octet_length(cancel_reason) <= 8192)),
@@ -129,6 +130,10 @@ CREATE INDEX job_runs_finished_by_schedule_idx ON job_runs USING btree (schedule
 
 CREATE INDEX job_runs_finished_idx ON job_runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
 
+CREATE INDEX job_runs_keyed_active_idx ON job_runs USING btree (namespace, concurrency_key) WHERE ((concurrency_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'running'::text])));
+
+CREATE INDEX job_runs_keyed_waiting_idx ON job_runs USING btree (run_at) WHERE ((state = ANY (ARRAY['scheduled'::text, 'retry_wait'::text])) AND (concurrency_key IS NOT NULL));
+
 CREATE INDEX job_runs_pending_by_namespace_idx ON job_runs USING btree (namespace, dispatch_key) WHERE (state = 'pending'::text);
 
 CREATE INDEX job_runs_running_by_lease_idx ON job_runs USING btree (lease_until) WHERE (state = 'running'::text);
@@ -137,7 +142,7 @@ CREATE INDEX job_runs_unclaimable_idx ON job_runs USING btree (queue, handler) W
 
 CREATE INDEX job_runs_unfinished_by_schedule_idx ON job_runs USING btree (schedule_id) WHERE ((schedule_id IS NOT NULL) AND (finished_at IS NULL));
 
-CREATE INDEX job_runs_waiting_idx ON job_runs USING btree (run_at) WHERE (state = ANY (ARRAY['scheduled'::text, 'retry_wait'::text]));
+CREATE INDEX job_runs_waiting_idx ON job_runs USING btree (run_at) WHERE ((state = ANY (ARRAY['scheduled'::text, 'retry_wait'::text])) AND (concurrency_key IS NULL));
 
 CREATE INDEX schedule_fires_created_idx ON schedule_fires USING btree (created_at);
 
