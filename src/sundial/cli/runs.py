@@ -569,7 +569,7 @@ def runs_submit(
     if from_file is None and not submitted[0].created:
         click.echo(
             f"run {submitted[0].run_id} was submitted before with this idempotency key"
-            f" (now {submitted[0].state}); nothing new was created",
+            f" (now {submitted[0].state or 'archived'}); nothing new was created",
             err=True,
         )
 

@@ -403,7 +403,7 @@ class Maintainer:
         depth = await monitoring.pending_depth(self.pool)
         seen = set()
         for row in depth:
-            labels = (row.queue, str(row.priority), row.state)
+            labels = (row.queue, str(row.priority), str(row.state))
             metrics.PENDING_RUNS.labels(*labels).set(row.runs)
             seen.add(labels)
         # A backlog that emptied reads 0 (never a gap a scrape could see); queues, priorities

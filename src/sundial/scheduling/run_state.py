@@ -66,3 +66,12 @@ FINISHED: frozenset[RunState] = frozenset(RunState) - ACTIVE
 FAILED: frozenset[RunState] = frozenset(
     {RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED}
 )
+
+
+def coerce_state(record: object) -> None:
+    """Make a frozen record's ``state``, read from a row as text, a :class:`RunState`.
+
+    Called from the ``__post_init__`` of each record the store reads a run's state into, so
+    every state above the store is a ``RunState`` (a ``StrEnum``: it still equals its text).
+    A value that is not a state raises ``ValueError``: the table's CHECK allows none."""
+    object.__setattr__(record, "state", RunState(record.state))  # type: ignore[attr-defined]

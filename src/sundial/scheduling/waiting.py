@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sundial.scheduling.run_state import RunState
+from sundial.scheduling.run_state import RunState, coerce_state
 
 __all__ = [
     "RULES",
@@ -79,7 +79,10 @@ class Upstream:
 
     run_id: int
     job: str  # namespace/name
-    state: str
+    state: RunState
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class WaitFacts:
     """What the store knows about a run that bears on why it waits."""
 
     run_id: int
-    state: str
+    state: RunState
     attempt: int = 0
     queue: str | None = None
     run_at: datetime | None = None
@@ -101,6 +104,9 @@ class WaitFacts:
     #: The concurrency key holding it back: set by the store only for a due run that waits
     #: for its key (the store has the clock; this module has none).
     held_by_key: str | None = None
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any
 from sundial.scheduling import cron, plan, quarantine, run_state, union
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
+from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import dependencies, queries, quotas
 from sundial.store.pool import Connection, Pool
 
@@ -56,7 +57,10 @@ class FiredRun:
     schedule_id: uuid.UUID
     fire_time: datetime
     run_at: datetime
-    state: str
+    state: RunState
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial.scheduling import waiting
+from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import queries
 from sundial.store.pool import Pool
 
@@ -45,7 +46,7 @@ class RunView:
     """
 
     id: int
-    state: str
+    state: RunState
     attempt: int
     failure_reason: str | None
     last_error: str | None
@@ -86,13 +87,16 @@ class RunView:
             )
         )
 
+    def __post_init__(self) -> None:
+        coerce_state(self)
+
 
 def upstream_of(column: Any) -> tuple[waiting.Upstream, ...]:
     """The queries' ``upstream`` column (a JSON array of [id, job, state]) as Upstream runs."""
     if not isinstance(column, list):
         return ()
     return tuple(
-        waiting.Upstream(run_id=int(item[0]), job=str(item[1]), state=str(item[2]))
+        waiting.Upstream(run_id=int(item[0]), job=str(item[1]), state=RunState(str(item[2])))
         for item in column
         if isinstance(item, list) and len(item) == 3
     )
@@ -196,7 +200,7 @@ class HistoryRow:
     id: int
     namespace: str
     job: str
-    state: str
+    state: RunState
     attempt: int
     fire_time: datetime | None
     started_at: datetime | None
@@ -236,6 +240,9 @@ class HistoryRow:
                 held_by_key=self.held_by_key,
             )
         )
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 async def recent(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import queries
 from sundial.store.pool import Pool
 
@@ -39,8 +40,11 @@ class ScheduleLag:
 class PendingDepth:
     queue: str
     priority: int
-    state: str
+    state: RunState
     runs: int
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 async def schedule_lag(pool: Pool, *, window_seconds: float = 300.0) -> ScheduleLag:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sundial.api import error_text
+from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import claims, queries
 from sundial.store.pool import Pool
 
@@ -66,9 +67,12 @@ class HeldRun:
 @dataclass(frozen=True)
 class RunAttempt:
     run_id: int
-    state: str
+    state: RunState
     attempt: int
     lease_owner: str | None
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 async def launch_context(pool: Pool, run_ids: Sequence[int]) -> dict[int, LaunchContext]:

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from sundial.api import validate
 from sundial.scheduling import run_state
+from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import dependencies, errors, queries
 from sundial.store.pool import Connection, Pool
 
@@ -66,14 +67,19 @@ class Submitted:
     run_id: int
     #: False when an earlier submission with the same key (or fire) already created the run.
     created: bool
-    state: str
+    #: None: the run has left the hot table (archived; ``sundial runs`` has its end).
+    state: RunState | None
+
+    def __post_init__(self) -> None:
+        if self.state is not None:
+            coerce_state(self)
 
 
 @dataclass(frozen=True)
 class RunInfo:
     id: int
     job_id: uuid.UUID
-    state: str
+    state: RunState
     attempt: int
     priority: int
     run_at: datetime
@@ -92,6 +98,9 @@ class RunInfo:
     finished_at: datetime | None
     archived: bool
     failure_detail: str | None = None
+
+    def __post_init__(self) -> None:
+        coerce_state(self)
 
 
 class CancelResult(enum.StrEnum):
@@ -265,7 +274,7 @@ async def submit(
     except _FireExists as exists:
         # Our transaction rolled back (including any key we reserved); the fire has its run.
         state = await _state(pool, exists.run_id)
-        return Submitted(run_id=exists.run_id, created=False, state=state or "unknown")
+        return Submitted(run_id=exists.run_id, created=False, state=state)
 
 
 @dataclass(frozen=True)
@@ -347,7 +356,7 @@ async def submit_many(
                 stored_hash, run_id, state = existing[key]
                 if stored_hash != requests[ordinal].args_hash:
                     raise errors.IdempotencyConflictError(key, run_id)
-                results[ordinal] = Submitted(run_id=run_id, created=False, state=state or "unknown")
+                results[ordinal] = Submitted(run_id=run_id, created=False, state=state)
         for ordinal, request in enumerate(requests):
             key = request.idempotency_key
             if ordinal in results or key is None:
@@ -500,7 +509,7 @@ async def _existing_for_key(conn: Connection, key: str, digest: str) -> Submitte
         raise errors.IdempotencyConflictError(key, run_id)
     cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
     state = await cursor.fetchone()
-    return Submitted(run_id=run_id, created=False, state=state[0] if state else "unknown")
+    return Submitted(run_id=run_id, created=False, state=state[0] if state else None)
 
 
 async def _upstream(
@@ -535,11 +544,11 @@ async def _upstream(
     return len(live), None, None, None
 
 
-async def _state(pool: Pool, run_id: int) -> str | None:
+async def _state(pool: Pool, run_id: int) -> RunState | None:
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("run_state"), {"id": run_id})
         row = await cursor.fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else RunState(row[0])
 
 
 async def get(pool: Pool, run_id: int) -> RunInfo | None:
