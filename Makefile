@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test demo lint unit integration cluster realnode e2e clean venv images dist
+.PHONY: test demo lint unit integration cluster realnode e2e clean venv images dist lock
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,17 @@ images:
 ## DIST_ARGS: --no-images.
 dist: $(VENV)/.installed
 	$(PY) -m sundial.localdev.dist $(DIST_ARGS)
+
+## requirements.lock from pyproject.toml: every run-time package and the build backend, pinned
+## with the hashes of their files, which the images install from (--require-hashes). Run it
+## after changing a dependency (LOCK_ARGS=--upgrade: every pin to its newest); pip-tools lives in
+## a venv of its own under ~/.cache.
+LOCK_TOOLS ?= $(HOME)/.cache/sundial/pip-tools-7.7.0
+lock:
+	test -x $(LOCK_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/pip install -q pip-tools==7.7.0; }
+	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_TOOLS)/bin/pip-compile --quiet $(LOCK_ARGS) \
+		--generate-hashes --strip-extras --allow-unsafe --all-build-deps \
+		--no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

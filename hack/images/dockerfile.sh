@@ -16,7 +16,7 @@ image_tools() {
 
 # The tracked files a Dockerfile build can see (.dockerignore narrows it to these anyway).
 context_files() {
-    git -C "$REPO_ROOT" ls-files -z -- .dockerignore pyproject.toml README.md src "$DOCKERFILE" |
+    git -C "$REPO_ROOT" ls-files -z -- .dockerignore requirements.lock pyproject.toml README.md src "$DOCKERFILE" |
         while IFS= read -r -d '' file; do
             [ -f "$REPO_ROOT/$file" ] && printf '%s\0' "$file"
         done

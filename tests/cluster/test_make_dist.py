@@ -65,3 +65,20 @@ def test_an_images_digest_is_its_manifests(tmp_path: Path) -> None:
         entry.size = len(body)
         tar.addfile(entry, io.BytesIO(body))
     assert dist.manifest_digest(archive) == "sha256:" + "ab" * 32
+
+
+def test_the_packaged_chart_pins_the_operator_image_it_was_released_with() -> None:
+    values = (dist.ROOT / "charts" / "sundial" / "values.yaml").read_text()
+    digest = "sha256:" + "cd" * 32
+    pinned = dist.pin_digest(values, digest)
+    loaded = yaml.safe_load(pinned)
+    assert loaded["operator"]["image"]["digest"] == digest
+    # only that value moved: the runner (the user's image) and every comment stay as they were
+    original = yaml.safe_load(values)
+    original["operator"]["image"]["digest"] = digest
+    assert loaded == original
+    assert len(pinned.splitlines()) == len(values.splitlines())
+    with pytest.raises(SystemExit, match="not a sha256 manifest digest"):
+        dist.pin_digest(values, "sha256:abc")
+    with pytest.raises(SystemExit, match=r"no operator\.image\.digest"):
+        dist.pin_digest(pinned, digest)

@@ -43,8 +43,16 @@ app.kubernetes.io/component: {{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* An image reference: the component's repository (default imageRegistry/NAME), its tag
+(default the appVersion) and, when set, its digest. */}}
 {{- define "sundial.image" -}}
-{{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) -}}
+{{- $repository := .image.repository | default (printf "%s/%s" (trimSuffix "/" .root.Values.imageRegistry) .name) -}}
+{{- $reference := printf "%s:%s" $repository (default .root.Chart.AppVersion .image.tag) -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" $reference .image.digest -}}
+{{- else -}}
+{{- $reference -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret and key holding SUNDIAL_DSN. */}}
@@ -141,7 +149,7 @@ imagePullSecrets:
 {{/* The `sundial migrate` container, for the hook Job or an init container. */}}
 {{- define "sundial.migrateContainer" -}}
 name: migrate
-image: {{ include "sundial.image" (dict "root" . "image" .Values.operator.image) }}
+image: {{ include "sundial.image" (dict "root" . "name" "operator" "image" .Values.operator.image) }}
 imagePullPolicy: {{ .Values.operator.image.pullPolicy }}
 args:
   - migrate

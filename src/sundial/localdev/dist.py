@@ -2,9 +2,12 @@
 
 - the Python distribution, wheel and sdist (``python -m build``);
 - the Helm chart, packaged with ``version`` and ``appVersion`` set to the project's version
-  (``pyproject.toml`` is the one place the version is written);
+  (``pyproject.toml`` is the one place the version is written) and, when the images are
+  built, the operator image's digest in ``operator.image.digest``, so an installation of the
+  packaged chart runs exactly the image released with it (the runner's digest is listed, not
+  pinned: the chart's runner is usually an image of the user's, built FROM it);
 - the operator and runner images as OCI archives (``hack/images/build``), each with the digest
-  of its manifest, which is what a chart value pins (``image.digest``);
+  of its manifest (``images/digests.json``), which a registry keeps when they are pushed;
 - an SBOM (CycloneDX 1.5 JSON) of the Python packages the product installs: the distribution
   and its run-time dependencies, as resolved in the environment that builds it;
 - ``SHA256SUMS`` over all of it.
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from sundial.localdev import cluster
 
-__all__ = ["build_all", "main", "sbom", "version"]
+__all__ = ["build_all", "main", "pin_digest", "sbom", "version"]
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGES = ("operator", "runner")
@@ -52,9 +55,8 @@ def build_all(out: Path, *, images: bool = True, root: Path = ROOT) -> list[Path
     out.mkdir(parents=True)
     release = version(root)
     _python(root, out)
-    _chart(root, out, release)
-    if images:
-        _images(root, out, release)
+    digests = _images(root, out, release) if images else {}
+    _chart(root, out, release, digests.get("operator", ""))
     (out / "sbom.cdx.json").write_text(json.dumps(sbom(release), indent=2) + "\n")
     files = sorted(path for path in out.rglob("*") if path.is_file())
     sums = [f"{_sha256(path)}  {path.relative_to(out)}" for path in files]
@@ -84,10 +86,20 @@ def _python(root: Path, out: Path) -> None:
         shutil.rmtree(source, ignore_errors=True)
 
 
-def _chart(root: Path, out: Path, release: str) -> None:
-    helm = cluster.bin_dir() / "helm"
+def _chart(root: Path, out: Path, release: str, operator_digest: str) -> None:
+    # SUNDIAL_HELM: a helm binary of the machine's (a release workflow's), instead of the one
+    # the local cluster builds from source
+    helm = Path(os.environ.get("SUNDIAL_HELM") or cluster.bin_dir() / "helm")
     if not helm.is_file():
-        raise SystemExit(f"make dist: helm is not built yet ({helm}): run hack/cluster/build")
+        raise SystemExit(
+            f"make dist: helm is not built yet ({helm}): run hack/cluster/build, "
+            "or name a helm binary in SUNDIAL_HELM"
+        )
+    chart = out / ".chart" / "sundial"
+    shutil.copytree(root / "charts" / "sundial", chart)
+    if operator_digest:
+        values = chart / "values.yaml"
+        values.write_text(pin_digest(values.read_text(encoding="utf-8"), operator_digest))
     home = out / ".helm"
     environment = {
         "PATH": "/usr/bin:/bin",
@@ -96,12 +108,27 @@ def _chart(root: Path, out: Path, release: str) -> None:
         "HELM_CONFIG_HOME": str(home / "config"),
         "HELM_DATA_HOME": str(home / "data"),
     }
-    command = [str(helm), "package", str(root / "charts" / "sundial"), "--destination", str(out)]
+    command = [str(helm), "package", str(chart), "--destination", str(out)]
     command += ["--version", _chart_version(release), "--app-version", release]
     try:
         subprocess.run(command, check=True, capture_output=True, env=environment, timeout=120)
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(chart.parent, ignore_errors=True)
+
+
+_OPERATOR_DIGEST = re.compile(r'(?m)(^operator:\n  image:\n(?:    .*\n)*?    digest: )""$')
+
+
+def pin_digest(values: str, digest: str) -> str:
+    """The chart's ``values.yaml`` text with ``operator.image.digest`` set to ``digest``, its
+    comments kept (a reader of the packaged chart reads them)."""
+    if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise SystemExit(f"make dist: {digest!r} is not a sha256 manifest digest")
+    pinned, count = _OPERATOR_DIGEST.subn(lambda found: f'{found[1]}"{digest}"', values)
+    if count != 1:
+        raise SystemExit('make dist: values.yaml has no operator.image.digest: "" to pin')
+    return pinned
 
 
 def _chart_version(release: str) -> str:
@@ -113,7 +140,7 @@ def _chart_version(release: str) -> str:
     return base if tag is None else f"{base}-{tag}{number}"
 
 
-def _images(root: Path, out: Path, release: str) -> None:
+def _images(root: Path, out: Path, release: str) -> dict[str, str]:
     built = subprocess.run(
         [str(root / "hack" / "images" / "build"), *IMAGES],
         check=True,
@@ -132,6 +159,7 @@ def _images(root: Path, out: Path, release: str) -> None:
         shutil.copyfile(archive, target)
         digests[name] = manifest_digest(target)
     (folder / "digests.json").write_text(json.dumps(digests, indent=2) + "\n")
+    return digests
 
 
 def manifest_digest(archive: Path) -> str:

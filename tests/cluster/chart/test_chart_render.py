@@ -392,6 +392,48 @@ def test_each_component_connects_as_its_own_database_login(render: Callable[...,
     assert _dsn_keys(operator["containers"][0]) == {"SUNDIAL_DSN": "dsn"}
 
 
+def _images(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """The image of every container and init container, by its Pod's owner and name."""
+    images = {}
+    for obj in objects:
+        if obj["kind"] not in {"Deployment", "StatefulSet", "Job"}:
+            continue
+        spec = obj["spec"]["template"]["spec"]
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            images[f"{obj['metadata']['name']}/{container['name']}"] = container["image"]
+    return images
+
+
+def test_images_come_from_the_release_registry_unless_named_and_pin_a_digest(
+    render: Callable[..., Any],
+) -> None:
+    chart_app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    images = _images(render())
+    expected = {
+        "ghcr.io/sundial-scheduler/operator:" + chart_app_version,
+        "ghcr.io/sundial-scheduler/runner:" + chart_app_version,
+    }
+    assert set(images.values()) == expected, images
+    digest = "sha256:" + "5" * 64
+    mirrored = render(
+        {
+            "imageRegistry": "mirror.example:5000/platform/sundial/",
+            "operator": {"image": {"digest": digest}},
+            "runner": {"image": {"repository": "acme/handlers", "tag": "7"}},
+        }
+    )
+    operator = f"mirror.example:5000/platform/sundial/operator:{chart_app_version}@{digest}"
+    images = _images(mirrored)
+    assert set(images.values()) == {operator, "acme/handlers:7"}, images
+    # The history API and the migrate hook run the operator's image, pinned the same way.
+    assert [name for name, image in images.items() if image == operator]
+    [deployment] = [
+        o for o in mirrored if o["kind"] == "Deployment" and "operator" in o["metadata"]["name"]
+    ]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--runner-image=acme/handlers:7" in args
+
+
 def test_optional_parts_render_only_when_enabled(render: Callable[..., Any]) -> None:
     kinds = _kinds(render(EVERYTHING))
     for kind in ("HorizontalPodAutoscaler", "PrometheusRule"):
@@ -449,6 +491,10 @@ def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files
         ),
         ({"runner": {"namespaceWeights": {"team-a": 0}}}, "at '/runner/namespaceWeights/team-a'"),
         ({"runner": {"namespaceWeights": {"Team_A": 2}}}, "invalid propertyName 'Team_A'"),
+        ({"operator": {"image": {"digest": "sha256:abc"}}}, "at '/operator/image/digest'"),
+        ({"runner": {"image": {"digest": "md5:" + "0" * 32}}}, "at '/runner/image/digest'"),
+        ({"imageRegistry": "ghcr.io/acme sundial"}, "at '/imageRegistry'"),
+        ({"imageRegistry": ""}, "at '/imageRegistry'"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(
