@@ -20,6 +20,20 @@ EVERYTHING: dict[str, Any] = {
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "sundial"}],
         "priorityClassName": "system-cluster-critical",
         "podLauncher": {"queues": ["default", "batch"], "maxPods": 50},
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+            }
+        ],
+        "extraVolumes": [{"name": "pg-ca", "configMap": {"name": "pg-ca", "optional": True}}],
+        "extraVolumeMounts": [{"name": "pg-ca", "mountPath": "/etc/pg-ca", "readOnly": True}],
+        "extraEnvFrom": [{"configMapRef": {"name": "pg-settings", "optional": True}}],
+    },
+    "migrations": {
+        "extraVolumes": [{"name": "pg-ca", "configMap": {"name": "pg-ca", "optional": True}}],
+        "extraVolumeMounts": [{"name": "pg-ca", "mountPath": "/etc/pg-ca", "readOnly": True}],
     },
     "runner": {
         "image": {
@@ -28,6 +42,7 @@ EVERYTHING: dict[str, Any] = {
             "pullPolicy": "Always",
         },
         "handlers": ["acme.reports", "acme.cleanup"],
+        "updateStrategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
         "concurrency": {"async": 200, "thread": 8},
         "autoscaling": {"enabled": True, "metricSelector": {"queue": "default"}},
         "podDisruptionBudget": {"enabled": True},
@@ -53,4 +68,12 @@ EVERYTHING: dict[str, Any] = {
         "grafanaDashboard": {"enabled": True},
     },
     "argocd": {"resourceCustomizations": {"enabled": True}},
+    "extraObjects": [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "{{ .Release.Name }}-pg-settings"},
+            "data": {"PGCONNECT_TIMEOUT": "5"},
+        }
+    ],
 }

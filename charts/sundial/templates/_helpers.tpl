@@ -137,6 +137,10 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- with .values.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
@@ -170,6 +174,10 @@ env:
         key: {{ $component }}-password
   {{- end }}
   {{- end }}
+{{- with .Values.migrations.extraEnvFrom }}
+envFrom:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 resources:
   {{- toYaml .Values.migrations.resources | nindent 2 }}
 securityContext:
@@ -177,6 +185,9 @@ securityContext:
 volumeMounts:
   - name: tmp
     mountPath: /tmp
+  {{- with .Values.migrations.extraVolumeMounts }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end -}}
 
 {{/*

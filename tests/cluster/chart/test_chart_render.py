@@ -434,6 +434,51 @@ def test_images_come_from_the_release_registry_unless_named_and_pin_a_digest(
     assert "--runner-image=acme/handlers:7" in args
 
 
+PLATFORM = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+        }
+    ],
+    "extraVolumes": [{"name": "pg-ca", "configMap": {"name": "pg-ca"}}],
+    "extraVolumeMounts": [{"name": "pg-ca", "mountPath": "/etc/pg-ca", "readOnly": True}],
+    "extraEnvFrom": [{"secretRef": {"name": "pg-settings"}}],
+}
+
+
+@pytest.mark.parametrize("bundled", [False, True], ids=["own-postgresql", "bundled"])
+def test_every_component_takes_spread_volumes_and_env_from(
+    render: Callable[..., Any], bundled: bool
+) -> None:
+    values: dict[str, Any] = {
+        component: PLATFORM for component in ("operator", "historyApi", "runner", "migrations")
+    }
+    values["postgresql"] = {"bundled": {"enabled": bundled}}
+    values["runner"] = {**PLATFORM, "updateStrategy": {"rollingUpdate": {"maxUnavailable": 0}}}
+    values["extraObjects"] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "{{ .Release.Name }}-ca"}},
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\n",
+    ]
+    objects = render(values)
+    workloads = [o for o in objects if o["kind"] in {"Deployment", "Job"}]
+    names = sorted(o["metadata"]["name"] for o in workloads)
+    assert len(workloads) == (3 if bundled else 4), names  # bundled: migrate is an init container
+    for workload in workloads:
+        spec = workload["spec"]["template"]["spec"]
+        assert spec["topologySpreadConstraints"] == PLATFORM["topologySpreadConstraints"]
+        volumes = [volume["name"] for volume in spec["volumes"]]
+        assert volumes.count("pg-ca") == 1, (workload["metadata"]["name"], volumes)
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            assert container["envFrom"] == PLATFORM["extraEnvFrom"], container["name"]
+            assert PLATFORM["extraVolumeMounts"][0] in container["volumeMounts"], container["name"]
+    runner = _one(objects, "Deployment", "runner")
+    assert runner["spec"]["strategy"] == {"rollingUpdate": {"maxUnavailable": 0}}
+    config_maps = {o["metadata"]["name"] for o in objects if o["kind"] == "ConfigMap"}
+    assert {"release-ca", "release-settings"} <= config_maps
+
+
 def test_optional_parts_render_only_when_enabled(render: Callable[..., Any]) -> None:
     kinds = _kinds(render(EVERYTHING))
     for kind in ("HorizontalPodAutoscaler", "PrometheusRule"):
@@ -495,6 +540,15 @@ def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files
         ({"runner": {"image": {"digest": "md5:" + "0" * 32}}}, "at '/runner/image/digest'"),
         ({"imageRegistry": "ghcr.io/acme sundial"}, "at '/imageRegistry'"),
         ({"imageRegistry": ""}, "at '/imageRegistry'"),
+        (
+            {"runner": {"topologySpreadConstraints": [{"topologyKey": "zone"}]}},
+            "at '/runner/topologySpreadConstraints/0'",
+        ),
+        (
+            {"operator": {"extraVolumeMounts": [{"name": "ca"}]}},
+            "at '/operator/extraVolumeMounts/0'",
+        ),
+        ({"runner": {"updateStrategy": {"type": "Sideways"}}}, "at '/runner/updateStrategy/type'"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(
