@@ -47,9 +47,20 @@ def test_the_rendered_rules_pass_promtool_check(promtool: str, rules_file: Path)
     assert "SUCCESS" in checked.stdout
 
 
+RUNBOOKS = Path(__file__).resolve().parents[3] / "docs" / "runbooks.md"
+RUNBOOK_BASE = "https://github.com/sundial-scheduler/sundial/blob/main/docs/runbooks.md"
+
+
 def test_each_alert_fires_on_its_series(promtool: str, rules_file: Path) -> None:
     cases = yaml.safe_load(SERIES.read_text())
     cases["rule_files"] = [rules_file.name]
+    # every alert fires with its runbook_url, which the chart adds to each rule
+    for case in cases["tests"]:
+        for check in case["alert_rule_test"]:
+            for expected in check["exp_alerts"]:
+                expected["exp_annotations"]["runbook_url"] = (
+                    f"{RUNBOOK_BASE}#{check['alertname'].lower()}"
+                )
     tests = rules_file.parent / "alert-tests.yaml"
     tests.write_text(yaml.safe_dump(cases))
 
@@ -70,3 +81,16 @@ def test_each_alert_fires_on_its_series(promtool: str, rules_file: Path) -> None
     tested = _run(promtool, "test", "rules", tests.name, cwd=tests.parent)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout
+
+
+def test_every_alert_has_a_runbook_section(rules_file: Path) -> None:
+    sections = {
+        line.removeprefix("## ").strip().lower()
+        for line in RUNBOOKS.read_text().splitlines()
+        if line.startswith("## ")
+    }
+    for group in yaml.safe_load(rules_file.read_text())["groups"]:
+        for rule in group["rules"]:
+            url = rule["annotations"]["runbook_url"]
+            assert url.startswith(RUNBOOK_BASE + "#"), url
+            assert url.split("#", 1)[1] in sections, f"docs/runbooks.md lacks ## {rule['alert']}"
