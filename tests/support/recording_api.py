@@ -102,6 +102,8 @@ class RecordingApi(kube.KubeApi):
         message: str,
         now: datetime.datetime,
         name: str | None = None,
+        count: int = 1,
+        first: datetime.datetime | None = None,
     ) -> None:
         metadata = involved["metadata"]
         self.events.append(

@@ -1,9 +1,14 @@
 """Kubernetes Events on ScheduledJobs and JobRuns, posted off the hot path.
 
-Reconcilers and the trigger call ``record`` (never blocks, never raises); one task posts the
-queued Events. Events are best effort, as in Kubernetes itself: a full queue or a failed post
-is logged and dropped, and never stops a reconcile. Reasons are ``api.conditions.EventReason``
-members (or a scheduling error's ``reason``), the words users grep for (docs/design.md).
+Reconcilers and the trigger call ``record`` (never blocks, never raises); a few tasks post the
+queued Events side by side. Events are best effort, as in Kubernetes itself: a full queue or a
+failed post is logged and dropped, and never stops a reconcile. As client-go's recorder does,
+repeats are aggregated: an Event recorded again (same object, type, reason and message) while
+the first still waits to be posted adds to its ``count`` instead of taking another place, so a
+storm of one fact (a fault that fails a thousand fires alike) leaves room for the others.
+Dropped Events are counted (``dropped``) and logged once per ``DROP_LOG_SECONDS``, not each.
+Reasons are ``api.conditions.EventReason`` members (or a scheduling error's ``reason``), the
+words users grep for (docs/design.md).
 
 An Event recorded with a ``key`` (e.g. run and attempt) gets a name derived from it, so posting
 it twice - two reporters of one fact, or a restarted operator reporting again - is a 409 from
@@ -13,11 +18,13 @@ the apiserver and leaves one Event: once per key for as long as Kubernetes keeps
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import logging
 import re
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sundial.api import conditions
@@ -41,20 +48,52 @@ log = logging.getLogger("sundial.operator.events")
 _NOT_NAME = re.compile(r"[^a-z0-9.-]+")
 
 
-@dataclass(frozen=True)
+#: Seconds between two log lines about dropped Events.
+DROP_LOG_SECONDS = 10.0
+
+
+@dataclass
 class _Event:
     involved: Mapping[str, Any]
     event_type: str
     reason: str
     message: str
     name: str | None = None
+    count: int = 1
+    first: datetime.datetime | None = field(default=None)
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What makes two recorded Events the same fact."""
+        metadata = self.involved["metadata"]
+        return (
+            metadata.get("uid") or (metadata.get("namespace"), metadata.get("name")),
+            self.involved.get("kind"),
+            self.event_type,
+            self.reason,
+            self.message,
+            self.name,
+        )
 
 
 class EventRecorder:
-    def __init__(self, api: kube.KubeApi, clock: clocks.Clock, *, capacity: int = 10_000) -> None:
+    def __init__(
+        self,
+        api: kube.KubeApi,
+        clock: clocks.Clock,
+        *,
+        capacity: int = 10_000,
+        posters: int = 8,
+    ) -> None:
         self._api = api
         self._clock = clock
         self._queue: asyncio.Queue[_Event] = asyncio.Queue(maxsize=capacity)
+        self._waiting: dict[tuple[object, ...], _Event] = {}
+        self._posters = posters
+        #: Events dropped because the queue was full, since the start.
+        self.dropped = 0
+        self._dropped_logged = 0
+        self._drop_logged_at = float("-inf")
 
     def record(
         self,
@@ -74,14 +113,42 @@ class EventRecorder:
                 key: involved["metadata"].get(key) for key in ("name", "namespace", "uid")
             },
         }
+        name = None if key is None else event_name(involved["metadata"]["name"], reason, key)
+        event = _Event(reference, event_type, reason, message, name, first=self._clock.now())
+        waiting = self._waiting.get(event.identity)
+        if waiting is not None:
+            if name is None:  # a keyed Event is one fact however often it is reported
+                waiting.count += 1
+            return
         try:
-            name = None if key is None else event_name(involved["metadata"]["name"], reason, key)
-            self._queue.put_nowait(_Event(reference, event_type, reason, message, name))
+            self._queue.put_nowait(event)
         except asyncio.QueueFull:
-            log.warning("event queue full; event dropped", extra={"reason": reason})
+            self._drop(reason)
+            return
+        self._waiting[event.identity] = event
+
+    @property
+    def queued(self) -> int:
+        """Events waiting to be posted."""
+        return self._queue.qsize()
+
+    def _drop(self, reason: str) -> None:
+        self.dropped += 1
+        now = time.monotonic()
+        if now - self._drop_logged_at < DROP_LOG_SECONDS:
+            return
+        log.warning(
+            "event queue full; events dropped",
+            extra={"reason": reason, "dropped": self.dropped - self._dropped_logged},
+        )
+        self._drop_logged_at = now
+        self._dropped_logged = self.dropped
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Post queued Events until ``stop`` is set."""
+        """Post queued Events, ``posters`` at a time, until ``stop`` is set."""
+        await asyncio.gather(*(self._post_until(stop) for _ in range(self._posters)))
+
+    async def _post_until(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             getter = asyncio.ensure_future(self._queue.get())
             stopper = asyncio.ensure_future(stop.wait())
@@ -99,6 +166,8 @@ class EventRecorder:
             await self._post(self._queue.get_nowait())
 
     async def _post(self, event: _Event) -> None:
+        # from here a repeat is a new Event: this one's count is what it is now
+        self._waiting.pop(event.identity, None)
         try:
             await self._api.post_event(
                 event.involved,
@@ -107,6 +176,8 @@ class EventRecorder:
                 message=event.message,
                 now=self._clock.now(),
                 name=event.name,
+                count=event.count,
+                first=event.first,
             )
         except Exception as error:
             if event.name is not None and kube.is_conflict(error):

@@ -300,9 +300,13 @@ class KubeApi:
         message: str,
         now: datetime.datetime,
         name: str | None = None,
+        count: int = 1,
+        first: datetime.datetime | None = None,
     ) -> None:
         """Record a core/v1 Event on the object ``involved`` (a body with kind and metadata);
-        ``name``: the Event's own name (a repeated post is a 409), else a random one."""
+        ``name``: the Event's own name (a repeated post is a 409), else a random one. ``count``
+        and ``first``: the same Event seen that many times since ``first`` (as
+        ``kubectl describe`` shows it: ``x12 over 3m``)."""
         metadata = involved["metadata"]
         namespace = metadata.get("namespace") or "default"
         event = client.CoreV1Event(
@@ -319,9 +323,9 @@ class KubeApi:
             type=event_type,
             reason=reason,
             message=message[:1024],
-            first_timestamp=now,
+            first_timestamp=first or now,
             last_timestamp=now,
-            count=1,
+            count=count,
             source=client.V1EventSource(component="sundial-operator"),
             reporting_component="sundial.dev/operator",
             reporting_instance="sundial-operator",
