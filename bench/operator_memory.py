@@ -107,6 +107,14 @@ def main() -> None:
     parser.add_argument("--heap", type=Path, default=None, help="write heap reports into DIR")
     parser.add_argument("--heap-frames", type=int, default=4)
     parser.add_argument("--arenas", type=int, default=2, help="MALLOC_ARENA_MAX (0: unset)")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="after the idle window, sample the idle operator with py-spy (on PATH) for as long "
+        "again and write its collapsed stacks to FILE: where the idle CPU goes",
+    )
     options = parser.parse_args()
 
     state = Path(tempfile.mkdtemp(prefix="sundial-bench-operator-"))
@@ -205,6 +213,25 @@ def main() -> None:
                 idle_cpu = cpu_seconds(operator.pid) - cpu_before
                 memory = memory_kib(operator.pid)
                 _heap_report(operator, options.heap, 2)
+                if options.py_spy is not None:
+                    subprocess.run(
+                        [
+                            "py-spy",
+                            "record",
+                            "--pid",
+                            str(operator.pid),
+                            "--format",
+                            "raw",
+                            "--duration",
+                            str(int(idle_seconds)),
+                            "--rate",
+                            "200",
+                            "--output",
+                            str(options.py_spy),
+                        ],
+                        check=True,
+                        capture_output=True,
+                    )
                 passes = idle_seconds / options.mirror_seconds
                 print(f"ScheduledJobs:            {options.jobs} (Ready: {ready})")
                 print(f"applied in:               {applied:.1f} s (load {_load(load_applied)})")

@@ -5,8 +5,15 @@ Level-triggered: every pass (each ``mirror_interval``, or sooner when a handler 
 PostgreSQL - its unfinished runs, its last ``successfulRunsHistoryLimit`` succeeded runs and its
 last ``failedRunsHistoryLimit`` failed ones - and creates, patches or deletes JobRuns (owned by
 the ScheduledJob, labelled ``sundial.dev/mirror=true``) to match, then the ScheduledJob's own
-status. Nothing is remembered between passes, so a restarted operator, a missed watch event
-or an object deleted by hand all heal on the next pass.
+status. What a pass remembers is only an optimisation, so a restarted operator, a missed watch
+event or an object deleted by hand all heal on the next pass.
+
+At rest the cost follows what changed, not how many ScheduledJobs there are (ADR 0066): a
+ScheduledJob whose inputs hash as at its last sync that raised nothing (its resourceVersion,
+its schedule and window rows, its mirrored JobRuns' resourceVersions, its missed fires, its
+circuit) is skipped, its spec not even parsed. One with an SLO (the
+clock alone can break it) or a run-now annotation is synced on every pass, and every one at
+least every ``_RESYNC_SECONDS`` whatever its inputs say.
 
 A pass submits the user JobRuns that have no run yet beside its work on the ScheduledJobs, not
 after it (``job_runs.reconcile``; kopf's handlers submit them too, and ``Context.submitting``
@@ -40,12 +47,14 @@ import asyncio
 import dataclasses
 import datetime
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
 from sundial.api import common, conditions, job_run, scheduled_job
+from sundial.observability import mirror_metrics
 from sundial.operator import (
     cache,
     context,
@@ -73,6 +82,10 @@ _SLICE = 256
 #: mirror interval or this many times its own duration after the last one, whichever is longer.
 _SWEEP_SPACING = 4
 
+#: A ScheduledJob whose inputs did not change since its last sync is skipped by a sweep, but
+#: synced again at least this often, whatever its inputs say (a safety net, not a schedule).
+_RESYNC_SECONDS = 60.0
+
 
 class Mirror:
     def __init__(self, ctx: context.Context) -> None:
@@ -88,6 +101,10 @@ class Mirror:
         self._listed = 0
         self.heap = heap.HeapTrimmer()
         self._forgeries_reported: set[str] = set()  # JobRun UIDs, reported once each
+        #: By ScheduledJob UID: the fingerprint of the inputs of its last sync that raised
+        #: nothing, and when (monotonic). A sweep skips a ScheduledJob whose inputs are the
+        #: same: its status and its JobRuns are what that sync made them.
+        self._settled: dict[str, tuple[int, float]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass until ``stop``; a failed pass is logged and the next one starts over."""
@@ -248,55 +265,116 @@ class Mirror:
             await self._store_unavailable(live, error)
             raise
         kept: dict[uuid.UUID, set[int]] = {}
-        # Slice by slice from the parse to the writes: what a ScheduledJob costs during a pass
+        # Slice by slice from the reads to the writes: what a ScheduledJob costs during a pass
         # (its parsed spec, its window and schedule rows, its desired status) is alive for
         # one slice at a time. The whole pass at once held that for every ScheduledJob, on
         # every pass, idle or not (ADR 0038).
+        settled_jobs = synced_jobs = 0
         for first in range(0, len(synced), _SLICE):
             await self.ctx.submissions_quiet()
-            part = synced[first : first + _SLICE]
-            parsed: dict[
-                uuid.UUID,
-                tuple[Mapping[str, Any], scheduled_job.ScheduledJobSpec | None, str | None],
-            ] = {}
-            for body in part:
-                spec, problem = scheduled_job.parse(body)
-                parsed[status.schedule_id(body)] = (body, spec, problem)
+            bodies = {status.schedule_id(body): body for body in synced[first : first + _SLICE]}
             # Limits come from the raw spec (the schema bounds them), so a ScheduledJob
             # stalled by an invalid edit keeps its window visible and up to date.
             requests = [
                 history.WindowRequest(schedule_id, max(1, successful), max(1, failed))
                 for schedule_id, (successful, failed) in (
-                    (schedule_id, _limits(body)) for schedule_id, (body, _, _) in parsed.items()
+                    (schedule_id, _limits(body)) for schedule_id, body in bodies.items()
                 )
             ]
             try:
                 windows = await history.window(self.ctx.pool, requests)
-                views = await history.schedules(self.ctx.pool, parsed)
+                views = await history.schedules(self.ctx.pool, bodies)
             except store_errors.StoreUnavailableError as error:
                 await self._store_unavailable(live, error)
                 raise
-            await asyncio.gather(
-                *(
-                    self._sync_scheduled_job(
-                        body,
-                        spec,
-                        problem,
-                        views.get(schedule_id),
-                        windows.get(schedule_id),
-                        mirrored.get(schedule_id, {}),
-                        _open_circuit(body, open_circuits),
+            now = time.monotonic()
+            syncs = []
+            for schedule_id, body in bodies.items():
+                view, window = views.get(schedule_id), windows.get(schedule_id)
+                existing = mirrored.get(schedule_id, {})
+                circuit = _open_circuit(body, open_circuits)
+                uid = body["metadata"]["uid"]
+                inputs = self._fingerprint(schedule_id, body, view, window, existing, circuit)
+                settled = self._settled.get(uid)
+                if (
+                    inputs is not None
+                    and settled is not None
+                    and settled[0] == inputs
+                    and now - settled[1] < _RESYNC_SECONDS
+                ):
+                    settled_jobs += 1
+                    continue
+                self._settled.pop(uid, None)
+                synced_jobs += 1
+                # Parsed only when synced: a settled ScheduledJob's spec is not needed.
+                spec, problem = scheduled_job.parse(body)
+                syncs.append(
+                    self._sync_settling(
+                        uid, inputs, now, body, spec, problem, view, window, existing, circuit
                     )
-                    for schedule_id, (body, spec, problem) in parsed.items()
                 )
-            )
+            await asyncio.gather(*syncs)
             if ended_pods is not None:
                 kept.update(
                     (schedule_id, {run.id for run in _window_runs(body, windows[schedule_id])})
-                    for schedule_id, (body, _, _) in parsed.items()
+                    for schedule_id, body in bodies.items()
                     if schedule_id in windows
                 )
+        mirror_metrics.SCHEDULED_JOBS.labels("settled").inc(settled_jobs)
+        mirror_metrics.SCHEDULED_JOBS.labels("synced").inc(synced_jobs)
+        if sweep:  # forget the ScheduledJobs that are gone
+            uids = {body["metadata"]["uid"] for body in live}
+            for gone in set(self._settled) - uids:
+                del self._settled[gone]
         return _ScheduledJobsDone(ended_pods, kept, len(unstored), len(synced), sweep)
+
+    def _fingerprint(
+        self,
+        schedule_id: uuid.UUID,
+        body: Mapping[str, Any],
+        view: history.ScheduleView | None,
+        window: history.Window | None,
+        existing: Mapping[str, Mapping[str, Any]],
+        circuit: circuits.OpenCircuit | None,
+    ) -> int | None:
+        """A hash of everything a ScheduledJob's sync reads, or None when its sync must run
+        whatever they are: a run-now asked for, or an SLO, which the clock alone can break.
+        The object's resourceVersion covers its spec, annotations and status (a status this
+        operator writes changes it too, so a sync that wrote is followed by one that checks);
+        its mirrored JobRuns' resourceVersions cover a cancel or a replay asked there."""
+        metadata = body["metadata"]
+        if (body.get("spec") or {}).get("slo") is not None:
+            return None
+        if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
+            return None
+        version = metadata.get("resourceVersion")
+        if version is None:
+            return None
+        mirrored = tuple(
+            sorted((name, run["metadata"].get("resourceVersion")) for name, run in existing.items())
+        )
+        return hash(
+            (
+                version,
+                view,
+                None if window is None else _window_fingerprint(window),
+                self.ctx.missed.get(schedule_id),
+                self.ctx.unstorable.get(metadata["uid"]),
+                circuit,
+                mirrored,
+            )
+        )
+
+    async def _sync_settling(
+        self,
+        uid: str,
+        inputs: int | None,
+        now: float,
+        *arguments: Any,
+    ) -> None:
+        """``_sync_scheduled_job``, then remember its inputs if it raised nothing."""
+        if await self._sync_scheduled_job(*arguments) and inputs is not None:
+            self._settled[uid] = (inputs, now)
 
     def _sweep_due(self, *, backlog: bool) -> bool:
         """Whether this pass syncs every ScheduledJob (every pass does, but during a backlog)."""
@@ -398,7 +476,8 @@ class Mirror:
         window: history.Window | None,
         existing: dict[str, Mapping[str, Any]],
         circuit: circuits.OpenCircuit | None,
-    ) -> None:
+    ) -> bool:
+        """Mirror one ScheduledJob's window and write its status; False if that failed."""
         metadata = body["metadata"]
         try:
             if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
@@ -444,6 +523,8 @@ class Mirror:
                 "mirror failed for a ScheduledJob",
                 extra={"object": f"{metadata.get('namespace')}/{metadata.get('name')}"},
             )
+            return False
+        return True
 
     async def _sync_mirrored(
         self,
@@ -638,6 +719,28 @@ def _limits(body: Mapping[str, Any]) -> tuple[int, int]:
         ),
         int(defaults["failed_runs_history_limit"].default if failed is None else failed),
     )
+
+
+def _window_fingerprint(window: history.Window) -> tuple[object, ...]:
+    """A window as a hashable value: every field of every run in it (a run's ``upstream`` is
+    a JSON list, hashed as its text)."""
+    return (
+        window.active_count,
+        *(
+            (part, *(_run_fingerprint(run) for run in runs))
+            for part, runs in enumerate((window.active, window.successful, window.failed))
+        ),
+    )
+
+
+_RUN_FIELDS = operator.attrgetter(*(field.name for field in dataclasses.fields(history.RunView)))
+
+
+def _run_fingerprint(run: history.RunView) -> tuple[object, ...]:
+    fields: tuple[object, ...] = _RUN_FIELDS(run)
+    if run.upstream is None:
+        return fields
+    return tuple(repr(value) if isinstance(value, list) else value for value in fields)
 
 
 def _window_runs(body: Mapping[str, Any], window: history.Window) -> list[history.RunView]:

@@ -16,6 +16,7 @@ a JobRun also gets Job-style ``Complete`` and ``Failed`` (``job_run_conditions``
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -438,4 +439,12 @@ def scheduled_job_status(
 
 
 def schedule_id(body: Mapping[str, Any]) -> uuid.UUID:
-    return uuid.UUID(str(body["metadata"]["uid"]))
+    """The id of a ScheduledJob's schedule in PostgreSQL: its object's UID."""
+    return _uuid_of(str(body["metadata"]["uid"]))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _uuid_of(uid: str) -> uuid.UUID:
+    # A mirror pass asks for every ScheduledJob's several times; parsing the text each time
+    # was a fifth of an idle pass at 10,000 ScheduledJobs.
+    return uuid.UUID(uid)

@@ -189,3 +189,64 @@ def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(
             within=60,
             what="the ScheduledJob's series to go with it",
         )
+
+
+def test_at_rest_the_mirror_skips_settled_scheduled_jobs_and_still_follows_a_change(
+    metrics_reader: str,
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    kubectl: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+
+    def count(result: str) -> float:
+        samples = _scrape(port, metrics_reader)
+        return samples.get(("sundial_mirror_scheduled_jobs_total", (("result", result),)), 0.0)
+
+    names = ("first", "second", "third")
+    with running(
+        OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
+    ):
+        for name in names:
+            apply(kubectl, namespace, scheduled_job_manifest(name, schedule="0 0 1 1 *"))
+
+        def ready() -> bool:
+            listing = json.loads(kubectl("get", "-n", namespace, "sj", "-o", "json").stdout)
+            return all(
+                any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in (item.get("status") or {}).get("conditions", [])
+                )
+                for item in listing["items"]
+            ) and len(listing["items"]) == len(names)
+
+        wait_until(ready, within=60, what="every ScheduledJob Ready")
+        # Passes go on every second; once settled, a pass syncs none of the three.
+        settled_before = wait_until(
+            lambda: (n := count("settled")) >= len(names) * 2 and n,
+            within=30,
+            what="sweeps that skip the settled ScheduledJobs",
+        )
+        synced = count("synced")
+        wait_until(
+            lambda: count("settled") >= settled_before + len(names) * 3,
+            within=30,
+            what="three more sweeps",
+        )
+        assert count("synced") == synced, "an idle sweep synced a ScheduledJob whose inputs held"
+
+        # A change only PostgreSQL sees (a run of the job completes) still reaches the status.
+        kubectl("annotate", "-n", namespace, "scheduledjob", "second", "sundial.dev/run-now=1")
+        with StoreWorker(operator_dsn):
+
+            def last_success() -> str | None:
+                body = json.loads(
+                    kubectl("get", "-n", namespace, "sj", "second", "-o", "json").stdout
+                )
+                return (body.get("status") or {}).get("lastSuccessfulTime")
+
+            wait_until(last_success, within=90, what="the completed run in the status")
+        assert count("synced") > synced
