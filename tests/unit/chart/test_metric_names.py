@@ -25,6 +25,9 @@ CHART = Path(__file__).resolve().parents[3] / "charts" / "sundial"
 NAME = re.compile(r"\b(sundial_[a-z0-9_]+)")
 #: Prometheus' own series, which no Sundial process exports.
 PROMETHEUS = {"up"}
+#: kube-state-metrics' series that a rule reads on purpose (docs/operations.md names the
+#: dependency): the migrate hook is a Job, and only kube-state-metrics reports a failed Job.
+KUBE_STATE_METRICS = {"kube_job_status_failed"}
 
 
 def _exported(text: str) -> set[str]:
@@ -76,7 +79,7 @@ def test_every_metric_the_rules_and_the_dashboard_name_is_exported() -> None:
                 missing.append(f"{where}: {name}")
         bare = re.findall(r"(?<![\w{,=\"])([a-z_]+)\{", expression)
         for name in bare:
-            if not name.startswith("sundial_") and name not in PROMETHEUS:
+            if not name.startswith("sundial_") and name not in PROMETHEUS | KUBE_STATE_METRICS:
                 missing.append(f"{where}: {name} (not a Sundial metric)")
     assert missing == [], "named but exported by no process:\n" + "\n".join(missing)
     # The parts of the issue are each covered: lag, per-ScheduledJob gauges, window gauges.
