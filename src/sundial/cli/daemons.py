@@ -110,6 +110,7 @@ def scheduler(
     from sundial.scheduler import maintainer as maintainer_module
     from sundial.scheduler import trigger
     from sundial.store import pool as store_pool
+    from sundial.store import schema_version
 
     serve_module.configure_logs(log_level)
     if fire_burst is not None:
@@ -134,6 +135,7 @@ def scheduler(
         stop = serve_module.stop_on_signals()
         opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-scheduler")
         try:
+            await schema_version.require_compatible(opened, "scheduler")
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
             keeper = maintainer_module.Maintainer(opened, holder=loop.holder, settings=maintenance)
             if once:
@@ -160,7 +162,8 @@ def scheduler(
         finally:
             await opened.close()
 
-    asyncio.run(serve())
+    with serve_module.refused_on_schema_mismatch("sundial scheduler"):
+        asyncio.run(serve())
 
 
 def _parse_concurrency(
@@ -376,7 +379,8 @@ def runner(
     lifeline.keep_environment_private()
     runner_worker = worker.Worker(settings, handlers)
     try:
-        code = asyncio.run(runner_worker.run())
+        with serve_module.refused_on_schema_mismatch("sundial runner"):
+            code = asyncio.run(runner_worker.run())
     except health.PortUnavailableError as error:
         click.echo(f"sundial runner: {error.strerror}", err=True)
         sys.exit(2)
@@ -454,6 +458,7 @@ def pod_launcher(
     from sundial.pods import launcher as launcher_module
     from sundial.pods import manifests
     from sundial.store import pool as store_pool
+    from sundial.store import schema_version
 
     placement = job_pod_placement(job_pod_node_selector, job_pod_tolerations, job_pod_affinity)
     serve_module.configure_logs(log_level)
@@ -485,6 +490,7 @@ def pod_launcher(
         stop = serve_module.stop_on_signals()
         opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-pods")
         try:
+            await schema_version.require_compatible(opened, "pod launcher")
             launcher = launcher_module.PodLauncher(opened, api_client, settings)
             logging.getLogger("sundial.pods").info(
                 "pod launcher running",
@@ -495,7 +501,8 @@ def pod_launcher(
             await opened.close()
             api_client.close()  # type: ignore[no-untyped-call]
 
-    asyncio.run(serve())
+    with serve_module.refused_on_schema_mismatch("sundial pod-launcher"):
+        asyncio.run(serve())
 
 
 @main.command()
@@ -664,7 +671,8 @@ def operator(
             placement=placement,
         ),
     )
-    sys.exit(asyncio.run(runtime.serve(config)))
+    with serve_module.refused_on_schema_mismatch("sundial operator"):
+        sys.exit(asyncio.run(runtime.serve(config)))
 
 
 @main.command("history-api")

@@ -8,11 +8,16 @@ handlers), and both log through the same ``configure_logs``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import Iterator
+
+import click
 
 from sundial.observability import json_logs as json_logging
+from sundial.store import errors as store_errors
 
-__all__ = ["configure_logs", "stop_on_signals"]
+__all__ = ["configure_logs", "refused_on_schema_mismatch", "stop_on_signals"]
 
 
 def configure_logs(level: str) -> None:
@@ -29,3 +34,14 @@ def stop_on_signals() -> asyncio.Event:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     return stop
+
+
+@contextlib.contextmanager
+def refused_on_schema_mismatch(command: str) -> Iterator[None]:
+    """A daemon whose code cannot run against the database's schema exits 1 with the store's
+    message (what to run, and the versions on both sides) as its last line, not a traceback:
+    under Kubernetes that line is what ``kubectl logs --previous`` shows."""
+    try:
+        yield
+    except store_errors.SchemaMismatchError as error:
+        raise click.ClickException(f"{command} does not start: {error}") from None

@@ -31,7 +31,7 @@ from kubernetes.client import exceptions
 from sundial.errors import SundialError
 from sundial.operator import front_proxy, history_api, kube
 from sundial.store import pool as store_pool
-from sundial.store import reconnect
+from sundial.store import reconnect, schema_version
 
 __all__ = ["HistoryServiceConfig", "NotServedError", "serve"]
 
@@ -93,8 +93,18 @@ async def _connected(dsn: str, stop: asyncio.Event) -> store_pool.Pool | None:
     retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)
     while not stop.is_set():
         try:
-            return await store_pool.open_pool(dsn, max_size=4, name="sundial-history")
+            opened = await store_pool.open_pool(dsn, max_size=4, name="sundial-history")
         except reconnect.ERRORS as error:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), retry.failed(error))
+            continue
+        try:
+            await schema_version.require_compatible(opened, "history API")
+            return opened
+        except BaseException as error:
+            await opened.close()
+            if not isinstance(error, reconnect.ERRORS):
+                raise
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), retry.failed(error))
     return None

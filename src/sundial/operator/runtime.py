@@ -56,7 +56,7 @@ from sundial.pods import launcher, manifests
 from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import pool as store_pool
-from sundial.store import quotas
+from sundial.store import quotas, schema_version
 
 __all__ = ["OperatorConfig", "serve"]
 
@@ -109,6 +109,11 @@ async def serve(config: OperatorConfig) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     pool = await store_pool.open_pool(config.dsn, min_size=1, max_size=8, name="sundial-operator")
+    try:
+        await schema_version.require_compatible(pool, "operator")
+    except BaseException:
+        await pool.close()
+        raise
     # The lease has a connection of its own: behind thousands of ScheduledJobs being stored
     # at once (10,000 applied), a renewal waiting for the shared pool outlived the lease.
     lease_pool = await store_pool.open_pool(

@@ -75,7 +75,7 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import waiting
-from sundial.store import claims, reaper, reconnect, releases, runners, server
+from sundial.store import claims, reaper, reconnect, releases, runners, schema_version, server
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -348,9 +348,15 @@ class Worker:
         retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)
         while not stop.requested.is_set():
             try:
-                self._pool = await store_pool.open_pool(
+                opened = await store_pool.open_pool(
                     self.settings.dsn, min_size=2, max_size=self.settings.pool_size
                 )
+                try:
+                    await schema_version.require_compatible(opened, "runner")
+                except BaseException:
+                    await opened.close()
+                    raise
+                self._pool = opened
                 self.connection(None)
                 if self.settings.maintenance_seconds > 0:
                     await self._check_server()

@@ -84,4 +84,9 @@ and one from ``schema/`` and compares them object by object (``pg_dump --schema-
 change the schema: write the migration, then put the same definition in ``schema/`` (for a
 function, copy the migration's ``CREATE OR REPLACE FUNCTION`` into its file and update its
 "last changed by" line). The test names every object that differs and the file to fix.
+
+A migration only adds: the previous release's runners keep serving while it is applied under
+them. One that must drop or change what earlier code uses carries ``-- compatible-from: NNNN``,
+and earlier code then refuses to start against that database (``schema_version``, which every
+daemon calls when it starts).
 """

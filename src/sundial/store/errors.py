@@ -49,6 +49,7 @@ __all__ = [
     "QuotaExceededError",
     "RefusedValueError",
     "RunNotReplayableError",
+    "SchemaMismatchError",
     "StatementError",
     "StoreError",
     "StoreUnavailableError",
@@ -62,6 +63,12 @@ class StoreError(sundial_errors.SundialError):
 
 class MigrationError(StoreError):
     """A migration could not be applied, or one already applied was changed afterwards."""
+
+
+class SchemaMismatchError(StoreError):
+    """This Sundial cannot run against the database's schema: the schema is behind (run
+    ``sundial migrate``) or a newer release migrated it past what this code can use (run that
+    release). The message says which, and the versions on both sides."""
 
 
 class StoreUnavailableError(StoreError):

@@ -42,6 +42,9 @@ __all__ = [
 ADVISORY_LOCK_KEY = 0x73756E6469616C
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+#: A migration that older code cannot run against (a contract step: a column, table or function
+#: that earlier releases use is dropped or changed) says from which migration on the code works.
+_COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d{4})\s*$", re.MULTILINE)
 
 _CREATE_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -51,6 +54,10 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at timestamptz NOT NULL DEFAULT now()
 )
 """
+# Added after the first releases, so a database migrated by one of them gains it here.
+_ADD_COMPATIBLE_FROM = (
+    "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS compatible_from integer"
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,27 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode()).hexdigest()
+
+    @property
+    def compatible_from(self) -> int | None:
+        """The oldest migration the code must know to run against a schema with this one
+        applied; ``None`` for a forward-compatible migration (the usual case: it only adds), so
+        processes of the previous release keep working while it is applied under them."""
+        found = _COMPATIBLE_FROM.findall(self.sql)
+        if not found:
+            return None
+        if len(found) > 1:
+            raise errors.MigrationError(
+                f"migration {self.version:04d}_{self.name}.sql has {len(found)} "
+                "'-- compatible-from:' lines: keep one"
+            )
+        version = int(found[0])
+        if version > self.version:
+            raise errors.MigrationError(
+                f"migration {self.version:04d}_{self.name}.sql says '-- compatible-from: "
+                f"{version:04d}', a later migration: name this one or an earlier one"
+            )
+        return version
 
 
 #: Migrations whose comments (never their statements) were reworded after release: a database
@@ -86,6 +114,8 @@ def available() -> list[Migration]:
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
         raise errors.MigrationError(f"two migration files share a version number: {versions}")
+    for migration in found:
+        migration.compatible_from  # noqa: B018 - a malformed marker fails here, before any run
     return found
 
 
@@ -130,6 +160,7 @@ def migrate(
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
             conn.execute(_CREATE_TABLE)
+            conn.execute(_ADD_COMPATIBLE_FROM)
             done = {
                 row[0]: row[1]
                 for row in conn.execute("SELECT version, checksum FROM schema_migrations")
@@ -149,9 +180,14 @@ def migrate(
                     with conn.transaction():
                         conn.execute(migration.sql.encode())
                         conn.execute(
-                            "INSERT INTO schema_migrations (version, name, checksum) "
-                            "VALUES (%s, %s, %s)",
-                            (migration.version, migration.name, migration.checksum),
+                            "INSERT INTO schema_migrations (version, name, checksum, "
+                            "compatible_from) VALUES (%s, %s, %s, %s)",
+                            (
+                                migration.version,
+                                migration.name,
+                                migration.checksum,
+                                migration.compatible_from,
+                            ),
                         )
                 except psycopg.Error as error:
                     raise errors.MigrationError(
