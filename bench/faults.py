@@ -347,6 +347,80 @@ def postgres_restart(f: Fault, size: Sizes) -> None:
     f.wait_terminal(size.budget)
 
 
+#: How long the primary stays dead before its standby is promoted: an orchestrator's detection
+#: time (Patroni's loop_wait and ttl, CloudNativePG's probes) shortened to keep the run quick.
+PROMOTE_AFTER_SECONDS = 2.0
+
+
+def postgres_failover(f: Fault, size: Sizes) -> None:
+    """The primary is killed (SIGKILL, every process of it) under load and its synchronous
+    standby promoted. The stack follows through one DSN, a libpq host list with
+    ``target_session_attrs=read-write``, as it would through CloudNativePG's ``-rw`` Service.
+    Synchronous replication: a claim or finish the primary acknowledged is on the standby."""
+    primary = f.resources.enter_context(
+        postgres.throwaway_postgres(extra_settings={"synchronous_commit": "on"})
+    )
+    database = stack.create_database(primary, "failover")
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute(bench_handlers.SINK_SCHEMA)
+    standby = f.resources.enter_context(contextlib.closing(_Stopping(postgres.ThrowawayPostgres(
+        extra_settings={"synchronous_commit": "on"}
+    ))))  # fmt: skip
+    standby.server.start_standby_of(primary)
+    with psycopg.connect(primary.dsn, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        conn.execute("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 30
+        while not conn.execute(
+            "SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'"
+        ).fetchall():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the standby never became synchronous")
+            time.sleep(0.1)
+    f.dsn = (
+        f"postgresql://{primary.user}@127.0.0.1:{primary.port},127.0.0.1:{standby.server.port}"
+        "/failover?target_session_attrs=read-write"
+    )
+    f.processes.stop_all()
+    f.processes = stack.Processes(f.dsn, env={"SUNDIAL_BENCH_SINK": f.dsn})
+    job = f.job()
+    f.scheduler("s1")
+    f.runner(50)
+    f.runner(50)
+    f.submit(job, size.runs, 1.0)
+    _sleep_random(f.rng, 2.0, 3.0)
+    primary.kill()
+    f.last_injection = time.monotonic()
+    time.sleep(PROMOTE_AFTER_SECONDS)
+    standby.server.promote()
+    promoted = time.time()
+    deadline = time.monotonic() + size.budget
+    first_claim = None
+    while first_claim is None and time.monotonic() < deadline:
+        [(first_claim,)] = f.query(
+            "SELECT extract(epoch FROM min(started_at)) FROM job_runs"
+            " WHERE started_at > to_timestamp(%s)",
+            (promoted,),
+        )
+        time.sleep(0.05)
+    f.wait_terminal(size.budget)
+    claim = "none" if first_claim is None else f"{float(first_claim) - promoted:.1f} s"
+    f.result.notes.append(
+        f"primary killed, standby promoted {PROMOTE_AFTER_SECONDS:.0f} s later; "
+        f"first claim on the new primary {claim} after its promotion"
+    )
+
+
+class _Stopping:
+    """A standby server for ``contextlib.closing``: stopped (and its directory removed)."""
+
+    def __init__(self, server: postgres.ThrowawayPostgres) -> None:
+        self.server = server
+
+    def close(self) -> None:
+        self.server.stop()
+
+
 def two_leaders(f: Fault, size: Sizes) -> None:
     count = size.schedules // 5
     first_fire = stack.grid_instant(10, 3)
@@ -468,6 +542,7 @@ FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     "runner-sigstop": runner_sigstop,
     "scheduler-kill-9": scheduler_kill_9,
     "postgres-restart-x2": postgres_restart,
+    "postgres-failover": postgres_failover,
     "two-leaders": two_leaders,
     "poison": poison,
     "downstream-outage": downstream_outage,

@@ -17,6 +17,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -129,6 +130,45 @@ class ThrowawayPostgres:
             "--locale=C",
             "--no-sync",
         )  # fmt: skip
+        return self._launch()
+
+    def start_standby_of(self, primary: ThrowawayPostgres) -> ThrowawayPostgres:
+        """Start as a streaming replica of ``primary``: a base backup that writes the standby's
+        connection settings (``pg_basebackup -R``), then this server in recovery. initdb's
+        ``pg_hba.conf`` already trusts replication connections from 127.0.0.1."""
+        if self._run_as:
+            os.chmod(self.base_dir, 0o755)
+        self._run(
+            str(self.bin_dir / "pg_basebackup"),
+            "-D", str(self.data_dir),
+            "-h", "127.0.0.1",
+            "-p", str(primary.port),
+            "-U", primary.user,
+            "-X", "stream",
+            "-R",
+            "--no-sync",
+            "--checkpoint=fast",  # a spread checkpoint would take minutes of an idle server
+        )  # fmt: skip
+        return self._launch()
+
+    def promote(self) -> None:
+        """End recovery on a standby: it takes writes from now on (what Patroni or
+        CloudNativePG do to a replica when the primary is gone)."""
+        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-w", "promote")
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every process it started, as a node that dies would:
+        no shutdown checkpoint, no goodbye to the clients or the standby."""
+        pid_file = self.data_dir / "postmaster.pid"
+        postmaster = int(pid_file.read_text().splitlines()[0])
+        children = subprocess.run(
+            ["pgrep", "-P", str(postmaster)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        for pid in [postmaster, *map(int, children)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _launch(self) -> ThrowawayPostgres:
         Path(self.socket_dir).mkdir()
         if self._run_as:
             entry = pwd.getpwnam(_UNPRIVILEGED_USER)

@@ -3,11 +3,12 @@
 SLOW (about 3 minutes, marked ``slow``): it runs ``bench/faults.py --quick`` as a child
 process, i.e. the real stack (a throwaway PostgreSQL, `sundial scheduler`, `sundial runner`s)
 through kill -9 of runners and of the scheduler leader, a SIGSTOP past the lease, two
-PostgreSQL restarts, two leaders, a poison job, a downstream outage and many schedules due at
-once, and asserts on its table: lost == 0, stale writes accepted at the fenced sink == 0,
-duplicate fires == 0. Runs executed more than once are allowed (at least once) and printed.
-The faults that need Kubernetes (the operator's and the pod launcher's kill -9) run in
-tests/cluster/test_faults_on_kubernetes.py, on that session's cluster.
+PostgreSQL restarts, the primary killed and its synchronous standby promoted, two leaders, a
+poison job, a downstream outage and many schedules due at once, and asserts on its table:
+lost == 0, stale writes accepted at the fenced sink == 0, duplicate fires == 0. Runs executed
+more than once are allowed (at least once) and printed. The faults that need Kubernetes (the
+operator's and the pod launcher's kill -9) run in tests/cluster/test_faults_on_kubernetes.py,
+on that session's cluster.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 FAULTS = (
     "runner-kill-9", "runner-sigstop", "scheduler-kill-9", "postgres-restart-x2",
-    "two-leaders", "poison", "downstream-outage", "thundering-schedules",
+    "postgres-failover", "two-leaders", "poison", "downstream-outage", "thundering-schedules",
 )  # fmt: skip
 
 
