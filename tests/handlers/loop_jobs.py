@@ -32,6 +32,18 @@ async def record(args: dict[str, Any], ctx: sundial.JobContext) -> None:
         os.close(fd)
 
 
+@sundial.job("loop.record_after")
+async def record_after(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Sleeps ``args["seconds"]``, then appends "run_id attempt pid" to ``args["path"]``: which
+    runner process ran which attempt, for tests that tell runners apart."""
+    await asyncio.sleep(float(args.get("seconds", 0.5)))
+    fd = os.open(args["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{ctx.run_id} {ctx.attempt} {os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+
+
 @sundial.job("loop.sleep")
 async def sleep(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     await asyncio.sleep(float(args.get("seconds", 1.0)))

@@ -105,7 +105,7 @@ class RunnerProcess:
     ) -> None:
         self.worker_id = worker_id
         self.log_path = log_dir / f"{worker_id}.log"
-        env = dict(os.environ, PYTHONPATH=str(TESTS_DIR), **(env or {}))
+        env = {**os.environ, "PYTHONPATH": str(TESTS_DIR), **(env or {})}
         command = [
             sys.executable, "-m", "sundial", "runner",
             "--dsn", dsn,

@@ -1,0 +1,163 @@
+"""A rolling upgrade from an earlier Sundial, with runs in flight: the new release's
+`sundial migrate` runs while the earlier release's runners are serving, they keep claiming and
+finishing against the new schema until they drain, the new release's runners take over, and
+no run is lost or finished by a superseded attempt.
+
+The earlier release is a pinned commit of main (``BASELINE``, docs/operations.md "Upgrading"
+names it), taken out of this repository's history with ``git archive`` into a cache outside
+the clone and run from its own source tree with this environment's dependencies. Its
+migrations are a prefix of this release's, so the upgrade applies real migrations under
+running code: a migration that drops or renames what the earlier runners use fails this test.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+from sundial.store import migrate
+from support.runner_loop import TESTS_DIR, Runners, create_job, eventually, states
+
+ROOT = TESTS_DIR.parent
+#: main on 2026-12-05, before the active-run quotas (0270) and concurrency keys (0280).
+BASELINE = "10117169b153cf0097e33c45784f722df83d10ab"
+
+
+def _baseline_source() -> pathlib.Path:
+    """The baseline's ``src/``, extracted once per machine."""
+    shallow = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if shallow == "true":
+        pytest.skip(f"a shallow clone has no commit {BASELINE[:7]}: clone with full history")
+    cache = pathlib.Path.home() / ".cache" / "sundial" / "baseline" / BASELINE[:12]
+    if not (cache / "src" / "sundial").is_dir():
+        partial = cache.with_name(cache.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", BASELINE, "src"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(partial)], input=archive, check=True)
+        shutil.rmtree(cache, ignore_errors=True)
+        partial.rename(cache)
+    return cache / "src"
+
+
+def _submit(dsn: str, job: Any, path: pathlib.Path, count: int, seconds: float) -> list[int]:
+    args = Jsonb({"path": str(path), "seconds": seconds})
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            """
+            INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
+                                  max_retries, backoff_base_seconds, backoff_cap_seconds,
+                                  max_lost_leases, state, priority, run_at, dispatch_key, args,
+                                  namespace)
+            SELECT j.id, j.queue, j.handler, j.execution_model, j.timeout_seconds,
+                   j.max_retries, j.backoff_base_seconds, j.backoff_cap_seconds,
+                   j.max_lost_leases, 'pending', j.priority, now(),
+                   sundial_dispatch_key(now(), j.priority), %s, j.namespace
+            FROM job_definitions j, generate_series(1, %s)
+            WHERE j.id = %s
+            RETURNING id
+            """,
+            (args, count, job),
+        ).fetchall()
+    return sorted(row[0] for row in rows)
+
+
+def _executions(path: pathlib.Path) -> dict[int, list[tuple[int, int]]]:
+    """run id -> [(attempt, runner pid)] from the handler's lines."""
+    found: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    if path.exists():
+        for line in path.read_text().splitlines():
+            run_id, attempt, pid = (int(part) for part in line.split())
+            found[run_id].append((attempt, pid))
+    return found
+
+
+def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
+    make_database: Any, runners: Runners, tmp_path: pathlib.Path
+) -> None:
+    earlier = {"PYTHONPATH": f"{_baseline_source()}{os.pathsep}{TESTS_DIR}"}
+    dsn = make_database()
+    subprocess.run(
+        [sys.executable, "-m", "sundial", "migrate", "--dsn", dsn],
+        env={**os.environ, **earlier},
+        check=True,
+        capture_output=True,
+    )
+    shipped = [m.version for m in migrate.available()]
+    before = migrate.applied_versions(dsn)
+    assert before and before == shipped[: len(before)] and len(before) < len(shipped), (
+        "the baseline's migrations must be a prefix of this release's, and fewer"
+    )
+
+    path = tmp_path / "executions.txt"
+    job = create_job(dsn, "loop.record_after", max_retries=5)
+    serving = ("--concurrency", "async=20", "--lease-seconds", "5", "--poll-seconds", "0.2")
+    old = [runners.start(dsn, *serving, env=earlier) for _ in range(2)]
+    first = _submit(dsn, job, path, 120, 1.0)
+    eventually(lambda: states(dsn).get("running", 0) >= 20, what="runs in flight", within=30)
+
+    # The new release's migrate hook, while the earlier runners hold runs.
+    done = subprocess.run(
+        [sys.executable, "-m", "sundial", "migrate", "--dsn", dsn], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert migrate.applied_versions(dsn) == shipped
+    in_flight_at_migration = states(dsn).get("running", 0)
+
+    # The earlier runners keep serving the new schema: runs submitted now complete on them.
+    second = _submit(dsn, job, path, 60, 0.2)
+    old_pids = {runner.process.pid for runner in old}
+    eventually(
+        lambda: all(
+            any(pid in old_pids for _, pid in _executions(path).get(run_id, []))
+            for run_id in second[:20]
+        ),
+        what="the earlier runners to finish runs submitted after the migration",
+        within=60,
+    )
+
+    # The roll: new runners start, the earlier ones drain on SIGTERM and exit 0.
+    new = [runners.start(dsn, *serving) for _ in range(2)]
+    for runner in old:
+        assert runner.terminate_and_wait(60) == 0, runner.log_path.read_text()[-3000:]
+    third = _submit(dsn, job, path, 120, 0.2)
+    everything = [*first, *second, *third]
+    eventually(
+        lambda: states(dsn).get("completed", 0) == len(everything),
+        what="every run to complete",
+        within=120,
+    )
+
+    with psycopg.connect(dsn) as conn:
+        final = dict(
+            conn.execute(
+                "SELECT id, attempt FROM job_runs WHERE id = ANY(%s)", (everything,)
+            ).fetchall()
+        )
+    executions = _executions(path)
+    new_pids = {runner.process.pid for runner in new}
+    assert sorted(final) == sorted(everything)
+    # Each run completed under an attempt that really ran (a finish by a superseded attempt
+    # would leave a completed run whose final attempt never executed).
+    assert [r for r in everything if final[r] not in {a for a, _ in executions[r]}] == []
+    assert any(pid in new_pids for run in third for _, pid in executions[run])
+    assert in_flight_at_migration > 0
+    assert [runner.process.returncode for runner in old] == [0, 0]
