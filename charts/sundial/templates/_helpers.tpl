@@ -19,6 +19,12 @@
 {{- printf "%s-%s" (include "sundial.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{- /* A component's ServiceAccount: its serviceAccount.name when set (an existing account,
+or one the chart makes under that name), else the component's name. */ -}}
+{{- define "sundial.serviceAccountName" -}}
+{{- default (include "sundial.componentName" (dict "root" .root "component" .component)) .values.serviceAccount.name -}}
+{{- end -}}
+
 {{- define "sundial.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/name: {{ include "sundial.name" . }}

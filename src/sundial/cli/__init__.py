@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from sundial.cli import admin, daemons, pods, runs
+from sundial.cli import admin, daemons, pods, quotas, runs
 from sundial.cli.app import main
 from sundial.cli.runs import (
     EXIT_NO_SUCH_JOB,
@@ -30,5 +30,6 @@ __all__ = [
     "daemons",
     "main",
     "pods",
+    "quotas",
     "runs",
 ]

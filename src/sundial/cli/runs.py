@@ -290,14 +290,14 @@ def runs_(
     database = _require_dsn(ctx, dsn)
 
     async def read() -> list[history.HistoryRow]:
-        async with _store_pool(database) as pool:
+        async with connected(database) as pool:
             return await history.recent(
                 pool, namespace=namespace, job=name, limit=limit, states=chosen, since=since
             )
 
     from sundial.store import history
 
-    rows = _run(read())
+    rows = run_store_work(read())
     if output_format == "json":
         for row in rows:
             click.echo(json.dumps(_row_json(row), ensure_ascii=False, sort_keys=True))
@@ -408,13 +408,13 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
         raise click.BadParameter("at most 8,000 bytes", param_hint="--reason")
 
     async def cancel() -> tuple[runs.CancelResult, runs.RunInfo | None]:
-        async with _store_pool(database) as pool:
+        async with connected(database) as pool:
             result = await runs.cancel(pool, run_id, reason=recorded)
             info = await runs.get(pool, run_id)
             return result, info
 
     try:
-        result, info = _run(cancel())
+        result, info = run_store_work(cancel())
     except errors.NoSuchRunError as error:
         _refuse(str(error), EXIT_NO_SUCH_RUN)
     if result is runs.CancelResult.CANCELLED:
@@ -454,11 +454,11 @@ def runs_replay(ctx: click.Context, run_id: int, dsn: str | None) -> None:
     database = _require_dsn(ctx, dsn)
 
     async def replay() -> int:
-        async with _store_pool(database) as pool:
+        async with connected(database) as pool:
             return await runs.replay(pool, run_id)
 
     try:
-        attempt = _run(replay())
+        attempt = run_store_work(replay())
     except errors.NoSuchRunError as error:
         _refuse(str(error), EXIT_NO_SUCH_RUN)
     except errors.RunNotReplayableError as error:
@@ -541,7 +541,7 @@ def runs_submit(
     items = [default] if from_file is None else _batch_items(from_file, default)
 
     async def submit() -> list[runs.Submitted]:
-        async with _store_pool(database) as pool:
+        async with connected(database) as pool:
             if from_file is None:
                 one = await runs.submit(
                     pool,
@@ -557,7 +557,7 @@ def runs_submit(
             return await runs.submit_many(pool, job, items)
 
     try:
-        submitted = _run(submit())
+        submitted = run_store_work(submit())
     except errors.UnknownJobError as error:
         _refuse(str(error), EXIT_NO_SUCH_JOB)
     except (errors.IdempotencyConflictError, errors.ArgsTooLargeError) as error:
@@ -660,7 +660,7 @@ def _batch_items(source: TextIO, default: Any) -> list[Any]:
     return items
 
 
-def _run(work: Coroutine[Any, Any, _T]) -> _T:
+def run_store_work(work: Coroutine[Any, Any, _T]) -> _T:
     """Run one command's database work; an unreachable PostgreSQL is one line and exit 4."""
     import asyncio
 
@@ -679,7 +679,7 @@ def _run(work: Coroutine[Any, Any, _T]) -> _T:
 
 
 @contextlib.asynccontextmanager
-async def _store_pool(dsn: str) -> AsyncIterator[Pool]:
+async def connected(dsn: str) -> AsyncIterator[Pool]:
     from sundial.store import pool as store_pool
 
     # One connection, tried once first, so an unreachable database says why in seconds

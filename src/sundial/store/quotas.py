@@ -15,13 +15,24 @@ table per insert statement.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sundial.store import queries
 from sundial.store.pool import Connection, Pool
 
-__all__ = ["DEFAULT", "Quota", "Room", "configure", "count_active", "listed", "room"]
+__all__ = [
+    "DEFAULT",
+    "Quota",
+    "Room",
+    "Usage",
+    "configure",
+    "count_active",
+    "listed",
+    "room",
+    "usage",
+]
 
 #: The namespace column's value for the default quota (no namespace name holds ``*``).
 DEFAULT = "*"
@@ -35,6 +46,17 @@ class Quota:
     active_runs: int
     #: Configured by name (``False``: made from the default).
     explicit: bool
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A stored quota as ``sundial quotas`` shows it."""
+
+    quota: Quota
+    #: When the maintenance pass last set ``quota.active_runs`` to the truth (``None``: never).
+    counted_at: datetime.datetime | None
+    #: The namespace's runs that have not ended, counted now (``None`` for the default row).
+    active_now: int | None
 
 
 @dataclass(frozen=True)
@@ -106,3 +128,14 @@ async def listed(pool: Pool) -> list[Quota]:
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("quotas_list"))
         return [Quota(*row) for row in await cursor.fetchall()]
+
+
+async def usage(pool: Pool) -> list[Usage]:
+    """Every stored quota with its count and the namespace's active runs now, the default
+    first. Counts the live runs of each quota's namespace: an operator's look, not a hot path."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("quotas_usage"))
+        return [
+            Usage(Quota(namespace, quota, counted, explicit), counted_at, now)
+            for namespace, quota, counted, explicit, counted_at, now in await cursor.fetchall()
+        ]

@@ -285,6 +285,42 @@ def test_watch_namespaces_get_roles_and_no_cluster_wide_write(render: Callable[.
     assert all(a["automountServiceAccountToken"] is False for a in job_accounts)
 
 
+def test_existing_service_accounts_are_used_and_bound_not_made(
+    render: Callable[..., Any],
+) -> None:
+    objects = render(
+        {
+            "operator": {"serviceAccount": {"create": False, "name": "ops-controller"}},
+            "runner": {"serviceAccount": {"create": False, "name": "handlers"}},
+            "historyApi": {"serviceAccount": {"name": "history-reader"}},
+        }
+    )
+    made = {o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"}
+    assert "ops-controller" not in made and "handlers" not in made
+    assert "history-reader" in made  # named, and still made (create defaults to true)
+    assert not any(name.endswith(("-operator", "-runner", "-history-api")) for name in made)
+    accounts = {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"]["serviceAccountName"]
+        for o in objects
+        if o["kind"] == "Deployment"
+    }
+    assert sorted(accounts.values()) == ["handlers", "history-reader", "ops-controller"]
+    subjects = {
+        (binding["metadata"]["name"], subject["name"])
+        for binding in objects
+        if binding["kind"] in {"ClusterRoleBinding", "RoleBinding"}
+        for subject in binding["subjects"]
+        if subject["kind"] == "ServiceAccount"
+    }
+    bound = {account for _, account in subjects}
+    # Every binding names the account the Pods run as, none the default name.
+    assert bound <= {"ops-controller", "history-reader"} | {
+        o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"
+    }
+    assert {"ops-controller", "history-reader"} <= bound
+    assert not any(account.endswith(("-operator", "-history-api")) for account in bound)
+
+
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
