@@ -22,7 +22,7 @@ import pydantic
 import yaml
 
 from sundial.api import job_run, validate
-from sundial.kubectl_plugin import client, options, outcome, output
+from sundial.kubectl_plugin import client, options, outcome, output, pod_logs, waiting
 
 __all__ = ["cancel", "parse_args", "replay", "resume", "run", "suspend"]
 
@@ -144,6 +144,20 @@ def job_run_body(
 @click.option("--at", "at", metavar="TIME", help="Start no sooner than this RFC 3339 time.")
 @click.option("--priority", type=click.IntRange(0, 9), help="This run's priority (0-9).")
 @click.option("-o", "--output", "output_format", type=click.Choice(["name"]), help="Print only")
+@click.option(
+    "--wait",
+    "wait_for_it",
+    is_flag=True,
+    help="Then wait for the run to end, printing its phase; exit as `wait` does.",
+)
+@click.option(
+    "--timeout",
+    default="0",
+    show_default=True,
+    metavar="DURATION",
+    help="With --wait: give up after this long (exit 5); 0 waits as long as it takes.",
+)
+@click.option("--log", is_flag=True, help="Then wait (as --wait) and print its Pods' logs.")
 def run(
     scheduled_job: str,
     connection: options.Connection,
@@ -154,11 +168,19 @@ def run(
     at: str | None,
     priority: int | None,
     output_format: str | None,
+    wait_for_it: bool,
+    timeout: str,
+    log: bool,
 ) -> None:
     """Start a run of ScheduledJob SJ now (or later): a JobRun with jobRef, like
-    ``kubectl create job --from=cronjob/x``. Arguments merge over the handler's ``args``."""
+    ``kubectl create job --from=cronjob/x``. Arguments merge over the handler's ``args``.
+
+    With ``--wait`` (or ``--log``) it then follows the run to its end and exits as ``wait``
+    does: 0 Succeeded, 1 Failed, TimedOut or DeadLettered, 4 Cancelled, 5 past ``--timeout``;
+    ``--log`` then prints the logs of its Pods, attempt by attempt."""
     if delay is not None and at is not None:
         raise outcome.PluginError("give --delay or --at, not both", outcome.USAGE)
+    waiting.wait_limit(timeout)
     delay_seconds = None
     if delay is not None:
         try:
@@ -177,10 +199,20 @@ def run(
     try:
         cluster.get(client.SCHEDULED_JOB, scheduled_job)  # a clear "not found" before creating
         created = cluster.create(client.JOB_RUN, cluster.namespace, body)
+        name = created["metadata"]["name"]
+        reference = f"{client.JOB_RUN.type_name}/{name}"
+        click.echo(reference if output_format == "name" else f"{reference} created")
+        if not (wait_for_it or log):
+            return
+        code = waiting.follow_to_the_end(cluster, name, timeout, quiet=False)
+        if log:
+            try:
+                pod_logs.print_logs(cluster, name, None, follow=False)
+            except outcome.PluginError as error:
+                click.echo(f"no logs: {error.message}", err=True)
     finally:
         cluster.close()
-    reference = f"{client.JOB_RUN.type_name}/{created['metadata']['name']}"
-    click.echo(reference if output_format == "name" else f"{reference} created")
+    raise SystemExit(code)
 
 
 def _set_suspend(connection: options.Connection, name: str, value: bool) -> None:

@@ -28,7 +28,15 @@ from kubernetes import watch as kube_watch
 from sundial.api import common, crd
 from sundial.kubectl_plugin import outcome
 
-__all__ = ["RESOURCES", "Cluster", "Resource", "connect", "resource_named"]
+__all__ = [
+    "RESOURCES",
+    "Cluster",
+    "Impersonation",
+    "Resource",
+    "Target",
+    "connect",
+    "resource_named",
+]
 
 MERGE_PATCH: Final = "application/merge-patch+json"
 #: The history API's resource, as RBAC and kubectl name it.
@@ -340,8 +348,37 @@ def api_error(target: Target, error: kube_client.ApiException) -> outcome.Plugin
     )
 
 
-def connect(kubeconfig: str | None, context: str | None, namespace: str | None) -> Cluster:
+@dataclass(frozen=True)
+class Impersonation:
+    """Whom to act as (kubectl's ``--as`` and ``--as-group``): every request then carries the
+    ``Impersonate-User`` and ``Impersonate-Group`` headers, and the API server checks that the
+    kubeconfig's own user may impersonate them before RBAC judges the request as theirs."""
+
+    user: str | None = None
+    group: str | None = None
+
+    def apply(self, api_client: kube_client.ApiClient) -> None:
+        if self.user is not None:
+            api_client.set_default_header("Impersonate-User", self.user)  # type: ignore[no-untyped-call]
+        if self.group is not None:
+            api_client.set_default_header("Impersonate-Group", self.group)  # type: ignore[no-untyped-call]
+
+
+def connect(
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    *,
+    impersonate: Impersonation | None = None,
+) -> Cluster:
     """A client for the cluster of the kubeconfig (or the Pod's ServiceAccount)."""
+    cluster = _connect(kubeconfig, context, namespace)
+    if impersonate is not None:
+        impersonate.apply(cluster.api_client)
+    return cluster
+
+
+def _connect(kubeconfig: str | None, context: str | None, namespace: str | None) -> Cluster:
     files = _kubeconfig_files(kubeconfig)
     existing = [path for path in files if Path(path).expanduser().is_file()]
     if not existing:

@@ -17,6 +17,7 @@ from sundial.kubectl_plugin import (
     next_fires,
     outcome,
     pod_logs,
+    versions,
     waiting,
 )
 
@@ -51,6 +52,7 @@ for command in (
     backfilling.backfill,
     history_client.history,
     next_fires.next_fires,
+    versions.version,
 ):
     # The docstrings are reST (``x``) for the code's readers; a terminal shows `x`.
     command.help = (command.help or "").replace("``", "`")

@@ -1,6 +1,8 @@
 """The options every verb takes, as kubectl spells them: ``--kubeconfig``, ``--context``,
-``-n/--namespace``. kubectl passes a plugin its arguments as they were typed, so they belong
-to each verb (``kubectl sundial get jr -n prod``), not only to the group."""
+``-n/--namespace``, and ``--as``/``--as-group`` to act as another user (impersonation, which
+RBAC must grant: the ``impersonate`` verb on users and groups). kubectl passes a plugin its
+arguments as they were typed, so they belong to each verb (``kubectl sundial get jr -n
+prod``), not only to the group."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from sundial.kubectl_plugin import client
+from sundial.kubectl_plugin import client, outcome
 
 __all__ = ["Connection", "complete_names", "connection_options", "now"]
 
@@ -24,9 +26,16 @@ class Connection:
     kubeconfig: str | None
     context: str | None
     namespace: str | None
+    as_user: str | None = None
+    as_group: str | None = None
 
     def connect(self) -> client.Cluster:
-        return client.connect(self.kubeconfig, self.context, self.namespace)
+        return client.connect(
+            self.kubeconfig,
+            self.context,
+            self.namespace,
+            impersonate=client.Impersonation(self.as_user, self.as_group),
+        )
 
 
 def connection_options(function: F) -> F:
@@ -42,11 +51,25 @@ def connection_options(function: F) -> F:
     @click.option(
         "-n", "--namespace", metavar="NAMESPACE", help="The namespace (default: the context's)."
     )
+    @click.option("--as", "as_user", metavar="USER", help="Act as this user (impersonation).")
+    @click.option("--as-group", metavar="GROUP", help="Act as a member of this group (with --as).")
     @functools.wraps(function)
     def wrapper(
-        *args: Any, kubeconfig: str | None, context: str | None, namespace: str | None, **kw: Any
+        *args: Any,
+        kubeconfig: str | None,
+        context: str | None,
+        namespace: str | None,
+        as_user: str | None,
+        as_group: str | None,
+        **kw: Any,
     ) -> Any:
-        return function(*args, connection=Connection(kubeconfig, context, namespace), **kw)
+        if as_group is not None and as_user is None:
+            raise outcome.PluginError(
+                "--as-group needs --as: name the user to act as (as kubectl requires)",
+                outcome.USAGE,
+            )
+        connection = Connection(kubeconfig, context, namespace, as_user, as_group)
+        return function(*args, connection=connection, **kw)
 
     return wrapper  # type: ignore[return-value]
 
@@ -61,7 +84,10 @@ def complete_names(
         params = context.params
         try:
             cluster = client.connect(
-                params.get("kubeconfig"), params.get("context"), params.get("namespace")
+                params.get("kubeconfig"),
+                params.get("context"),
+                params.get("namespace"),
+                impersonate=client.Impersonation(params.get("as_user"), params.get("as_group")),
             )
             try:
                 listed = cluster.list(client.RESOURCES[kind], cluster.namespace)

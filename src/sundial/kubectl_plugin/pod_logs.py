@@ -18,7 +18,7 @@ import click
 from sundial.api import labels
 from sundial.kubectl_plugin import client, options, outcome
 
-__all__ = ["logs", "runner_hint"]
+__all__ = ["logs", "print_logs", "runner_hint"]
 
 
 @click.command("logs")
@@ -30,48 +30,54 @@ def logs(name: str, connection: options.Connection, attempt: int | None, follow:
     """Print the Pod logs of each attempt of JobRun JR, oldest first."""
     cluster = connection.connect()
     try:
-        body = cluster.get(client.JOB_RUN, name)
-        current = body.get("status") or {}
-        run_id = current.get("runId")
-        if run_id is None:
-            raise outcome.PluginError(
-                f"JobRun {name} has no run yet ({current.get('phase') or 'not submitted'}); "
-                f"wait for it: kubectl sundial wait {name}"
-            )
-        selector = f"{labels.LABEL_RUN_ID}={run_id}"
-        if attempt is not None:
-            selector += f",{labels.LABEL_ATTEMPT}={attempt}"
-        pods: list[Any] = sorted(
-            cluster.pods(cluster.namespace, selector),
-            key=lambda pod: int((pod.metadata.labels or {}).get(labels.LABEL_ATTEMPT, 0)),
-        )
-        if not pods:
-            raise outcome.PluginError(_no_pods(cluster, body, int(run_id), attempt))
-        if follow:
-            pods = pods[-1:]
-        failures = 0
-        for pod in pods:
-            label = (pod.metadata.labels or {}).get(labels.LABEL_ATTEMPT, "?")
-            if len(pods) > 1 or attempt is None:
-                click.echo(f"==> attempt {label}: pod/{pod.metadata.name} <==")
-            try:
-                for chunk in cluster.pod_log(cluster.namespace, pod.metadata.name, follow=follow):
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.buffer.flush()
-            except outcome.PluginError as error:
-                failures += 1
-                click.echo(
-                    f"cannot read the log of pod/{pod.metadata.name} "
-                    f"(phase {getattr(pod.status, 'phase', None)}): {error.message}",
-                    err=True,
-                )
-        if failures == len(pods):
-            raise outcome.PluginError(
-                f"no log of run {run_id} could be read: the node of its Pods serves no logs "
-                "(a simulated node), or the Pods have not started"
-            )
+        print_logs(cluster, name, attempt, follow)
     finally:
         cluster.close()
+
+
+def print_logs(cluster: client.Cluster, name: str, attempt: int | None, follow: bool) -> None:
+    """Write the logs of JobRun ``name``'s Pods (one attempt's, or each one's in order) to
+    stdout; ``PluginError`` says why there are none."""
+    body = cluster.get(client.JOB_RUN, name)
+    current = body.get("status") or {}
+    run_id = current.get("runId")
+    if run_id is None:
+        raise outcome.PluginError(
+            f"JobRun {name} has no run yet ({current.get('phase') or 'not submitted'}); "
+            f"wait for it: kubectl sundial wait {name}"
+        )
+    selector = f"{labels.LABEL_RUN_ID}={run_id}"
+    if attempt is not None:
+        selector += f",{labels.LABEL_ATTEMPT}={attempt}"
+    pods: list[Any] = sorted(
+        cluster.pods(cluster.namespace, selector),
+        key=lambda pod: int((pod.metadata.labels or {}).get(labels.LABEL_ATTEMPT, 0)),
+    )
+    if not pods:
+        raise outcome.PluginError(_no_pods(cluster, body, int(run_id), attempt))
+    if follow:
+        pods = pods[-1:]
+    failures = 0
+    for pod in pods:
+        label = (pod.metadata.labels or {}).get(labels.LABEL_ATTEMPT, "?")
+        if len(pods) > 1 or attempt is None:
+            click.echo(f"==> attempt {label}: pod/{pod.metadata.name} <==")
+        try:
+            for chunk in cluster.pod_log(cluster.namespace, pod.metadata.name, follow=follow):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.buffer.flush()
+        except outcome.PluginError as error:
+            failures += 1
+            click.echo(
+                f"cannot read the log of pod/{pod.metadata.name} "
+                f"(phase {getattr(pod.status, 'phase', None)}): {error.message}",
+                err=True,
+            )
+    if failures == len(pods):
+        raise outcome.PluginError(
+            f"no log of run {run_id} could be read: the node of its Pods serves no logs "
+            "(a simulated node), or the Pods have not started"
+        )
 
 
 def _no_pods(

@@ -17,7 +17,7 @@ import click
 from sundial.api import job_run
 from sundial.kubectl_plugin import client, options, outcome, output
 
-__all__ = ["EXIT_FOR_PHASE", "describe", "wait"]
+__all__ = ["EXIT_FOR_PHASE", "describe", "follow_to_the_end", "wait", "wait_limit"]
 
 EXIT_FOR_PHASE: Final = {
     "Succeeded": outcome.OK,
@@ -61,52 +61,66 @@ def wait(name: str, connection: options.Connection, timeout: str, quiet: bool) -
     Exits 0 if it Succeeded, 1 if it Failed, TimedOut or was DeadLettered, 4 if it was
     Cancelled, 5 if --timeout passed first, 3 if there is no such JobRun (or it was deleted).
     """
-    try:
-        limit = output.parse_duration(timeout)
-    except ValueError as error:
-        raise outcome.PluginError(f"--timeout: {error}", outcome.USAGE) from error
-    deadline = time.monotonic() + limit if limit else None
+    wait_limit(timeout)
     cluster = connection.connect()
-    reference = f"{client.JOB_RUN.type_name}/{name}"
-    last = ""
     try:
-        while True:
-            body = cluster.get(client.JOB_RUN, name)
-            last = _show(reference, body, last, quiet)
-            phase = (body.get("status") or {}).get("phase")
-            if phase in EXIT_FOR_PHASE:
-                raise SystemExit(_finish(reference, body, quiet))
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                break
-            window = 30 if remaining is None else max(1, min(30, int(remaining)))
-            try:
-                for event in cluster.watch(
-                    client.JOB_RUN,
-                    cluster.namespace,
-                    field_selector=f"metadata.name={name}",
-                    resource_version=str(body["metadata"].get("resourceVersion", "")),
-                    timeout_seconds=window,
-                ):
-                    changed = event.get("object") or {}
-                    if event.get("type") == "DELETED":
-                        raise outcome.PluginError(
-                            f"{reference} was deleted while waiting", outcome.NOT_FOUND
-                        )
-                    if event.get("type") == "ERROR":
-                        break  # 410 Gone and the like: start over from a fresh read
-                    last = _show(reference, changed, last, quiet)
-                    if (changed.get("status") or {}).get("phase") in EXIT_FOR_PHASE:
-                        raise SystemExit(_finish(reference, changed, quiet))
-                    if deadline is not None and time.monotonic() >= deadline:
-                        break
-            except outcome.PluginError as error:
-                if error.code != outcome.FAILED or "410" not in error.message:
-                    raise
-            if deadline is not None and time.monotonic() >= deadline:
-                break
+        code = follow_to_the_end(cluster, name, timeout, quiet)
     finally:
         cluster.close()
+    raise SystemExit(code)
+
+
+def wait_limit(timeout: str) -> float:
+    """Seconds of ``--timeout`` (0: no limit), or the usage error that says what is wrong."""
+    try:
+        return output.parse_duration(timeout)
+    except ValueError as error:
+        raise outcome.PluginError(f"--timeout: {error}", outcome.USAGE) from error
+
+
+def follow_to_the_end(cluster: client.Cluster, name: str, timeout: str, quiet: bool) -> int:
+    """Print JobRun ``name``'s phase as it changes until it ends; the exit code for its final
+    phase. Raises ``PluginError`` when it is deleted, or still running after ``timeout`` (a
+    duration; "0": no limit)."""
+    limit = wait_limit(timeout)
+    deadline = time.monotonic() + limit if limit else None
+    reference = f"{client.JOB_RUN.type_name}/{name}"
+    last = ""
+    while True:
+        body = cluster.get(client.JOB_RUN, name)
+        last = _show(reference, body, last, quiet)
+        phase = (body.get("status") or {}).get("phase")
+        if phase in EXIT_FOR_PHASE:
+            return _finish(reference, body, quiet)
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            break
+        window = 30 if remaining is None else max(1, min(30, int(remaining)))
+        try:
+            for event in cluster.watch(
+                client.JOB_RUN,
+                cluster.namespace,
+                field_selector=f"metadata.name={name}",
+                resource_version=str(body["metadata"].get("resourceVersion", "")),
+                timeout_seconds=window,
+            ):
+                changed = event.get("object") or {}
+                if event.get("type") == "DELETED":
+                    raise outcome.PluginError(
+                        f"{reference} was deleted while waiting", outcome.NOT_FOUND
+                    )
+                if event.get("type") == "ERROR":
+                    break  # 410 Gone and the like: start over from a fresh read
+                last = _show(reference, changed, last, quiet)
+                if (changed.get("status") or {}).get("phase") in EXIT_FOR_PHASE:
+                    return _finish(reference, changed, quiet)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+        except outcome.PluginError as error:
+            if error.code != outcome.FAILED or "410" not in error.message:
+                raise
+        if deadline is not None and time.monotonic() >= deadline:
+            break
     raise outcome.PluginError(
         f"{reference} still {last.split(' ')[0] if last else 'unknown'} after {timeout}",
         outcome.TIMEOUT,

@@ -499,3 +499,88 @@ def test_a_waiting_job_run_says_why_in_its_status_and_in_get_wide(
     assert header.split()[-1] == "WAITING", header
     [child_row] = [row for row in rows if row.startswith("child ")]
     assert f"waits for 1 upstream run to complete: run {parent_run}" in child_row
+
+
+def test_version_names_the_plugin_the_cluster_and_the_sundial_api(plugin: Any) -> None:
+    shown = plugin("version", via_kubectl=True)
+    assert shown.returncode == 0, shown
+    lines = dict(line.split(": ", 1) for line in shown.stdout.strip().splitlines())
+    assert lines["Client Version"][0].isdigit()
+    assert lines["Kubernetes Version"].startswith("v1.")
+    assert lines["Sundial API"] == "sundial.dev/v1alpha1"
+    assert "History API" in lines
+
+
+def test_as_and_as_group_act_as_another_user_whom_rbac_judges(
+    sundial_operator: OperatorProcess, plugin: Any, kubectl: Any, namespace: str
+) -> None:
+    apply(kubectl, namespace, scheduled_job_manifest("seen", schedule="0 0 1 1 *"))
+    ns = ("-n", namespace)
+    refused = plugin("get", "sj", *ns, "--as", "jane@example.com")
+    assert refused.returncode == 6, refused
+    assert "jane@example.com" in refused.stderr or "forbidden" in refused.stderr.lower()
+    try:
+        # A reader of ScheduledJobs (this session applies the CRDs without the chart, so the
+        # built-in view role does not aggregate them), bound to a user and to a group.
+        kubectl(
+            "create", "role", "-n", namespace, "sj-reader", "--verb=get,list",
+            "--resource=scheduledjobs.sundial.dev",
+        )  # fmt: skip
+        kubectl(
+            "create", "rolebinding", "-n", namespace, "jane-views", "--role=sj-reader",
+            "--user=jane@example.com",
+        )  # fmt: skip
+        kubectl(
+            "create", "rolebinding", "-n", namespace, "team-views", "--role=sj-reader",
+            "--group=team-a",
+        )  # fmt: skip
+        as_jane = wait_until(
+            lambda: (
+                done
+                if (done := plugin("get", "sj", *ns, "--as", "jane@example.com")).returncode == 0
+                else None
+            ),
+            within=30,
+            what="the view binding to reach the authorizer",
+        )
+        assert as_jane.stdout.splitlines()[1].split()[0] == "seen"
+        as_member = plugin("get", "sj", "seen", *ns, "--as", "joe", "--as-group", "team-a")
+        assert as_member.returncode == 0, as_member
+        # The role reads, but may not create: RBAC judged the impersonated user, not the admin.
+        denied = plugin("run", "seen", *ns, "--as", "jane@example.com")
+        assert denied.returncode == 6, denied
+    finally:
+        kubectl("delete", "rolebinding", "-n", namespace, "jane-views", "team-views",
+                "--ignore-not-found")  # fmt: skip
+        kubectl("delete", "role", "-n", namespace, "sj-reader", "--ignore-not-found")
+
+
+def test_run_wait_follows_the_run_to_its_end_and_exits_by_its_phase(
+    sundial_operator: OperatorProcess,
+    plugin: Any,
+    kubectl: Any,
+    namespace: str,
+    operator_dsn: str,
+) -> None:
+    apply(kubectl, namespace, scheduled_job_manifest("good", schedule="0 0 1 1 *"))
+    apply(
+        kubectl,
+        namespace,
+        scheduled_job_manifest(
+            "bad", schedule="0 0 1 1 *", handler={"name": "tests.fail"}, retry={"maxRetries": 0}
+        ),
+    )
+    ns = ("-n", namespace)
+    with StoreWorker(operator_dsn):
+        done = plugin("run", "good", *ns, "--wait", "--timeout", "60s", timeout=90)
+        assert done.returncode == 0, done
+        lines = done.stdout.strip().splitlines()
+        assert lines[0].endswith(" created") and lines[-1].endswith("Succeeded (attempt 1)")
+        failed = plugin("run", "bad", *ns, "--wait", "--timeout", "60s", timeout=90)
+        assert failed.returncode == 1, failed
+        last = failed.stdout.strip().splitlines()[-1]
+        assert "DeadLettered" in last or "Failed" in last, failed
+        logged = plugin("run", "good", *ns, "--log", "--timeout", "60s", timeout=90)
+        assert logged.returncode == 0, logged
+        # A runner's job has no Pod: the log is the runner's, and the plugin says where.
+        assert "no logs:" in logged.stderr
