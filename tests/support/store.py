@@ -34,3 +34,14 @@ def create_job(dsn: str, name: str = "job", **overrides: Any) -> uuid.UUID:
             values,
         )
     return values["id"]  # type: ignore[no-any-return]
+
+
+def record_newer_migration(dsn: str, version: int, *, compatible_from: int | None) -> None:
+    """What a later release's ``sundial migrate`` leaves: the row of a migration this code does
+    not ship, marked (or not) as one earlier code cannot run against."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, checksum, compatible_from) "
+            "VALUES (%s, 'from_a_later_release', 'x', %s)",
+            (version, compatible_from),
+        )

@@ -22,10 +22,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
 from sundial.store import migrate
-from support.runner_loop import TESTS_DIR, Runners, create_job, eventually, states
+from support.runner_loop import TESTS_DIR, Runners, create_job, eventually, states, submit
 
 ROOT = TESTS_DIR.parent
 #: main on 2026-12-05, before the active-run quotas (0270) and concurrency keys (0280).
@@ -59,25 +58,7 @@ def _baseline_source() -> pathlib.Path:
 
 
 def _submit(dsn: str, job: Any, path: pathlib.Path, count: int, seconds: float) -> list[int]:
-    args = Jsonb({"path": str(path), "seconds": seconds})
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            """
-            INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
-                                  max_retries, backoff_base_seconds, backoff_cap_seconds,
-                                  max_lost_leases, state, priority, run_at, dispatch_key, args,
-                                  namespace)
-            SELECT j.id, j.queue, j.handler, j.execution_model, j.timeout_seconds,
-                   j.max_retries, j.backoff_base_seconds, j.backoff_cap_seconds,
-                   j.max_lost_leases, 'pending', j.priority, now(),
-                   sundial_dispatch_key(now(), j.priority), %s, j.namespace
-            FROM job_definitions j, generate_series(1, %s)
-            WHERE j.id = %s
-            RETURNING id
-            """,
-            (args, count, job),
-        ).fetchall()
-    return sorted(row[0] for row in rows)
+    return submit(dsn, job, count, {"path": str(path), "seconds": seconds})
 
 
 def _executions(path: pathlib.Path) -> dict[int, list[tuple[int, int]]]:

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-import psycopg
-
 from sundial.store import migrate
 from support.runner_loop import (
     HANDLERS,
@@ -20,17 +18,13 @@ from support.runner_loop import (
     run_row,
     submit,
 )
+from support.store import record_newer_migration
 
 NEWEST = migrate.available()[-1].version
 
 
 def _newer_release_migrated(dsn: str, *, compatible_from: int | None) -> None:
-    with psycopg.connect(dsn) as conn:
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, checksum, compatible_from) "
-            "VALUES (%s, 'from_a_later_release', 'x', %s)",
-            (NEWEST + 10, compatible_from),
-        )
+    record_newer_migration(dsn, NEWEST + 10, compatible_from=compatible_from)
 
 
 def _sundial(*args: str) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 
 from sundial.store import errors, migrate, schema_version
 from sundial.store import pool as store_pool
+from support.store import record_newer_migration
 
 NEWEST = migrate.available()[-1]
 
@@ -28,14 +29,8 @@ def _check(dsn: str, component: str = "runner") -> None:
 
 
 def _record_newer(dsn: str, *, compatible_from: int | None) -> int:
-    """What a later release's migrate leaves: a row for a migration this code does not ship."""
     version = NEWEST.version + 10
-    with psycopg.connect(dsn) as conn:
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, checksum, compatible_from) "
-            "VALUES (%s, 'from_a_later_release', 'x', %s)",
-            (version, compatible_from),
-        )
+    record_newer_migration(dsn, version, compatible_from=compatible_from)
     return version
 
 
