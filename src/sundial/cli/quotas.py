@@ -2,9 +2,9 @@
 
 The quotas are the operator's settings (``--namespace-active-runs``,
 ``--active-runs-per-namespace``) as stored in PostgreSQL, which enforces them. The count an
-insert is checked against only goes up between two maintenance passes (a run that ends frees
-its room at the next pass, every 5 s by default), so the table shows it beside the
-namespace's active runs counted now: a gap between the two is room the next pass gives back.
+insert is checked against only goes up between two counts (the maintenance pass every 5 s by
+default, or an insert that finds the quota full), so the table shows it beside the
+namespace's active runs counted now: a gap between the two is room the next count gives back.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ __all__ = ["quotas"]
 )
 def quotas(dsn: str, output_format: str) -> None:
     """List the namespaces' active-run quotas: QUOTA, COUNTED (what the next run is checked
-    against), ACTIVE (runs not ended, now), the last maintenance count, and where the quota
+    against), ACTIVE (runs not ended, now), when it was last counted, and where the quota
     comes from (a namespace named in the operator's settings, or the default)."""
     from sundial.store import quotas as store_quotas
 

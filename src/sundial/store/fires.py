@@ -398,7 +398,7 @@ async def _within_quotas(
     """The planned runs that fit their namespaces' active-run quotas (earliest fires first);
     the rest are dropped, counted as skipped and reported (``QuotaExceeded``). The quota
     rows stay locked until the commit, so what fits now still fits at the insert."""
-    room = await quotas.room(conn, (row.namespace for row, _ in planned))
+    room = await quotas.room(conn, collections.Counter(row.namespace for row, _ in planned))
     if not room:
         return planned
     kept: list[tuple[_DueSchedule, plan.PlannedRun]] = []

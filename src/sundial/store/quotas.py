@@ -4,8 +4,10 @@ A namespace's quota bounds the runs it holds that have not ended (scheduled, blo
 pending, running or waiting to retry), however they were made: a JobRun, ``runs.submit``, a
 fire. PostgreSQL enforces it (migration 0270, docs/adr/0063-active-run-quotas.md): a trigger
 counts every insert up and refuses the statement that would pass the quota, which leaves the
-store as ``errors.QuotaExceededError``; the maintenance pass sets the counts to the truth, so
-ended runs free their room within one pass. Finishing a run never touches a quota.
+store as ``errors.QuotaExceededError``. Finishing a run never touches a quota, so a count can be
+too high, never too low: the maintenance pass sets the counts to the truth, and an insert or a
+fire that finds its namespace full counts it again before it refuses (at most once a second),
+so ended runs free their room at once, with or without a maintainer running.
 
 The operator configures the quotas from its settings (``configure``): one per namespace
 named, and a default for every other namespace, whose row is made the first time one of its
@@ -16,7 +18,7 @@ table per insert statement.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sundial.store import queries
@@ -107,20 +109,29 @@ async def count_active(pool: Pool) -> int:
     return int(row[0]) if row else 0
 
 
-async def room(conn: Connection, namespaces: Iterable[str]) -> dict[str, Room]:
-    """The quota and count of each of ``namespaces`` that has a quota.
+async def room(conn: Connection, wanted: Mapping[str, int]) -> dict[str, Room]:
+    """The quota and count of each namespace of ``wanted`` (namespace: runs to add) that has
+    a quota.
 
-    Locks their quota rows for the rest of ``conn``'s transaction, so the room cannot shrink
-    before the caller's insert: the trigger uses it to fire only what fits (``store.fires``).
+    A namespace whose count leaves less room than it wants is counted again first (unless it
+    was within the last second), since ended runs are not counted down. Locks the quota rows
+    for the rest of ``conn``'s transaction, so the room cannot shrink before the caller's
+    insert: the trigger uses it to fire only what fits (``store.fires``).
     """
-    wanted = sorted(set(namespaces))
-    if not wanted:
+    namespaces = sorted(set(wanted))
+    if not namespaces:
         return {}
-    cursor = await conn.execute(queries.get("quotas_room"), {"namespaces": wanted})
-    return {
+    cursor = await conn.execute(queries.get("quotas_room"), {"namespaces": namespaces})
+    found = {
         namespace: Room(int(quota), int(active))
         for namespace, quota, active in await cursor.fetchall()
     }
+    short = sorted(ns for ns, held in found.items() if held.room < wanted[ns])
+    if short:
+        cursor = await conn.execute(queries.get("quotas_recount"), {"namespaces": short})
+        for namespace, active in await cursor.fetchall():
+            found[namespace] = Room(found[namespace].quota, int(active))
+    return found
 
 
 async def listed(pool: Pool) -> list[Quota]:

@@ -76,6 +76,7 @@ COMPONENTS: dict[str, Grants] = {
             "sundial_ensure_month_partition(timestamptz)",
             "sundial_drop_month_partition(text)",
             "sundial_quota_rows(text[])",
+            "sundial_recount_quotas(text[], interval)",
             "sundial_count_active_runs()",
         ),
     ),

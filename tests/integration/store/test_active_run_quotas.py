@@ -62,7 +62,34 @@ async def test_a_batch_that_would_pass_the_quota_is_refused_whole(
     assert len(await runs.submit_many(pool, job, [runs.BatchItem() for _ in range(4)])) == 4
 
 
-async def test_runs_that_ended_free_their_room_once_counted(
+async def _count_as_if_just_counted(pool: store_pool.Pool) -> None:
+    """Make every quota look counted a moment ago, as right after a maintenance pass."""
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE namespace_quotas SET counted_at = now() + interval '1 hour'")
+
+
+async def test_runs_that_ended_free_their_room_without_a_maintainer(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    job = make_job("a", namespace="team-a")
+    await quotas.configure(pool, per_namespace={"team-a": 2})
+    first = await runs.submit(pool, job, args={"n": 1})
+    await runs.submit(pool, job, args={"n": 2})
+    await runs.cancel(pool, first.run_id)
+    await asyncio.sleep(1.1)  # past the second within which a count is not repeated
+
+    # Ending a run does not count it down, but a full quota counts again before it refuses:
+    # no maintenance pass is needed for the room to come back.
+    await runs.submit(pool, job, args={"n": 3})
+    [quota] = await quotas.listed(pool)
+    assert (quota.active_runs, quota.max_active_runs) == (2, 2)
+    with pytest.raises(errors.QuotaExceededError) as refused:
+        await runs.submit(pool, job, args={"n": 4})
+    assert (refused.value.quota, refused.value.active) == (2, 2)
+    assert await _live(pool, "team-a") == 2
+
+
+async def test_a_full_quota_counts_again_at_most_once_a_second(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
     job = make_job("a", namespace="team-a")
@@ -71,8 +98,9 @@ async def test_runs_that_ended_free_their_room_once_counted(
     await runs.submit(pool, job, args={"n": 2})
     await runs.cancel(pool, first.run_id)
 
-    # Ending a run does not count it down (the finish path stays untouched): until the
-    # maintenance pass counts again, the quota is still full.
+    # Counted within the last second, the count stands: refused submissions cannot make
+    # every attempt a scan of the namespace's runs. The maintenance pass still counts.
+    await _count_as_if_just_counted(pool)
     with pytest.raises(errors.QuotaExceededError):
         await runs.submit(pool, job, args={"n": 3})
     assert await quotas.count_active(pool) == 1
@@ -149,3 +177,25 @@ async def test_fires_past_the_quota_are_dropped_counted_and_reported(
     assert sorted((i.fires_total, i.fires_skipped) for i in infos if i) == [(0, 1), (1, 0)]
     # The dropped schedule moved on: it fires at its next time once there is room.
     assert all(i and i.next_fire_time == START + timedelta(minutes=2) for i in infos)
+
+
+async def test_fires_find_the_room_that_ended_runs_left_without_a_maintainer(
+    pool: store_pool.Pool,
+) -> None:
+    manual = clock.ManualClock(START)
+    await add_schedule(pool, START, "* * * * *", concurrency_policy="Allow")
+    await quotas.configure(pool, per_namespace={"default": 1})
+    loop = trigger.TriggerLoop(pool, clock=manual, settings=UNPACED)
+    manual.set(START + timedelta(minutes=1))
+    first = await loop.tick()
+    assert (first.created, first.over_quota) == (1, 0)
+
+    # While the first fire's run is active, the next is dropped; once it ended, the trigger
+    # counts the namespace again and fires.
+    manual.set(START + timedelta(minutes=2))
+    assert (await loop.tick()).over_quota == 1
+    await runs.cancel(pool, first.runs[0].run_id)
+    await asyncio.sleep(1.1)
+    manual.set(START + timedelta(minutes=3))
+    third = await loop.tick()
+    assert (third.created, third.over_quota) == (1, 0)

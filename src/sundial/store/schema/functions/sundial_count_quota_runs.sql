@@ -1,6 +1,7 @@
--- Current definition; last changed by migrations/0270_active_run_quotas.sql.
--- Count every insert's active runs against their namespaces' quotas; refuse the statement
--- if one would pass its quota. With no quota configured this is one probe of an empty table.
+-- Current definition; last changed by migrations/0290_quota_recounted_when_full.sql.
+-- Count every insert's active runs against their namespaces' quotas; a namespace the insert
+-- would take past its quota is counted again (at most once a second) and refused only if
+-- the true count is past it too. With no quota configured this is one probe of an empty table.
 CREATE OR REPLACE FUNCTION sundial_count_quota_runs() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
@@ -23,6 +24,11 @@ BEGIN
         active := quota.active_runs;
         IF NOT quota.made THEN
             active := active + added;
+            IF active > quota.max_active_runs THEN
+                -- A recount sees this statement's rows: it is the new count as it stands.
+                SELECT CASE WHEN r.recounted THEN r.active_runs ELSE active END INTO active
+                FROM sundial_recount_quotas(ARRAY[quota.namespace], interval '1 second') r;
+            END IF;
             UPDATE namespace_quotas q SET active_runs = active WHERE q.namespace = quota.namespace;
         END IF;
         IF active > quota.max_active_runs THEN
