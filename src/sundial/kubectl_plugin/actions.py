@@ -180,7 +180,7 @@ def run(
     ``--log`` then prints the logs of its Pods, attempt by attempt."""
     if delay is not None and at is not None:
         raise outcome.PluginError("give --delay or --at, not both", outcome.USAGE)
-    waiting.wait_limit(timeout)
+    limit = waiting.wait_limit(timeout)
     delay_seconds = None
     if delay is not None:
         try:
@@ -204,7 +204,7 @@ def run(
         click.echo(reference if output_format == "name" else f"{reference} created")
         if not (wait_for_it or log):
             return
-        code = waiting.follow_to_the_end(cluster, name, timeout, quiet=False)
+        code = waiting.follow_to_the_end(cluster, name, limit, quiet=False)
         if log:
             try:
                 pod_logs.print_logs(cluster, name, None, follow=False)
@@ -303,10 +303,7 @@ def replay(name: str, connection: options.Connection, timeout: str) -> None:
     """Run JobRun JR's run again with a fresh retry budget: a DeadLettered, Failed or TimedOut
     run goes back to Pending (same run, next attempt number). The operator does it when it sees
     the ``sundial.dev/replay`` annotation."""
-    try:
-        wait_seconds = output.parse_duration(timeout)
-    except ValueError as error:
-        raise outcome.PluginError(f"--timeout: {error}", outcome.USAGE) from error
+    wait_seconds = waiting.wait_limit(timeout)
     cluster = connection.connect()
     reference = f"{client.JOB_RUN.type_name}/{name}"
     try:

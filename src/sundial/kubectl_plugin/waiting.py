@@ -61,10 +61,10 @@ def wait(name: str, connection: options.Connection, timeout: str, quiet: bool) -
     Exits 0 if it Succeeded, 1 if it Failed, TimedOut or was DeadLettered, 4 if it was
     Cancelled, 5 if --timeout passed first, 3 if there is no such JobRun (or it was deleted).
     """
-    wait_limit(timeout)
+    limit = wait_limit(timeout)
     cluster = connection.connect()
     try:
-        code = follow_to_the_end(cluster, name, timeout, quiet)
+        code = follow_to_the_end(cluster, name, limit, quiet)
     finally:
         cluster.close()
     raise SystemExit(code)
@@ -78,11 +78,10 @@ def wait_limit(timeout: str) -> float:
         raise outcome.PluginError(f"--timeout: {error}", outcome.USAGE) from error
 
 
-def follow_to_the_end(cluster: client.Cluster, name: str, timeout: str, quiet: bool) -> int:
+def follow_to_the_end(cluster: client.Cluster, name: str, limit: float, quiet: bool) -> int:
     """Print JobRun ``name``'s phase as it changes until it ends; the exit code for its final
-    phase. Raises ``PluginError`` when it is deleted, or still running after ``timeout`` (a
-    duration; "0": no limit)."""
-    limit = wait_limit(timeout)
+    phase. Raises ``PluginError`` when it is deleted, or still running after ``limit`` seconds
+    (``wait_limit``; 0: no limit)."""
     deadline = time.monotonic() + limit if limit else None
     reference = f"{client.JOB_RUN.type_name}/{name}"
     last = ""
@@ -122,7 +121,7 @@ def follow_to_the_end(cluster: client.Cluster, name: str, timeout: str, quiet: b
         if deadline is not None and time.monotonic() >= deadline:
             break
     raise outcome.PluginError(
-        f"{reference} still {last.split(' ')[0] if last else 'unknown'} after {timeout}",
+        f"{reference} still {last.split(' ')[0] if last else 'unknown'} after {limit:g}s",
         outcome.TIMEOUT,
     )
 

@@ -19,16 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sundial.store import errors, migrate, pool
+from sundial.store import errors, migrate, pool, queries
 
 __all__ = ["SchemaState", "read", "require_compatible"]
-
-# ``to_jsonb`` reads ``compatible_from`` by name, so the query also works against a database
-# migrated before the column existed (its migrations are all forward-compatible).
-_STATE = """
-SELECT max(version), max((to_jsonb(m) ->> 'compatible_from')::integer)
-  FROM schema_migrations AS m
-"""
 
 
 @dataclass(frozen=True)
@@ -42,12 +35,10 @@ class SchemaState:
 
 async def read(store: pool.Pool) -> SchemaState:
     async with store.connection() as conn:
-        found = await (
-            await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        ).fetchone()
+        found = await (await conn.execute(queries.get("schema_migrations_exist"))).fetchone()
         if not found or not found[0]:
             return SchemaState(None, None)
-        row = await (await conn.execute(_STATE)).fetchone()
+        row = await (await conn.execute(queries.get("schema_state"))).fetchone()
     assert row is not None
     return SchemaState(row[0], row[1])
 
