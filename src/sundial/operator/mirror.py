@@ -47,7 +47,6 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-import operator
 import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
@@ -282,19 +281,21 @@ class Mirror:
                 )
             ]
             try:
-                windows = await history.window(self.ctx.pool, requests)
-                views = await history.schedules(self.ctx.pool, bodies)
+                # At rest most ScheduledJobs are settled: a number per schedule says so, and
+                # only the others' rows are read (ADR 0066, amended).
+                digests = await history.digests(self.ctx.pool, requests)
             except store_errors.StoreUnavailableError as error:
                 await self._store_unavailable(live, error)
                 raise
             now = time.monotonic()
-            syncs = []
+            due: list[tuple[uuid.UUID, Mapping[str, Any], int | None]] = []
             for schedule_id, body in bodies.items():
-                view, window = views.get(schedule_id), windows.get(schedule_id)
-                existing = mirrored.get(schedule_id, {})
                 circuit = _open_circuit(body, open_circuits)
+                existing = mirrored.get(schedule_id, {})
                 uid = body["metadata"]["uid"]
-                inputs = self._fingerprint(schedule_id, body, view, window, existing, circuit)
+                inputs = self._fingerprint(
+                    schedule_id, body, digests.get(schedule_id), existing, circuit
+                )
                 settled = self._settled.get(uid)
                 if (
                     inputs is not None
@@ -305,12 +306,34 @@ class Mirror:
                     settled_jobs += 1
                     continue
                 self._settled.pop(uid, None)
+                due.append((schedule_id, body, inputs))
+            # A Pod sweep needs every window: the runs each one keeps.
+            wanted = set(bodies) if ended_pods is not None else {item[0] for item in due}
+            try:
+                windows = await history.window(
+                    self.ctx.pool, [r for r in requests if r.schedule_id in wanted]
+                )
+                views = await history.schedules(self.ctx.pool, wanted)
+            except store_errors.StoreUnavailableError as error:
+                await self._store_unavailable(live, error)
+                raise
+            syncs = []
+            for schedule_id, body, inputs in due:
                 synced_jobs += 1
                 # Parsed only when synced: a settled ScheduledJob's spec is not needed.
                 spec, problem = scheduled_job.parse(body)
                 syncs.append(
                     self._sync_settling(
-                        uid, inputs, now, body, spec, problem, view, window, existing, circuit
+                        body["metadata"]["uid"],
+                        inputs,
+                        now,
+                        body,
+                        spec,
+                        problem,
+                        views.get(schedule_id),
+                        windows.get(schedule_id),
+                        mirrored.get(schedule_id, {}),
+                        _open_circuit(body, open_circuits),
                     )
                 )
             await asyncio.gather(*syncs)
@@ -332,8 +355,7 @@ class Mirror:
         self,
         schedule_id: uuid.UUID,
         body: Mapping[str, Any],
-        view: history.ScheduleView | None,
-        window: history.Window | None,
+        digest: history.Digest | None,
         existing: Mapping[str, Mapping[str, Any]],
         circuit: circuits.OpenCircuit | None,
     ) -> int | None:
@@ -341,14 +363,16 @@ class Mirror:
         whatever they are: a run-now asked for, or an SLO, which the clock alone can break.
         The object's resourceVersion covers its spec, annotations and status (a status this
         operator writes changes it too, so a sync that wrote is followed by one that checks);
-        its mirrored JobRuns' resourceVersions cover a cancel or a replay asked there."""
+        its mirrored JobRuns' resourceVersions cover a cancel or a replay asked there; the
+        store's digest covers its schedule row and its window of runs (a window that lists
+        as many active runs as it may is always synced: its exact count is not in it)."""
         metadata = body["metadata"]
         if (body.get("spec") or {}).get("slo") is not None:
             return None
         if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
             return None
         version = metadata.get("resourceVersion")
-        if version is None:
+        if version is None or digest is None or digest.capped:
             return None
         mirrored = tuple(
             sorted((name, run["metadata"].get("resourceVersion")) for name, run in existing.items())
@@ -356,8 +380,7 @@ class Mirror:
         return hash(
             (
                 version,
-                view,
-                None if window is None else _window_fingerprint(window),
+                digest.value,
                 self.ctx.missed.get(schedule_id),
                 self.ctx.unstorable.get(metadata["uid"]),
                 circuit,
@@ -719,28 +742,6 @@ def _limits(body: Mapping[str, Any]) -> tuple[int, int]:
         ),
         int(defaults["failed_runs_history_limit"].default if failed is None else failed),
     )
-
-
-def _window_fingerprint(window: history.Window) -> tuple[object, ...]:
-    """A window as a hashable value: every field of every run in it (a run's ``upstream`` is
-    a JSON list, hashed as its text)."""
-    return (
-        window.active_count,
-        *(
-            (part, *(_run_fingerprint(run) for run in runs))
-            for part, runs in enumerate((window.active, window.successful, window.failed))
-        ),
-    )
-
-
-_RUN_FIELDS = operator.attrgetter(*(field.name for field in dataclasses.fields(history.RunView)))
-
-
-def _run_fingerprint(run: history.RunView) -> tuple[object, ...]:
-    fields: tuple[object, ...] = _RUN_FIELDS(run)
-    if run.upstream is None:
-        return fields
-    return tuple(repr(value) if isinstance(value, list) else value for value in fields)
 
 
 def _window_runs(body: Mapping[str, Any], window: history.Window) -> list[history.RunView]:

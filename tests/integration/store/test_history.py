@@ -193,3 +193,50 @@ async def test_active_count_is_exact_beyond_the_listed_runs(pool: store_pool.Poo
     assert len(windows[schedule_id].active) == listed_at_most
     assert windows[schedule_id].active_count == listed_at_most + 20
     assert windows[small].active_count == 1
+
+
+async def test_a_digest_changes_exactly_when_the_mirror_would_read_something_new(
+    pool: store_pool.Pool,
+):
+    quiet, busy = await make_schedule(pool, "quiet"), await make_schedule(pool, "busy")
+    requests = [history.WindowRequest(uid, successful=2, failed=1) for uid in (quiet, busy)]
+
+    async def digests() -> dict[uuid.UUID, history.Digest]:
+        return await history.digests(pool, requests)
+
+    first = await digests()
+    assert set(first) == {quiet, busy}
+    assert await digests() == first  # nothing happened, nothing read anew
+
+    changes = []
+    await fire(pool, busy, 5)  # a fire: a new active run
+    changes.append(await digests())
+    claimed = await claims.claim(pool, "w", limit=10)  # it starts
+    changes.append(await digests())
+    await claims.finish(pool, "w", [finishes.succeeded(run) for run in claimed])  # it ends
+    changes.append(await digests())
+    await schedules.set_suspended(pool, busy, True)  # the schedule row changes
+    changes.append(await digests())
+
+    seen = [first[busy], *(found[busy] for found in changes)]
+    assert len({digest.value for digest in seen}) == len(seen), seen
+    # The other schedule's digest never moved.
+    assert all(found[quiet] == first[quiet] for found in changes)
+    assert not any(digest.capped for digest in seen)
+
+
+async def test_a_digest_says_when_the_window_lists_as_many_active_runs_as_it_may(
+    pool: store_pool.Pool,
+):
+    schedule_id = await make_schedule(pool)
+    for minute in range(history.MAX_ACTIVE_LISTED):
+        await runs.submit(
+            pool,
+            schedule_id,
+            schedule_id=schedule_id,
+            fire_time=NOW + datetime.timedelta(minutes=minute),
+        )
+    [digest] = (
+        await history.digests(pool, [history.WindowRequest(schedule_id, successful=1, failed=1)])
+    ).values()
+    assert digest.capped
