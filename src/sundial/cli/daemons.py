@@ -109,7 +109,6 @@ def scheduler(
 
     from sundial.scheduler import maintainer as maintainer_module
     from sundial.scheduler import trigger
-    from sundial.store import pool as store_pool
     from sundial.store import schema_version
 
     serve_module.configure_logs(log_level)
@@ -133,9 +132,10 @@ def scheduler(
 
     async def serve() -> None:
         stop = serve_module.stop_on_signals()
-        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-scheduler")
+        opened = await schema_version.open_compatible_pool(
+            dsn, "scheduler", min_size=1, max_size=4, name="sundial-scheduler"
+        )
         try:
-            await schema_version.require_compatible(opened, "scheduler")
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
             keeper = maintainer_module.Maintainer(opened, holder=loop.holder, settings=maintenance)
             if once:
@@ -457,7 +457,6 @@ def pod_launcher(
 
     from sundial.pods import launcher as launcher_module
     from sundial.pods import manifests
-    from sundial.store import pool as store_pool
     from sundial.store import schema_version
 
     placement = job_pod_placement(job_pod_node_selector, job_pod_tolerations, job_pod_affinity)
@@ -488,9 +487,10 @@ def pod_launcher(
 
     async def serve() -> None:
         stop = serve_module.stop_on_signals()
-        opened = await store_pool.open_pool(dsn, min_size=1, max_size=4, name="sundial-pods")
+        opened = await schema_version.open_compatible_pool(
+            dsn, "pod launcher", min_size=1, max_size=4, name="sundial-pods"
+        )
         try:
-            await schema_version.require_compatible(opened, "pod launcher")
             launcher = launcher_module.PodLauncher(opened, api_client, settings)
             logging.getLogger("sundial.pods").info(
                 "pod launcher running",

@@ -93,18 +93,10 @@ async def _connected(dsn: str, stop: asyncio.Event) -> store_pool.Pool | None:
     retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)
     while not stop.is_set():
         try:
-            opened = await store_pool.open_pool(dsn, max_size=4, name="sundial-history")
+            return await schema_version.open_compatible_pool(
+                dsn, "history API", max_size=4, name="sundial-history"
+            )
         except reconnect.ERRORS as error:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), retry.failed(error))
-            continue
-        try:
-            await schema_version.require_compatible(opened, "history API")
-            return opened
-        except BaseException as error:
-            await opened.close()
-            if not isinstance(error, reconnect.ERRORS):
-                raise
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), retry.failed(error))
     return None

@@ -108,12 +108,9 @@ async def serve(config: OperatorConfig) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    pool = await store_pool.open_pool(config.dsn, min_size=1, max_size=8, name="sundial-operator")
-    try:
-        await schema_version.require_compatible(pool, "operator")
-    except BaseException:
-        await pool.close()
-        raise
+    pool = await schema_version.open_compatible_pool(
+        config.dsn, "operator", min_size=1, max_size=8, name="sundial-operator"
+    )
     # The lease has a connection of its own: behind thousands of ScheduledJobs being stored
     # at once (10,000 applied), a renewal waiting for the shared pool outlived the lease.
     lease_pool = await store_pool.open_pool(

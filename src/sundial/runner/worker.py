@@ -348,14 +348,9 @@ class Worker:
         retry = reconnect.Backoff("cannot connect to PostgreSQL; retrying", logger=log)
         while not stop.requested.is_set():
             try:
-                opened = await store_pool.open_pool(
-                    self.settings.dsn, min_size=2, max_size=self.settings.pool_size
+                opened = await schema_version.open_compatible_pool(
+                    self.settings.dsn, "runner", min_size=2, max_size=self.settings.pool_size
                 )
-                try:
-                    await schema_version.require_compatible(opened, "runner")
-                except BaseException:
-                    await opened.close()
-                    raise
                 self._pool = opened
                 self.connection(None)
                 if self.settings.maintenance_seconds > 0:

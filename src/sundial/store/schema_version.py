@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from sundial.store import errors, migrate, pool, queries
 
-__all__ = ["SchemaState", "read", "require_compatible"]
+__all__ = ["SchemaState", "open_compatible_pool", "read", "require_compatible"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +77,17 @@ async def require_compatible(store: pool.Pool, component: str) -> None:
             f"to {_name(needed)} only: run this {component} from the release that migrated the "
             "database (a rollback needs the database restored from before that upgrade)"
         )
+
+
+async def open_compatible_pool(
+    dsn: str, component: str, *, min_size: int = 1, max_size: int = 4, name: str = "sundial"
+) -> pool.Pool:
+    """A pool on ``dsn``, once ``require_compatible`` passed; closed again if it raised (or
+    the check could not be made), so a daemon that does not start leaves no connection."""
+    opened = await pool.open_pool(dsn, min_size=min_size, max_size=max_size, name=name)
+    try:
+        await require_compatible(opened, component)
+    except BaseException:
+        await opened.close()
+        raise
+    return opened
