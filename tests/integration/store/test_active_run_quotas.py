@@ -158,6 +158,51 @@ async def test_concurrent_submissions_never_pass_the_quota(
     assert await _live(pool, "team-a") == 10
 
 
+async def test_submissions_racing_ends_and_recounts_never_pass_the_quota(
+    pool: store_pool.Pool, store_dsn: str, make_job: Callable[..., uuid.UUID]
+) -> None:
+    job = make_job("a", namespace="team-a")
+    await quotas.configure(pool, per_namespace={"team-a": 10})
+    held = [await runs.submit(pool, job, args={"held": n}) for n in range(10)]
+    wide = await store_pool.open_pool(store_dsn, min_size=8, max_size=8)
+
+    async def one(n: int) -> bool:
+        try:
+            await runs.submit(wide, job, args={"n": n})
+        except errors.QuotaExceededError:
+            return False
+        return True
+
+    async def end_some() -> None:
+        # Runs end while submissions race, and every refusal may count again (the last
+        # count is made to look old before each round).
+        for run in held[:5]:
+            async with pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE namespace_quotas SET counted_at = now() - interval '1 hour'"
+                )
+            await runs.cancel(pool, run.run_id)
+            await asyncio.sleep(0.01)
+
+    try:
+        for round_ in range(5):
+            accepted = await asyncio.gather(
+                end_some() if round_ == 0 else asyncio.sleep(0),
+                *(one(100 * round_ + n) for n in range(30)),
+            )
+            assert await _live(pool, "team-a") <= 10
+            async with pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE namespace_quotas SET counted_at = now() - interval '1 hour'"
+                )
+    finally:
+        await wide.close()
+    assert sum(bool(a) for a in accepted[1:]) == 0  # the last round found the quota full
+    assert await _live(pool, "team-a") == 10
+    [quota] = await quotas.listed(pool)
+    assert quota.active_runs >= 10
+
+
 async def test_fires_past_the_quota_are_dropped_counted_and_reported(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
