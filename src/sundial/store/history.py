@@ -190,11 +190,19 @@ class Digest:
 
 @functools.cache
 def _digest_query() -> str:
-    return (
-        queries.get("history_digests")
-        .replace("(:schedules)", f"(\n{queries.get('history_schedules')}\n)")
-        .replace("(:window)", f"(\n{queries.get('history_window')}\n)")
-    )
+    """history_digests.sql with the two queries it digests put where its markers stand.
+
+    Each marker must stand exactly once: a marker also written in a comment would be
+    replaced there too, and the statement would no longer say what the mirror reads."""
+    query = queries.get("history_digests")
+    for marker, name in (("(:schedules)", "history_schedules"), ("(:window)", "history_window")):
+        if query.count(marker) != 1:
+            raise ValueError(
+                f"history_digests.sql must name {marker} exactly once, "
+                f"found {query.count(marker)}: write the marker only where {name}.sql goes"
+            )
+        query = query.replace(marker, f"(\n{queries.get(name)}\n)")
+    return query
 
 
 async def digests(pool: Pool, requests: Sequence[WindowRequest]) -> dict[uuid.UUID, Digest]:

@@ -7,7 +7,7 @@ counts every insert up and refuses the statement that would pass the quota, whic
 store as ``errors.QuotaExceededError``. Finishing a run never touches a quota, so a count can be
 too high, never too low: the maintenance pass sets the counts to the truth, and an insert or a
 fire that finds its namespace full counts it again before it refuses (at most once a second),
-so ended runs free their room at once, with or without a maintainer running.
+so ended runs free their room within a second, with or without a maintainer running.
 
 The operator configures the quotas from its settings (``configure``): one per namespace
 named, and a default for every other namespace, whose row is made the first time one of its
