@@ -111,9 +111,33 @@ class CpuMeter:
 # -- sundial ----------------------------------------------------------------------------------
 
 
-def sundial_leg(admin_dsn: str, jobs: int, concurrency: int, handler: str = "bench.noop") -> float:
+def _runner_dsn(dsn: str, login: str) -> str:
+    """The DSN the runner connects with: the database's owner (``owner``), a login with the
+    runner's grants (``runner``), or one kept to the jobs' namespace (``kept``, row-level
+    security on the runs: docs/adr/0068-logins-kept-to-namespaces.md)."""
+    if login == "owner":
+        return dsn
+    name, password = f"bench_{login}", "bench-password"
+    migrate.migrate(
+        dsn,
+        grant_roles=True,
+        logins={"runner": (name, password)},
+        kept_to_namespaces={name: ["bench"] if login == "kept" else None},
+    )
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    return psycopg.conninfo.make_conninfo(**{**info, "user": name, "password": password})  # type: ignore[arg-type]
+
+
+def sundial_leg(
+    admin_dsn: str,
+    jobs: int,
+    concurrency: int,
+    handler: str = "bench.noop",
+    login: str = "owner",
+) -> float:
     dsn = create_database(admin_dsn, "bench_sundial")
     migrate.migrate(dsn)
+    runner_dsn = _runner_dsn(dsn, login)
     job = uuid.uuid4()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
@@ -136,8 +160,9 @@ def sundial_leg(admin_dsn: str, jobs: int, concurrency: int, handler: str = "ben
     env = dict(os.environ, PYTHONPATH=str(BENCH_DIR))
     command = [
         sys.executable, "-m", "sundial", "runner",
-        "--dsn", dsn, "--handlers", "bench_handlers",
+        "--dsn", runner_dsn, "--handlers", "bench_handlers",
         "--concurrency", f"async={concurrency}",
+        *(["--namespace", "bench"] if login == "kept" else []),
         "--metrics-port", "-1", "--log-level", "WARNING",
     ]  # fmt: skip
     runner = subprocess.Popen(command, env=env)
@@ -338,14 +363,32 @@ def main() -> int:
         help="sundial's no-op handler; bench.noop_dependency declares a dependency, so every "
         "job also passes its circuit breaker",
     )
+    parser.add_argument(
+        "--login",
+        default="owner",
+        choices=["owner", "runner", "kept"],
+        help="the runner's database login: the owner's, one with the runner's grants, or one"
+        " kept to the jobs' namespace (row-level security)",
+    )
+    parser.add_argument(
+        "--sundial-only", action="store_true", help="run the sundial leg alone (no peers)"
+    )
     options = parser.parse_args()
 
     def run(admin_dsn: str) -> dict[str, Any]:
         results: dict[str, Any] = {}
         results["sundial"] = sundial_leg(
-            admin_dsn, options.jobs, options.concurrency, options.handler
+            admin_dsn, options.jobs, options.concurrency, options.handler, options.login
         )
-        print(f"  sundial: {results['sundial']:,.0f} jobs/s", flush=True)
+        print(f"  sundial ({options.login} login): {results['sundial']:,.0f} jobs/s", flush=True)
+        print(
+            "  sundial CPU per job: runner {:.0f} us, PostgreSQL {:.0f} us".format(
+                *CPU_MICROSECONDS_PER_JOB["sundial"]
+            ),
+            flush=True,
+        )
+        if options.sundial_only:
+            return results
         results["pgqueuer"] = pgqueuer_leg(admin_dsn, options.jobs)
         results["procrastinate"] = procrastinate_leg(admin_dsn, options.jobs)
         results["raw"] = raw_leg(admin_dsn, options.jobs, options.raw_batch)
@@ -364,6 +407,8 @@ def main() -> int:
             results = run(server.dsn)
 
     sundial_rate = results["sundial"]
+    if options.sundial_only:
+        return 0
     print(f"\njobs={options.jobs}, one worker process each, same PostgreSQL, no-op async jobs")
     print(
         f"sundial runner (claim+lease+heartbeat+fenced finish): {sundial_rate:10,.0f} jobs/s"

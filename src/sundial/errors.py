@@ -31,6 +31,7 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   ├── MigrationError                           a migration failed or was edited
     │   ├── RolesNotCreatedError                     the migrating role may not create roles
     │   ├── SchemaMismatchError                      the schema is behind or too new for us
+    │   ├── LoginNamespacesError                     the login is kept to other namespaces
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
     │   ├── InvalidDsnError (ValueError)             the DSN is not a libpq string or URL
     │   ├── StatementError                           PostgreSQL refused a statement: a bug

@@ -216,3 +216,48 @@ def times_process(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 @sundial.job("loop.times_subprocess", execution_model="subprocess")
 def times_subprocess(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     _write_times(args, ctx)
+
+
+@sundial.job("loop.trespass", execution_model="thread")
+def trespass(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Handler code gone bad: with its runner's own database login (the DSN on the runner's
+    command line), it tries to read, cancel and add to another namespace's runs, and writes
+    what each try got to args["out"] as JSON."""
+    import json
+    import sys
+
+    import psycopg
+
+    dsn = sys.argv[sys.argv.index("--dsn") + 1]
+    victim = int(args["victim"])
+    got: dict[str, Any] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        got["read"] = conn.execute("SELECT args FROM job_runs WHERE id = %s", (victim,)).fetchall()
+        got["cancelled"] = conn.execute(
+            "UPDATE job_runs SET state = 'cancelled', finished_at = now() WHERE id = %s",
+            (victim,),
+        ).rowcount
+        role = conn.execute(
+            "SELECT rolname FROM pg_roles r JOIN pg_auth_members m ON m.roleid = r.oid"
+            " WHERE m.member = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+        ).fetchone()
+        conn.execute(f'SET ROLE "{role[0]}"')  # type: ignore[index]
+        got["cancelled_as_group"] = conn.execute(
+            "UPDATE job_runs SET state = 'cancelled', finished_at = now() WHERE id = %s",
+            (victim,),
+        ).rowcount
+        conn.execute("RESET ROLE")
+        try:
+            conn.execute(
+                "INSERT INTO job_runs (job_id, queue, handler, state, priority, run_at,"
+                " dispatch_key, args, namespace, timeout_seconds, max_retries,"
+                " backoff_base_seconds, backoff_cap_seconds)"
+                " SELECT job_id, queue, handler, 'pending', priority, now(), dispatch_key,"
+                " '{}', %s, 60, 0, 0, 0 FROM job_runs WHERE id = %s",
+                (args["victim_namespace"], ctx.run_id),
+            )
+            got["inserted"] = "yes"
+        except psycopg.Error as error:
+            got["inserted"] = type(error).__name__
+    with open(args["out"], "w", encoding="utf-8") as file:
+        json.dump(got, file)

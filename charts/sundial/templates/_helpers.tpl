@@ -169,6 +169,9 @@ args:
   - --login={{ $component }}={{ include "sundial.bundledLogin" (dict "root" $ "component" $component) }}
   {{- end }}
   {{- end }}
+  {{- range $login, $namespaces := .Values.postgresql.roles.loginNamespaces }}
+  - --login-namespaces={{ $login }}={{ kindIs "string" $namespaces | ternary $namespaces (join "," $namespaces) }}
+  {{- end }}
 env:
   {{- include "sundial.dsnEnv" . | nindent 2 }}
   {{- if .Values.postgresql.bundled.enabled }}

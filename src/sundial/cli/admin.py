@@ -10,7 +10,7 @@ import click
 
 from sundial.api import crd
 from sundial.cli.app import main
-from sundial.cli.options import dsn_option
+from sundial.cli.options import dsn_option, is_namespace_name
 
 
 @main.command()
@@ -110,8 +110,22 @@ def exec_(
     help="Make NAME a login with COMPONENT's grants (operator, runner or reader), its password"
     " read from SUNDIAL_LOGIN_PASSWORD_<COMPONENT>. Repeatable.",
 )
+@click.option(
+    "--login-namespaces",
+    "kept",
+    multiple=True,
+    metavar="LOGIN=NS[,NS...]",
+    help="Keep LOGIN (a runner's, typically) to the runs of these namespaces: PostgreSQL shows"
+    " and lets it change no other run, whatever its handler code does. LOGIN=* lifts it."
+    " Repeatable.",
+)
 def migrate(
-    dsn: str, target: int | None, roles: bool, role_prefix: str, logins: tuple[str, ...]
+    dsn: str,
+    target: int | None,
+    roles: bool,
+    role_prefix: str,
+    logins: tuple[str, ...],
+    kept: tuple[str, ...],
 ) -> None:
     """Apply the database migrations that are not applied yet (safe to run concurrently),
     then make the components' database roles."""
@@ -120,16 +134,23 @@ def migrate(
     from sundial.store import roles as store_roles
 
     wanted = _logins(logins, os.environ)
+    kept_to = _kept_to_namespaces(kept)
     try:
         applied = store_migrate.migrate(
-            dsn, target=target, grant_roles=roles, role_prefix=role_prefix, logins=wanted
+            dsn,
+            target=target,
+            grant_roles=roles,
+            role_prefix=role_prefix,
+            logins=wanted,
+            kept_to_namespaces=kept_to,
         )
     except store_roles.RolesNotCreatedError as error:
         if wanted:
             raise click.ClickException(str(error)) from error
         click.echo(f"warning: {error}", err=True)
         applied = error.applied
-    except store_errors.StoreError as error:
+    except (store_errors.StoreError, ValueError) as error:
+        # ValueError: a login named as a group role (roles.create_login, keep_to_namespaces).
         raise click.ClickException(str(error)) from error
     for migration in applied:
         click.echo(f"applied {migration.version:04d}_{migration.name}")
@@ -137,6 +158,49 @@ def migrate(
         click.echo("schema is up to date")
     for component, (login, _) in wanted.items():
         click.echo(f"login {login} has the {component} grants")
+    for login, namespaces in kept_to.items():
+        if namespaces is None:
+            click.echo(f"login {login} is kept to no namespace: it sees every namespace's runs")
+        else:
+            click.echo(f"login {login} sees and changes only the runs of {', '.join(namespaces)}")
+
+
+def _kept_to_namespaces(values: tuple[str, ...]) -> dict[str, tuple[str, ...] | None]:
+    """``--login-namespaces LOGIN=NS,...`` values as login -> namespaces (``None`` for ``*``)."""
+    kept: dict[str, tuple[str, ...] | None] = {}
+    for value in values:
+        login, separator, listed = value.partition("=")
+        login = login.strip()
+        if not separator or not login:
+            raise click.BadParameter(
+                f"{value!r}: write LOGIN=NAMESPACE[,NAMESPACE...], e.g. runner-team-a=team-a,"
+                " or LOGIN=* to lift it",
+                param_hint="--login-namespaces",
+            )
+        if login in kept:
+            raise click.BadParameter(
+                f"{login!r} is named twice: give each login once, with all its namespaces",
+                param_hint="--login-namespaces",
+            )
+        if listed.strip() == "*":
+            kept[login] = None
+            continue
+        names = tuple(sorted({n.strip() for n in listed.split(",") if n.strip()}))
+        wrong = [n for n in names if not is_namespace_name(n)]
+        if not names:
+            raise click.BadParameter(
+                f"{value!r} lists no namespace: name at least one (comma-separated), or write"
+                f" {login}=* to lift it",
+                param_hint="--login-namespaces",
+            )
+        if wrong:
+            raise click.BadParameter(
+                f"{value!r}: {', '.join(map(repr, wrong))} is not a namespace name (1 to 63"
+                " lowercase letters, digits and '-', starting and ending with a letter or digit)",
+                param_hint="--login-namespaces",
+            )
+        kept[login] = names
+    return kept
 
 
 def _logins(values: tuple[str, ...], environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:

@@ -7,8 +7,6 @@ fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly
 
 from __future__ import annotations
 
-import re
-
 import click
 
 from sundial.cli import serve as serve_module
@@ -21,6 +19,7 @@ from sundial.cli.options import (
     fire_budget_options,
     fire_budget_settings,
     hot_window_option,
+    is_namespace_name,
     job_pod_placement,
     job_pod_placement_options,
     key_retention_option,
@@ -162,7 +161,7 @@ def scheduler(
         finally:
             await opened.close()
 
-    with serve_module.refused_on_schema_mismatch("sundial scheduler"):
+    with serve_module.refused_at_start("sundial scheduler"):
         asyncio.run(serve())
 
 
@@ -189,15 +188,12 @@ def _parse_namespaces(
     """Namespace names, each a DNS-1123 label (what Kubernetes allows), comma lists split."""
     names = tuple(name.strip() for value in values for name in value.split(",") if name.strip())
     for name in names:
-        if len(name) > 63 or not _NAMESPACE.fullmatch(name):
+        if not is_namespace_name(name):
             raise click.BadParameter(
                 f"{name!r} is not a namespace name: 1 to 63 lowercase letters, digits and '-',"
                 " starting and ending with a letter or digit"
             )
     return names
-
-
-_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 @main.command()
@@ -379,7 +375,7 @@ def runner(
     lifeline.keep_environment_private()
     runner_worker = worker.Worker(settings, handlers)
     try:
-        with serve_module.refused_on_schema_mismatch("sundial runner"):
+        with serve_module.refused_at_start("sundial runner"):
             code = asyncio.run(runner_worker.run())
     except health.PortUnavailableError as error:
         click.echo(f"sundial runner: {error.strerror}", err=True)
@@ -501,7 +497,7 @@ def pod_launcher(
             await opened.close()
             api_client.close()  # type: ignore[no-untyped-call]
 
-    with serve_module.refused_on_schema_mismatch("sundial pod-launcher"):
+    with serve_module.refused_at_start("sundial pod-launcher"):
         asyncio.run(serve())
 
 
@@ -671,7 +667,7 @@ def operator(
             placement=placement,
         ),
     )
-    with serve_module.refused_on_schema_mismatch("sundial operator"):
+    with serve_module.refused_at_start("sundial operator"):
         sys.exit(asyncio.run(runtime.serve(config)))
 
 

@@ -259,6 +259,11 @@ def job_pod_placement(
 _NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
+def is_namespace_name(name: str) -> bool:
+    """Whether ``name`` is a DNS-1123 label, what Kubernetes allows a namespace to be called."""
+    return len(name) <= 63 and _NAMESPACE_NAME.fullmatch(name) is not None
+
+
 def _parse_namespace_weights(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, float]:
@@ -269,7 +274,7 @@ def _parse_namespace_weights(
             continue
         name, separator, text = item.partition("=")
         name = name.strip()
-        if not separator or len(name) > 63 or not _NAMESPACE_NAME.fullmatch(name):
+        if not separator or not is_namespace_name(name):
             raise click.BadParameter(
                 f"{item!r} is not NAMESPACE=WEIGHT: write e.g. team-a=3 (a namespace not named"
                 " weighs 1)"
@@ -316,7 +321,7 @@ def _parse_active_run_quotas(
             continue
         name, separator, text = item.partition("=")
         name = name.strip()
-        if not separator or len(name) > 63 or not _NAMESPACE_NAME.fullmatch(name):
+        if not separator or not is_namespace_name(name):
             raise click.BadParameter(
                 f"{item!r} is not NAMESPACE=RUNS: write e.g. team-a=500 (a namespace not named"
                 " gets --active-runs-per-namespace)"

@@ -17,7 +17,7 @@ import click
 from sundial.observability import json_logs as json_logging
 from sundial.store import errors as store_errors
 
-__all__ = ["configure_logs", "refused_on_schema_mismatch", "stop_on_signals"]
+__all__ = ["configure_logs", "refused_at_start", "stop_on_signals"]
 
 
 def configure_logs(level: str) -> None:
@@ -37,11 +37,12 @@ def stop_on_signals() -> asyncio.Event:
 
 
 @contextlib.contextmanager
-def refused_on_schema_mismatch(command: str) -> Iterator[None]:
-    """A daemon whose code cannot run against the database's schema exits 1 with the store's
-    message (what to run, and the versions on both sides) as its last line, not a traceback:
-    under Kubernetes that line is what ``kubectl logs --previous`` shows."""
+def refused_at_start(command: str) -> Iterator[None]:
+    """A daemon whose code cannot run against the database's schema, or whose database login
+    may not see what it was told to serve, exits 1 with the store's message (what to change)
+    as its last line, not a traceback: under Kubernetes that line is what ``kubectl logs
+    --previous`` shows."""
     try:
         yield
-    except store_errors.SchemaMismatchError as error:
+    except (store_errors.SchemaMismatchError, store_errors.LoginNamespacesError) as error:
         raise click.ClickException(f"{command} does not start: {error}") from None

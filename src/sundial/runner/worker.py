@@ -75,7 +75,16 @@ from sundial.runner.executors import (
     thread_executor,
 )
 from sundial.scheduling import waiting
-from sundial.store import claims, reaper, reconnect, releases, runners, schema_version, server
+from sundial.store import (
+    claims,
+    errors,
+    reaper,
+    reconnect,
+    releases,
+    runners,
+    schema_version,
+    server,
+)
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
@@ -351,6 +360,11 @@ class Worker:
                 opened = await schema_version.open_compatible_pool(
                     self.settings.dsn, "runner", min_size=2, max_size=self.settings.pool_size
                 )
+                try:
+                    await runners.require_login_serves(opened, self.settings.namespaces)
+                except errors.LoginNamespacesError:
+                    await opened.close()
+                    raise
                 self._pool = opened
                 self.connection(None)
                 if self.settings.maintenance_seconds > 0:

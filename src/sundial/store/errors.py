@@ -41,6 +41,7 @@ __all__ = [
     "InvalidDsnError",
     "InvalidPriorityError",
     "InvalidSubmissionError",
+    "LoginNamespacesError",
     "MigrationError",
     "MissingDependencyError",
     "NameTakenError",
@@ -69,6 +70,12 @@ class SchemaMismatchError(StoreError):
     """This Sundial cannot run against the database's schema: the schema is behind (run
     ``sundial migrate``) or a newer release migrated it past what this code can use (run that
     release). The message says which, and the versions on both sides."""
+
+
+class LoginNamespacesError(StoreError):
+    """The database login is kept to namespaces (``sundial migrate --login-namespaces``) that
+    do not cover what the process was told to serve: it would wait on runs it cannot see.
+    The message names the login, both lists and the change that fixes it."""
 
 
 class StoreUnavailableError(StoreError):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -148,13 +148,15 @@ def migrate(
     grant_roles: bool = False,
     role_prefix: str = roles.DEFAULT_PREFIX,
     logins: Mapping[str, tuple[str, str]] | None = None,
+    kept_to_namespaces: Mapping[str, Sequence[str] | None] | None = None,
 ) -> list[Migration]:
     """Apply every migration not yet applied (up to ``target``); return those applied now.
 
     ``grant_roles``: then make the components' database roles and their grants
     (``store/roles.py``), and the ``logins`` given as component -> (login, password). Raises
     ``roles.RolesNotCreatedError`` after the migrations when the roles cannot be made; its
-    ``applied`` lists the migrations applied first."""
+    ``applied`` lists the migrations applied first. ``kept_to_namespaces``: login ->
+    the namespaces it is kept to (``None`` lifts it), see ``roles.keep_to_namespaces``."""
     applied_now: list[Migration] = []
     with _connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
@@ -202,6 +204,10 @@ def migrate(
                             roles.create_login(conn, component, login, password, role_prefix)
                 except roles.RolesNotCreatedError as error:
                     raise roles.RolesNotCreatedError(str(error), applied_now) from None
+            if kept_to_namespaces:
+                with conn.transaction():
+                    for login, namespaces in kept_to_namespaces.items():
+                        roles.keep_to_namespaces(conn, login, namespaces, role_prefix)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return applied_now

@@ -24,9 +24,12 @@ None of them owns a table, so none can alter or drop the schema, and none may cr
 of its group role: ``create_login`` makes one (``sundial migrate --login COMPONENT=NAME``), or
 a platform team grants the group role to a login of its own (docs/operations.md).
 
-Grants are on tables, not columns or rows: a runner's role may update any run, as the claim and
-the finish must; which runs a runner claims is the claim's ``namespace`` filter, not the
-database's (docs/security.md says what that leaves to the platform team).
+Grants are on tables, not columns: a runner's role may update runs, as the claim and the
+finish must. Rows are the business of ``keep_to_namespaces`` (``sundial migrate
+--login-namespaces LOGIN=NS,...``): a login it lists sees and writes only the runs of those
+namespaces (row-level security, migration 0300), so one team's handler code, which runs with
+its runner's connection, cannot read or change another team's runs. A login not listed is kept
+to nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ __all__ = [
     "RolesNotCreatedError",
     "create_login",
     "ensure",
+    "keep_to_namespaces",
     "role_name",
 ]
 
@@ -54,6 +58,13 @@ DEFAULT_PREFIX = "sundial"
 
 _ALL = ("SELECT", "INSERT", "UPDATE", "DELETE")
 _READ = ("SELECT",)
+
+#: Whoever ends a run releases or fails the runs waiting on it, in any namespace: these run as
+#: the owner and act only on the caller's own runs (migration 0300).
+_ENDING_RUNS = (
+    "sundial_release_dependents(bigint[])",
+    "sundial_fail_dependents(bigint[], text[])",
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,7 @@ class Grants:
 
 COMPONENTS: dict[str, Grants] = {
     "operator": Grants(
-        tables={"*": _ALL, "schema_migrations": _READ},
+        tables={"*": _ALL, "schema_migrations": _READ, "login_namespaces": ()},
         sequences=True,
         owner_functions=(
             "sundial_ensure_month_partition(timestamptz)",
@@ -78,6 +89,7 @@ COMPONENTS: dict[str, Grants] = {
             "sundial_quota_rows(text[])",
             "sundial_recount_quotas(text[], interval)",
             "sundial_count_active_runs()",
+            *_ENDING_RUNS,
         ),
     ),
     "runner": Grants(
@@ -89,12 +101,13 @@ COMPONENTS: dict[str, Grants] = {
             "idempotency_keys": ("SELECT", "INSERT"),
             "runners": _ALL,
             "circuits": _ALL,
+            "login_namespaces": (),
         },
         sequences=True,
         # A finish records a failed attempt in this month's partition, making it if missing.
-        owner_functions=("sundial_ensure_month_partition(timestamptz)",),
+        owner_functions=("sundial_ensure_month_partition(timestamptz)", *_ENDING_RUNS),
     ),
-    "reader": Grants(tables={"*": _READ}, sequences=False),
+    "reader": Grants(tables={"*": _READ, "login_namespaces": ()}, sequences=False),
 }
 
 
@@ -224,3 +237,39 @@ def create_login(
     )
     conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(login)))
     return created
+
+
+def keep_to_namespaces(
+    conn: psycopg.Connection[Any],
+    login: str,
+    namespaces: Sequence[str] | None,
+    prefix: str = DEFAULT_PREFIX,
+) -> None:
+    """Keep ``login`` to the runs of ``namespaces`` (``None``: lift it, the login sees every
+    namespace). Only the owner may: the table has no grant for any component. The login need
+    not exist yet, so the list can be written before a platform team makes the login. Refused:
+    a role that cannot log in (the policies name the session's login), and a login of the
+    operator's group, which acts for every namespace (the trigger, the reaper, the mirror)."""
+    row = conn.execute(
+        "SELECT r.rolcanlogin, o.oid IS NOT NULL AND pg_has_role(r.oid, o.oid, 'MEMBER')"
+        " FROM pg_roles r LEFT JOIN pg_roles o ON o.rolname = %s WHERE r.rolname = %s",
+        (role_name("operator", prefix), login),
+    ).fetchone()
+    if namespaces is not None and row is not None and not row[0]:
+        raise ValueError(
+            f"{login!r} is a group role (it cannot log in): keep the login that connects to"
+            " namespaces, not its group"
+        )
+    if namespaces is not None and row is not None and row[1]:
+        raise ValueError(
+            f"{login!r} has the operator's grants, and the operator acts for every namespace:"
+            " keep a runner's login to namespaces, not the operator's"
+        )
+    if namespaces is None:
+        conn.execute("DELETE FROM login_namespaces WHERE login = %s", (login,))
+        return
+    conn.execute(
+        "INSERT INTO login_namespaces (login, namespaces) VALUES (%s, %s)"
+        " ON CONFLICT (login) DO UPDATE SET namespaces = excluded.namespaces",
+        (login, sorted(set(namespaces))),
+    )

@@ -23,10 +23,17 @@ from dataclasses import dataclass
 
 from psycopg.types.json import Jsonb
 
-from sundial.store import claims, queries
+from sundial.store import claims, errors, queries
 from sundial.store.pool import Pool
 
-__all__ = ["Unclaimable", "announce", "mark_unclaimable", "purge_expired", "withdraw"]
+__all__ = [
+    "Unclaimable",
+    "announce",
+    "mark_unclaimable",
+    "purge_expired",
+    "require_login_serves",
+    "withdraw",
+]
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,34 @@ async def announce(
                 "ttl_seconds": float(ttl_seconds),
                 "namespaces": None if namespaces is None else list(namespaces),
             },
+        )
+
+
+async def require_login_serves(pool: Pool, namespaces: Sequence[str] | None) -> None:
+    """Return if the pool's database login may claim runs of ``namespaces`` (None: every
+    namespace); raise ``LoginNamespacesError`` saying what to change otherwise.
+
+    A login kept to namespaces (``sundial migrate --login-namespaces``) sees no other run, so a
+    runner told to serve more would wait on runs it can never see, without a word."""
+    async with pool.connection() as conn:
+        row = await (await conn.execute(queries.get("login_namespaces"))).fetchone()
+        login = (await (await conn.execute("SELECT session_user")).fetchone() or ("?",))[0]
+    kept = None if row is None or row[0] is None else sorted(row[0])
+    if kept is None:
+        return
+    if namespaces is None:
+        raise errors.LoginNamespacesError(
+            f"the database login {login} is kept to the namespaces {', '.join(kept) or '(none)'}"
+            f" but this process serves every namespace: start it with --namespace"
+            f" {','.join(kept) or 'NAMESPACE'}, or lift the login's list with"
+            f" `sundial migrate --login-namespaces {login}=*`"
+        )
+    beyond = sorted(set(namespaces) - set(kept))
+    if beyond:
+        raise errors.LoginNamespacesError(
+            f"the database login {login} is kept to the namespaces {', '.join(kept) or '(none)'},"
+            f" not {', '.join(beyond)}: serve only those, or add them with"
+            f" `sundial migrate --login-namespaces {login}={','.join(sorted({*kept, *beyond}))}`"
         )
 
 

@@ -97,6 +97,15 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
         "migrate",
         "--role-prefix=sundial",
     ]
+    kept = render(
+        {"postgresql": {"roles": {"loginNamespaces": {"runner-a": ["team-a", "x"], "old": "*"}}}}
+    )
+    assert _one(kept, "Job")["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "migrate",
+        "--role-prefix=sundial",
+        "--login-namespaces=old=*",
+        "--login-namespaces=runner-a=team-a,x",
+    ]
     account = _one(objects, "ServiceAccount", "migrate")
     assert account["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert int(account["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(

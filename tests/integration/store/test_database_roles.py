@@ -24,6 +24,7 @@ from sundial.store import history as store_history
 from sundial.store import maintenance, migrate, roles, runs
 from sundial.store import pool as store_pool
 from support import runner_loop
+from support.database_logins import drop_roles, sundial_migrate
 from support.databases import PostgresServer
 from support.maintainer import create_partition, month_start
 from support.store import create_job
@@ -35,29 +36,6 @@ PASSWORD = "p4ss-word-not-in-logs"
 class Logins:
     prefix: str
     dsns: dict[str, str]  # component -> DSN of its login
-
-
-def sundial_migrate(
-    dsn: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sundial", "migrate", "--dsn", dsn, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-
-
-def drop_roles(admin_dsn: str, database_dsn: str, names: list[str]) -> None:
-    """Roles belong to the server: revoke what they hold in the test's database, then drop."""
-    with psycopg.connect(database_dsn, autocommit=True) as conn:
-        for name in names:
-            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
-                conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        for name in names:
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 @pytest.fixture

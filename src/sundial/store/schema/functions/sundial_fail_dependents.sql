@@ -1,11 +1,12 @@
--- Current definition; last changed by migrations/0004_single_round_trip_finish.sql.
+-- Current definition; last changed by migrations/0300_logins_kept_to_namespaces.sql.
 -- End every blocked run downstream of upstream runs that ended without completing,
 -- recursively, naming the cause. A cancelled upstream cancels; any other end fails.
 CREATE OR REPLACE FUNCTION sundial_fail_dependents(upstream_ids bigint[], upstream_states text[])
 RETURNS TABLE (run_id bigint, state text)
-LANGUAGE sql AS $$
+LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
     WITH RECURSIVE roots AS (
-        SELECT * FROM unnest(upstream_ids, upstream_states) AS t(id, state)
+        SELECT t.* FROM unnest(upstream_ids, upstream_states) AS t(id, state)
+        WHERE t.id = ANY (ARRAY(SELECT id FROM sundial_own_runs(upstream_ids)))
     ), downstream(id, root) AS (
         SELECT d.run_id, d.depends_on FROM job_run_deps d JOIN roots ON d.depends_on = roots.id
         UNION

@@ -1,4 +1,4 @@
--- Current definition; last changed by migrations/0280_concurrency_keys.sql.
+-- Current definition; last changed by migrations/0300_logins_kept_to_namespaces.sql.
 -- A run released from 'blocked' ages from its release, not from its run_at (ADR 0001,
 -- decision 2): otherwise a child that waited an hour on its parents would enter the queue
 -- an hour "old" and overtake fresh higher-priority runs. A keyed child goes to 'scheduled',
@@ -6,11 +6,11 @@
 -- Count completed upstream runs off their children (unchanged otherwise from 0004).
 CREATE OR REPLACE FUNCTION sundial_release_dependents(upstream_ids bigint[])
 RETURNS TABLE (run_id bigint, state text)
-LANGUAGE sql AS $$
+LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
     WITH upstream_counts AS (
         SELECT d.run_id, count(*)::int AS n
         FROM job_run_deps d
-        WHERE d.depends_on = ANY(upstream_ids)
+        WHERE d.depends_on = ANY (ARRAY(SELECT id FROM sundial_own_runs(upstream_ids)))
         GROUP BY d.run_id
     ), locked AS (
         SELECT r.id FROM job_runs r JOIN upstream_counts c ON c.run_id = r.id

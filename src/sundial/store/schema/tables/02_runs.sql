@@ -157,3 +157,14 @@ ALTER TABLE job_runs
 
 ALTER TABLE job_runs
     ADD CONSTRAINT job_runs_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES schedules(id) ON DELETE SET NULL;
+
+-- Logins kept to namespaces (0300, docs/adr/0068-logins-kept-to-namespaces.md).
+ALTER TABLE job_runs ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON job_runs USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (namespace = ANY (( SELECT sundial_login_namespaces() AS sundial_login_namespaces)::text[]))));
+
+ALTER TABLE job_run_deps ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON job_run_deps USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM job_runs r
+  WHERE (r.id = job_run_deps.run_id)))));

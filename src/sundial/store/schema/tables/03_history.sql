@@ -119,3 +119,28 @@ ALTER TABLE job_run_attempts
 CREATE INDEX finished_runs_job_idx ON ONLY finished_runs USING btree (job_id, finished_at);
 
 CREATE INDEX job_run_attempts_reason_idx ON ONLY job_run_attempts USING btree (failure_reason, ended_at);
+
+-- Logins kept to namespaces (0300, docs/adr/0068-logins-kept-to-namespaces.md).
+ALTER TABLE finished_runs ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON finished_runs USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM job_definitions j
+  WHERE ((j.id = finished_runs.job_id) AND (j.namespace = ANY (( SELECT sundial_login_namespaces() AS sundial_login_namespaces)::text[])))))));
+
+ALTER TABLE job_run_attempts ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON job_run_attempts USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM job_runs r
+  WHERE (r.id = job_run_attempts.run_id))) OR (EXISTS ( SELECT 1
+   FROM finished_runs f
+  WHERE (f.id = job_run_attempts.run_id)))));
+
+ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON idempotency_keys USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM job_runs r
+  WHERE (r.id = idempotency_keys.run_id))) OR (EXISTS ( SELECT 1
+   FROM finished_runs f
+  WHERE (f.id = idempotency_keys.run_id))))) WITH CHECK (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR ((EXISTS ( SELECT 1
+   FROM job_runs r
+  WHERE (r.id = idempotency_keys.run_id))) AND (key !~~ 'run-now:%'::text) AND ((strpos(key, '/'::text) = 0) OR (split_part(key, '/'::text, 1) = ANY (( SELECT sundial_login_namespaces() AS sundial_login_namespaces)::text[]))))));

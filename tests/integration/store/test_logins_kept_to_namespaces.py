@@ -1,0 +1,280 @@
+"""A runner's database login kept to its namespaces (`sundial migrate --login-namespaces`):
+handler code running with that login can neither read nor change another namespace's runs,
+whatever SQL it writes, while the runner serves its own namespace as before."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
+from psycopg.types.json import Jsonb
+
+from sundial.store import errors as store_errors
+from sundial.store import pool as store_pool
+from sundial.store import roles, runners, runs
+from support import runner_loop
+from support.database_logins import drop_roles, login_dsn, sundial_migrate
+from support.databases import PostgresServer
+from support.maintainer import create_partition, month_start
+
+PASSWORD = "kept-login-password"
+
+
+@dataclass(frozen=True)
+class Tenants:
+    kept_dsn: str  # the runner login of team-b, kept to team-b
+    login: str
+    group: str
+    team_a: uuid.UUID  # a job of each namespace
+    team_b: uuid.UUID
+
+
+@pytest.fixture
+def tenants(store_dsn: str, postgres_server: PostgresServer) -> Iterator[Tenants]:
+    prefix = f"k{uuid.uuid4().hex[:8]}"
+    login = f"{prefix}_runner_team_b"
+    try:
+        done = sundial_migrate(
+            store_dsn,
+            "--role-prefix", prefix,
+            "--login", f"runner={login}",
+            "--login-namespaces", f"{login}=team-b",
+            env={"SUNDIAL_LOGIN_PASSWORD_RUNNER": PASSWORD},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"login {login} sees and changes only the runs of team-b" in done.stdout
+        team_a = runner_loop.create_job(store_dsn, "loop.noop", namespace="team-a")
+        team_b = runner_loop.create_job(
+            store_dsn, "loop.trespass", namespace="team-b", execution_model="thread"
+        )
+        yield Tenants(
+            login_dsn(store_dsn, login, PASSWORD),
+            login,
+            roles.role_name("runner", prefix),
+            team_a,
+            team_b,
+        )
+    finally:
+        groups = [roles.role_name(c, prefix) for c in roles.COMPONENTS]
+        drop_roles(postgres_server.admin_dsn, store_dsn, [login, f"{login}_operator", *groups])
+
+
+def test_handler_code_with_its_runners_login_cannot_read_cancel_or_add_anothers_runs(
+    tenants: Tenants, store_dsn: str, tmp_path: pathlib.Path
+) -> None:
+    """A real runner of team-b, its thread handler using the runner's own DSN: the neighbour's
+    run stays unread, pending and alone; team-b's own run completes."""
+    (victim,) = runner_loop.submit(store_dsn, tenants.team_a, args={"secret": "team-a's"})
+    out = tmp_path / "trespass.json"
+    (own,) = runner_loop.submit(
+        store_dsn,
+        tenants.team_b,
+        args={"victim": victim, "victim_namespace": "team-a", "out": str(out)},
+    )
+    started = runner_loop.Runners(tmp_path)
+    try:
+        started.start(
+            tenants.kept_dsn, "--namespace", "team-b", "--concurrency", "thread=2",
+            maintenance=False,
+        )  # fmt: skip
+        runner_loop.eventually(
+            lambda: runner_loop.run_row(store_dsn, own)["state"] == "completed",
+            what="team-b's run to complete",
+        )
+    finally:
+        for _ in started.close():
+            pass
+    got = json.loads(out.read_text())
+    assert got == {
+        "read": [],
+        "cancelled": 0,
+        "cancelled_as_group": 0,
+        "inserted": "InsufficientPrivilege",
+    }
+    assert runner_loop.run_row(store_dsn, victim)["state"] == "pending"
+    with psycopg.connect(store_dsn) as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM job_runs WHERE namespace = 'team-a'"
+        ).fetchone()  # type: ignore[misc]
+    assert count == 1
+
+
+def test_a_kept_login_sees_no_archived_run_attempt_key_or_dependency_of_another_namespace(
+    tenants: Tenants, store_dsn: str
+) -> None:
+    now = datetime.now(UTC)
+    create_partition(store_dsn, month_start(now))
+    (live_a,) = runner_loop.submit(store_dsn, tenants.team_a)
+    (live_b,) = runner_loop.submit(store_dsn, tenants.team_b)
+    with psycopg.connect(store_dsn) as conn:
+        for job, run_id in ((tenants.team_a, 9_000_001), (tenants.team_b, 9_000_002)):
+            conn.execute(
+                "INSERT INTO finished_runs (id, job_id, queue, handler, state, priority, run_at,"
+                " attempt, retries_used, infra_retries_used, lease_expiries, args, last_error,"
+                " created_at, finished_at)"
+                " VALUES (%s, %s, 'default', 'h', 'failed', 1, now(), 1, 0, 0, 0, %s,"
+                " 'secret error', now(), now())",
+                (run_id, job, Jsonb({"secret": 1})),
+            )
+        for run_id in (live_a, live_b, 9_000_001, 9_000_002):
+            conn.execute(
+                "INSERT INTO job_run_attempts (run_id, attempt, ended_at, outcome, error)"
+                " VALUES (%s, 1, now(), 'failed', 'secret error')",
+                (run_id,),
+            )
+            conn.execute(
+                "INSERT INTO idempotency_keys (key, args_hash, run_id) VALUES (%s, 'x', %s)",
+                (f"key-{run_id}", run_id),
+            )
+        conn.execute(
+            "INSERT INTO job_run_deps (run_id, depends_on) VALUES (%s, %s), (%s, %s)",
+            (live_a, 9_000_001, live_b, 9_000_002),
+        )
+    with psycopg.connect(tenants.kept_dsn, autocommit=True) as conn:
+        seen = {
+            table: sorted(row[0] for row in conn.execute(f"SELECT {column} FROM {table}"))  # type: ignore[arg-type]
+            for table, column in (
+                ("job_runs", "id"),
+                ("finished_runs", "id"),
+                ("job_run_attempts", "run_id"),
+                ("idempotency_keys", "run_id"),
+                ("job_run_deps", "run_id"),
+            )
+        }
+        assert seen == {
+            "job_runs": [live_b],
+            "finished_runs": [9_000_002],
+            "job_run_attempts": sorted([live_b, 9_000_002]),
+            "idempotency_keys": sorted([live_b, 9_000_002]),
+            "job_run_deps": [live_b],
+        }
+        for statement in (
+            f"INSERT INTO job_run_deps (run_id, depends_on) VALUES ({live_a}, {live_b})",
+            f"INSERT INTO job_run_attempts (run_id, attempt, ended_at, outcome)"
+            f" VALUES ({live_a}, 2, now(), 'failed')",
+            f"INSERT INTO idempotency_keys (key, args_hash, run_id) VALUES ('k', 'x', {live_a})",
+            # Keys shaped as the operator makes them for team-a's JobRuns and run-nows.
+            f"INSERT INTO idempotency_keys (key, args_hash, run_id)"
+            f" VALUES ('team-a/nightly', 'x', {live_b})",
+            f"INSERT INTO idempotency_keys (key, args_hash, run_id)"
+            f" VALUES ('run-now:{uuid.uuid4()}:1', 'x', {live_b})",
+            "UPDATE login_namespaces SET namespaces = '{team-a,team-b}'",
+            "SELECT * FROM login_namespaces",
+        ):
+            with pytest.raises(pg_errors.InsufficientPrivilege):
+                conn.execute(statement)
+        # Its own keys, plain or in its namespace's shape, it may add.
+        conn.execute(
+            "INSERT INTO idempotency_keys (key, args_hash, run_id)"
+            " VALUES ('team-b/mine', 'x', %s), ('plain', 'x', %s)",
+            (live_b, live_b),
+        )
+
+
+async def test_a_run_waiting_in_another_namespace_is_released_by_a_kept_runners_finish(
+    tenants: Tenants, store_dsn: str, tmp_path: pathlib.Path
+) -> None:
+    """Ending a run releases what waits on it in any namespace; a kept login cannot release a
+    run that waits on someone else's run by calling the release itself."""
+    upstream = runner_loop.create_job(store_dsn, "loop.noop", namespace="team-b")
+    other = runner_loop.create_job(store_dsn, "loop.noop", namespace="team-a")
+    pool = await store_pool.open_pool(store_dsn, min_size=1, max_size=2)
+    try:
+        parent = await runs.submit(pool, upstream)
+        foreign_parent = await runs.submit(pool, other, run_at=datetime(2999, 1, 1, tzinfo=UTC))
+        child = await runs.submit(pool, tenants.team_a, depends_on=[parent.run_id])
+        held = await runs.submit(pool, tenants.team_a, depends_on=[foreign_parent.run_id])
+    finally:
+        await pool.close()
+    with psycopg.connect(tenants.kept_dsn, autocommit=True) as conn:
+        released = conn.execute(
+            "SELECT * FROM sundial_release_dependents(ARRAY[%s]::bigint[])",
+            (foreign_parent.run_id,),
+        ).fetchall()
+        failed = conn.execute(
+            "SELECT * FROM sundial_fail_dependents(ARRAY[%s]::bigint[], ARRAY['failed'])",
+            (foreign_parent.run_id,),
+        ).fetchall()
+    assert (released, failed) == ([], [])
+    assert runner_loop.run_row(store_dsn, held.run_id)["state"] == "blocked"
+
+    started = runner_loop.Runners(tmp_path)
+    try:
+        started.start(tenants.kept_dsn, "--namespace", "team-b", maintenance=False)
+        runner_loop.eventually(
+            lambda: runner_loop.run_row(store_dsn, child.run_id)["state"] == "pending",
+            what="team-a's child to be released by team-b's finished parent",
+        )
+    finally:
+        for _ in started.close():
+            pass
+    assert runner_loop.run_row(store_dsn, parent.run_id)["state"] == "completed"
+    assert runner_loop.run_row(store_dsn, held.run_id)["state"] == "blocked"
+
+
+@pytest.mark.parametrize(
+    ("served", "says"),
+    [
+        ((), "serves every namespace: start it with --namespace team-b"),
+        (("--namespace", "team-a,team-b"), "kept to the namespaces team-b, not team-a"),
+    ],
+)
+def test_a_runner_serving_more_than_its_login_may_see_refuses_to_start_and_says_how(
+    tenants: Tenants, tmp_path: pathlib.Path, served: tuple[str, ...], says: str
+) -> None:
+    started = runner_loop.Runners(tmp_path)
+    try:
+        runner = started.start(tenants.kept_dsn, *served, maintenance=False)
+        assert runner.process.wait(60) == 1
+        output = runner.log_path.read_text()
+    finally:
+        for _ in started.close():
+            pass
+    assert "sundial runner does not start" in output and says in output, output
+    assert PASSWORD not in output
+
+
+async def test_require_login_serves_passes_an_unlisted_login_and_a_subset(
+    tenants: Tenants, store_dsn: str
+) -> None:
+    owner = await store_pool.open_pool(store_dsn, min_size=1, max_size=1)
+    kept = await store_pool.open_pool(tenants.kept_dsn, min_size=1, max_size=1)
+    try:
+        await runners.require_login_serves(owner, None)
+        await runners.require_login_serves(kept, ["team-b"])
+        with pytest.raises(store_errors.LoginNamespacesError, match="migrate --login-namespaces"):
+            await runners.require_login_serves(kept, None)
+    finally:
+        await owner.close()
+        await kept.close()
+
+
+def test_lifting_a_login_and_bad_values_say_what_to_write(tenants: Tenants, store_dsn: str) -> None:
+    for value, says in (
+        ("no-equals-sign", "write LOGIN=NAMESPACE"),
+        (f"{tenants.login}=Team_A", "'Team_A' is not a namespace name"),
+        (f"{tenants.login}=", "lists no namespace"),
+        (f"{tenants.group}=team-a", "is a group role"),
+    ):
+        done = sundial_migrate(store_dsn, "--no-roles", "--login-namespaces", value)
+        assert done.returncode != 0 and says in done.stderr, (value, done.stderr)
+    done = sundial_migrate(
+        store_dsn,
+        "--role-prefix", tenants.group.removesuffix("_runner"),
+        "--login", f"operator={tenants.login}_operator",
+        "--login-namespaces", f"{tenants.login}_operator=team-a",
+        env={"SUNDIAL_LOGIN_PASSWORD_OPERATOR": PASSWORD},
+    )  # fmt: skip
+    assert done.returncode != 0 and "the operator acts for every namespace" in done.stderr
+    done = sundial_migrate(store_dsn, "--no-roles", "--login-namespaces", f"{tenants.login}=*")
+    assert done.returncode == 0, done.stderr
+    assert f"login {tenants.login} is kept to no namespace" in done.stdout
+    with psycopg.connect(tenants.kept_dsn) as conn:
+        assert conn.execute("SELECT sundial_login_namespaces()").fetchone() == (None,)
