@@ -278,3 +278,62 @@ def test_lifting_a_login_and_bad_values_say_what_to_write(tenants: Tenants, stor
     assert f"login {tenants.login} is kept to no namespace" in done.stdout
     with psycopg.connect(tenants.kept_dsn) as conn:
         assert conn.execute("SELECT sundial_login_namespaces()").fetchone() == (None,)
+
+
+def test_a_kept_login_reads_only_its_jobs_and_writes_only_its_own_runners_rows(
+    tenants: Tenants, store_dsn: str
+) -> None:
+    """Jobs and schedules carry templates and default arguments; announcements and circuits
+    steer every runner's "unclaimable" reasons and the ScheduledJobs' Degraded condition."""
+    with psycopg.connect(store_dsn) as conn:
+        for job in (tenants.team_a, tenants.team_b):
+            conn.execute(
+                "INSERT INTO schedules (id, job_id, cron, next_fire_time)"
+                " VALUES (%s, %s, '* * * * *', now())",
+                (uuid.uuid4(), job),
+            )
+        conn.execute(
+            "INSERT INTO runners (worker_id, queues, handlers, expires_at, namespaces) VALUES"
+            " ('a-runner', '{default}', '{}', now() + interval '1 hour', '{team-a}'),"
+            " ('every-runner', '{default}', '{}', now() + interval '1 hour', NULL)"
+        )
+        conn.execute(
+            "INSERT INTO circuits (worker_id, dependency, state, since)"
+            " VALUES ('a-runner', 'stripe', 'closed', now())"
+        )
+    with psycopg.connect(tenants.kept_dsn, autocommit=True) as conn:
+        jobs = {row[0] for row in conn.execute("SELECT id FROM job_definitions")}
+        schedule_jobs = {row[0] for row in conn.execute("SELECT job_id FROM schedules")}
+        assert (jobs, schedule_jobs) == ({tenants.team_b}, {tenants.team_b})
+        # Every announcement and circuit stays readable: they name handlers, not runs.
+        assert conn.execute("SELECT count(*) FROM runners").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM circuits").fetchone() == (1,)
+        changed = [
+            conn.execute(statement).rowcount
+            for statement in (
+                "UPDATE runners SET expires_at = now() WHERE worker_id = 'a-runner'",
+                "UPDATE runners SET expires_at = now() WHERE worker_id = 'every-runner'",
+                "DELETE FROM runners WHERE worker_id = 'every-runner'",
+                "UPDATE circuits SET state = 'open' WHERE worker_id = 'a-runner'",
+                "DELETE FROM circuits",
+            )
+        ]
+        assert changed == [0, 0, 0, 0, 0]
+        for statement in (
+            "INSERT INTO runners (worker_id, queues, handlers, expires_at, namespaces)"
+            " VALUES ('b-fake', '{default}', '{}', now() + interval '1 hour', '{team-a}')",
+            "INSERT INTO runners (worker_id, queues, handlers, expires_at, namespaces)"
+            " VALUES ('b-all', '{default}', '{}', now() + interval '1 hour', NULL)",
+            "INSERT INTO circuits (worker_id, dependency, state, since)"
+            " VALUES ('a-runner', 'payments', 'open', now())",
+        ):
+            with pytest.raises(pg_errors.InsufficientPrivilege):
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO runners (worker_id, queues, handlers, expires_at, namespaces)"
+            " VALUES ('b-runner', '{default}', '{}', now() + interval '1 hour', '{team-b}')"
+        )
+        conn.execute(
+            "INSERT INTO circuits (worker_id, dependency, state, since)"
+            " VALUES ('b-runner', 'stripe', 'open', now())"
+        )

@@ -127,3 +127,14 @@ ALTER TABLE schedules
 --
 -- PostgreSQL database dump complete
 --
+
+-- Logins kept to namespaces (0310, docs/adr/0068-logins-kept-to-namespaces.md).
+ALTER TABLE job_definitions ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON job_definitions USING ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (namespace = ANY (( SELECT sundial_login_namespaces() AS sundial_login_namespaces)::text[])))));
+
+ALTER TABLE schedules ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON schedules USING ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM job_definitions j
+  WHERE (j.id = schedules.job_id))))));

@@ -17,3 +17,20 @@ ALTER TABLE circuits
 
 ALTER TABLE circuits
     ADD CONSTRAINT circuits_worker_id_fkey FOREIGN KEY (worker_id) REFERENCES runners(worker_id) ON DELETE CASCADE;
+
+-- Logins kept to namespaces (0310, docs/adr/0068-logins-kept-to-namespaces.md).
+ALTER TABLE circuits ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY read_by_all ON circuits FOR SELECT USING (true);
+
+CREATE POLICY kept_to_namespaces_insert ON circuits FOR INSERT WITH CHECK ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM runners r
+  WHERE ((r.worker_id = circuits.worker_id) AND (r.namespaces <@ ( SELECT sundial_login_namespaces() AS sundial_login_namespaces))))))));
+
+CREATE POLICY kept_to_namespaces_update ON circuits FOR UPDATE USING ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM runners r
+  WHERE ((r.worker_id = circuits.worker_id) AND (r.namespaces <@ ( SELECT sundial_login_namespaces() AS sundial_login_namespaces))))))));
+
+CREATE POLICY kept_to_namespaces_delete ON circuits FOR DELETE USING ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM runners r
+  WHERE ((r.worker_id = circuits.worker_id) AND (r.namespaces <@ ( SELECT sundial_login_namespaces() AS sundial_login_namespaces))))))));
