@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -88,6 +89,20 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of the process, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds(data_dir: Path) -> float:
+    """utime + stime of the PostgreSQL server: its postmaster and every process it runs now
+    (the operator's connections among them)."""
+    postmaster = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+    children = subprocess.run(
+        ["pgrep", "-P", str(postmaster)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    total = 0.0
+    for pid in [postmaster, *map(int, children)]:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # ended meanwhile
+            total += cpu_seconds(pid)
+    return total
 
 
 def trims(log_path: Path) -> list[dict[str, Any]]:
@@ -207,7 +222,9 @@ def main() -> None:
                 idle_seconds = max(30.0, options.mirror_seconds * 10)
                 before = request_counts(kubectl)
                 cpu_before = cpu_seconds(operator.pid)
+                postgres_before = postgres_cpu_seconds(Path(server.data_dir))
                 time.sleep(idle_seconds)
+                postgres_idle = postgres_cpu_seconds(Path(server.data_dir)) - postgres_before
                 idle_by_verb = request_counts(kubectl) - before
                 idle_requests = idle_by_verb.total()
                 idle_cpu = cpu_seconds(operator.pid) - cpu_before
@@ -260,6 +277,10 @@ def main() -> None:
                 print(
                     f"operator CPU when idle:   {idle_cpu:.2f} s in {idle_seconds:.0f} s "
                     f"({idle_cpu / passes * 1e3:.0f} ms per mirror pass)"
+                )
+                print(
+                    f"PostgreSQL CPU when idle: {postgres_idle:.2f} s in {idle_seconds:.0f} s "
+                    "(the whole server, the operator's connections included)"
                 )
                 done = trims(log_path)
                 print(

@@ -75,6 +75,16 @@ def _version(body: Mapping[str, Any]) -> int:
         return 0
 
 
+def _same_version(held: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """The same object at the same resourceVersion (compared as text: any version string)."""
+    version = held["metadata"].get("resourceVersion")
+    return (
+        version is not None
+        and version == body["metadata"].get("resourceVersion")
+        and held["metadata"].get("uid") == body["metadata"].get("uid")
+    )
+
+
 def _key(body: Mapping[str, Any]) -> tuple[str, str]:
     metadata = body["metadata"]
     return str(metadata.get("namespace") or ""), str(metadata["name"])
@@ -90,14 +100,18 @@ class ObjectCache:
         # key -> the version of its DELETED event, until a LIST answered after it: a LIST that
         # began before the deletion must not bring the object back.
         self._deleted: dict[tuple[str, str], int] = {}
+        #: Counts every change to what is held (an object added, replaced by a newer version,
+        #: or gone): equal counts mean the same objects, so a pass can tell nothing changed.
+        self.changes = 0
 
     def observe(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A watch event (``None``: kopf's initial listing) for ``body``."""
         key = _key(body)
         if event_type == "DELETED":
             held = self._objects.get(key)
-            if held is None or held["metadata"].get("uid") == body["metadata"].get("uid"):
-                self._objects.pop(key, None)
+            if held is not None and held["metadata"].get("uid") == body["metadata"].get("uid"):
+                del self._objects[key]
+                self.changes += 1
             self._deleted[key] = _version(body)
             return
         self._deleted.pop(key, None)
@@ -107,7 +121,10 @@ class ObjectCache:
         held = self._objects.get(key)
         if held is not None and _version(held) > _version(body):
             return  # older than what is held, be it the same object or one made since
+        if held is not None and _same_version(held, body):
+            return  # the same version again (a relist, a watch restarted)
         self._objects[key] = slim(body)
+        self.changes += 1
 
     def needs_list(self) -> bool:
         """True before the first LIST and once ``resync_seconds`` passed since the last."""
@@ -131,6 +148,7 @@ class ObjectCache:
         for key in list(self._objects):
             if key not in seen and _version(self._objects[key]) <= answered:
                 del self._objects[key]
+                self.changes += 1
         self._listed_at = started
 
     def bodies(self) -> list[Mapping[str, Any]]:

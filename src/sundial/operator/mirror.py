@@ -11,9 +11,13 @@ event or an object deleted by hand all heal on the next pass.
 At rest the cost follows what changed, not how many ScheduledJobs there are (ADR 0066): a
 ScheduledJob whose inputs hash as at its last sync that raised nothing (its resourceVersion,
 its schedule and window rows, its mirrored JobRuns' resourceVersions, its missed fires, its
-circuit) is skipped, its spec not even parsed. One with an SLO (the
-clock alone can break it) or a run-now annotation is synced on every pass, and every one at
-least every ``_RESYNC_SECONDS`` whatever its inputs say.
+circuit) is skipped, its spec not even parsed. One with an SLO (the clock alone can break
+it) or a run-now annotation is synced on every pass, and every one at least every
+``_RESYNC_SECONDS`` (5 minutes) whatever its inputs say. A pass that finds nothing changed at
+all (no object in either cache, no row behind the windows by PostgreSQL's row counters, no
+missed fire, unstorable name or circuit) does not even ask for the digests: it syncs only the
+ScheduledJobs synced on every pass and the JobRuns with a time to live, and a full sweep
+comes at least every ``_QUIET_SECONDS``.
 
 A pass submits the user JobRuns that have no run yet beside its work on the ScheduledJobs, not
 after it (``job_runs.reconcile``; kopf's handlers submit them too, and ``Context.submitting``
@@ -77,13 +81,17 @@ log = logging.getLogger("sundial.operator.mirror")
 #: ScheduledJobs synced at once in a pass (their writes are bounded by write_concurrency).
 _SLICE = 256
 
+#: A pass that finds nothing changed since the last sweep skips the sweep, but one comes at
+#: least this often (so each ScheduledJob is still synced within ``_RESYNC_SECONDS``).
+_QUIET_SECONDS = 30.0
+
 #: While generations wait to be stored, a sweep of every ScheduledJob starts at most every
 #: mirror interval or this many times its own duration after the last one, whichever is longer.
 _SWEEP_SPACING = 4
 
 #: A ScheduledJob whose inputs did not change since its last sync is skipped by a sweep, but
 #: synced again at least this often, whatever its inputs say (a safety net, not a schedule).
-_RESYNC_SECONDS = 60.0
+_RESYNC_SECONDS = 300.0
 
 
 class Mirror:
@@ -104,6 +112,27 @@ class Mirror:
         #: nothing, and when (monotonic). A sweep skips a ScheduledJob whose inputs are the
         #: same: its status and its JobRuns are what that sync made them.
         self._settled: dict[str, tuple[int, float]] = {}
+        #: What the last sweep saw of everything a sync reads (``_inputs_now``), and when it
+        #: started: a pass that sees the same skips the sweep.
+        self._swept_inputs: tuple[Any, ...] | None = None
+        self._swept_at: float | None = None
+        #: What the last pass derived from the cached ScheduledJobs, with the cache's change
+        #: count then: at rest the same, and not derived again from 10,000 bodies each pass.
+        self._view: _ScheduledView | None = None
+
+    def _scheduled_view(self, scheduled: list[Mapping[str, Any]]) -> _ScheduledView:
+        changes = self.ctx.scheduled_job_cache.changes
+        if self._view is not None and self._view.changes == changes:
+            return self._view
+        live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
+        self._view = _ScheduledView(
+            changes=changes,
+            live=live,
+            by_schedule={status.schedule_id(body): body for body in live},
+            namespace_of={status.schedule_id(b): b["metadata"]["namespace"] for b in scheduled},
+            every_pass=[body for body in live if _synced_every_pass(body)],
+        )
+        return self._view
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass until ``stop``; a failed pass is logged and the next one starts over."""
@@ -139,9 +168,9 @@ class Mirror:
             await self._deactivate_orphans(scheduled, listed_at)
         registered_before = set(self.ctx.job_runs)
         runs_listed = await self._objects(self.ctx.job_run_cache, kube.JOB_RUNS)
-        live = [body for body in scheduled if not body["metadata"].get("deletionTimestamp")]
-        self.ctx.scheduled_jobs = {status.schedule_id(body): body for body in live}
-        namespace_of = {status.schedule_id(b): b["metadata"]["namespace"] for b in scheduled}
+        view = self._scheduled_view(scheduled)
+        live, namespace_of = view.live, view.namespace_of
+        self.ctx.scheduled_jobs = view.by_schedule
         mirrored: dict[uuid.UUID, dict[str, Mapping[str, Any]]] = {}
         users: list[Mapping[str, Any]] = []
         for body in runs_listed:
@@ -166,12 +195,20 @@ class Mirror:
             done = await self._sync_scheduled_jobs(live, mirrored)
         finally:
             await beside
+        with_run = [body for body in users if (body.get("status") or {}).get("runId") is not None]
         if done.sweep:
-            await self._sync_user_runs(
-                [body for body in users if (body.get("status") or {}).get("runId") is not None]
-            )
+            await self._sync_user_runs(with_run)
             assert self._last_sweep is not None
             self._sweep_seconds = time.monotonic() - self._last_sweep
+        else:
+            # The clock alone ends a JobRun's time to live: those are followed every pass.
+            await self._sync_user_runs(
+                [
+                    b
+                    for b in with_run
+                    if (b.get("spec") or {}).get("ttlSecondsAfterFinished") is not None
+                ]
+            )
         if done.ended_pods is not None:
             await self._collect_pods(done.ended_pods, done.kept, users)
         self.passes += 1
@@ -249,20 +286,33 @@ class Mirror:
         # A backlog (thousands applied at once) is worked off by passes over the new ones
         # only: a sweep re-reads every window and recomputes every status, and back to back
         # at 10,000 the sweeps were most of the pass (ADR 0038, amended).
+        try:
+            # One statement, a handful of rows: the dependencies open on some live runner.
+            open_circuits = await circuits.open_for(self.ctx.pool)
+            inputs_now = await self._inputs_now(open_circuits) if not unstored else None
+        except store_errors.StoreUnavailableError as error:
+            await self._store_unavailable(live, error)
+            raise
         sweep = self._sweep_due(backlog=bool(unstored))
-        if sweep:
+        synced = unstored
+        if sweep and self._quiet(inputs_now):
+            # Nothing a sync reads changed since the last sweep: only what the clock moves.
+            sweep = False
+            assert self._view is not None  # made by this pass
+            synced = self._view.every_pass
+            mirror_metrics.SCHEDULED_JOBS.labels("settled").inc(len(live) - len(synced))
+            mirror_metrics.PASSES.labels("quiet").inc()
+        elif sweep:
             self._last_sweep = time.monotonic()
-        synced = live if sweep else unstored
+            self._swept_inputs, self._swept_at = inputs_now, self._last_sweep
+            synced = live
+            mirror_metrics.PASSES.labels("sweep").inc()
+        else:
+            mirror_metrics.PASSES.labels("backlog").inc()
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
         ended_pods = await self._ended_pods() if sweep and self._pod_sweep_due() else None
-        try:
-            # One statement, a handful of rows: the dependencies open on some live runner.
-            open_circuits = await circuits.open_for(self.ctx.pool)
-        except store_errors.StoreUnavailableError as error:
-            await self._store_unavailable(live, error)
-            raise
         kept: dict[uuid.UUID, set[int]] = {}
         # Slice by slice from the reads to the writes: what a ScheduledJob costs during a pass
         # (its parsed spec, its window and schedule rows, its desired status) is alive for
@@ -367,9 +417,7 @@ class Mirror:
         store's digest covers its schedule row and its window of runs (a window that lists
         as many active runs as it may is always synced: its exact count is not in it)."""
         metadata = body["metadata"]
-        if (body.get("spec") or {}).get("slo") is not None:
-            return None
-        if context.RUN_NOW_ANNOTATION in (metadata.get("annotations") or {}):
+        if _synced_every_pass(body):
             return None
         version = metadata.get("resourceVersion")
         if version is None or digest is None or digest.capped:
@@ -395,9 +443,40 @@ class Mirror:
         now: float,
         *arguments: Any,
     ) -> None:
-        """``_sync_scheduled_job``, then remember its inputs if it raised nothing."""
-        if await self._sync_scheduled_job(*arguments) and inputs is not None:
+        """``_sync_scheduled_job``, then remember its inputs if it raised nothing; if it
+        raised, the next pass sweeps again (a quiet pass would not retry it)."""
+        if not await self._sync_scheduled_job(*arguments):
+            self._swept_inputs = None
+        elif inputs is not None:
             self._settled[uid] = (inputs, now)
+
+    async def _inputs_now(
+        self, open_circuits: Mapping[str, circuits.OpenCircuit]
+    ) -> tuple[Any, ...] | None:
+        """Everything a sync reads, as numbers that move when it changes; None when PostgreSQL
+        keeps no row counters (then every pass sweeps, as before)."""
+        rows = await history.changes(self.ctx.pool)
+        if rows is None:
+            return None
+        return (
+            rows,
+            self.ctx.scheduled_job_cache.changes,
+            self.ctx.job_run_cache.changes,
+            frozenset(self.ctx.missed.items()),
+            frozenset(self.ctx.unstorable.items()),
+            tuple(sorted(open_circuits.items(), key=lambda item: item[0])),
+        )
+
+    def _quiet(self, inputs_now: tuple[Any, ...] | None) -> bool:
+        """Whether this pass may skip its sweep: it sees what the last sweep saw, that sweep is
+        less than ``_QUIET_SECONDS`` old, and no Pod sweep is due."""
+        return (
+            inputs_now is not None
+            and inputs_now == self._swept_inputs
+            and self._swept_at is not None
+            and time.monotonic() - self._swept_at < _QUIET_SECONDS
+            and not self._pod_sweep_pending()
+        )
 
     def _sweep_due(self, *, backlog: bool) -> bool:
         """Whether this pass syncs every ScheduledJob (every pass does, but during a backlog)."""
@@ -654,14 +733,18 @@ class Mirror:
 
         await asyncio.gather(*(one(body) for body in bodies))
 
-    def _pod_sweep_due(self) -> bool:
+    def _pod_sweep_pending(self) -> bool:
+        """Whether a Pod sweep is due (nothing changes: ``_pod_sweep_due`` takes it)."""
         if self.ctx.settings.pod_instance is None:
             return False
-        now = time.monotonic()
         interval = self.ctx.settings.pod_gc_interval.total_seconds()
-        if self._last_pod_sweep is not None and now - self._last_pod_sweep < interval:
+        last = self._last_pod_sweep
+        return last is None or time.monotonic() - last >= interval
+
+    def _pod_sweep_due(self) -> bool:
+        if not self._pod_sweep_pending():
             return False
-        self._last_pod_sweep = now
+        self._last_pod_sweep = time.monotonic()
         return True
 
     async def _ended_pods(self) -> list[pod_gc.EndedPod] | None:
@@ -703,6 +786,17 @@ class Mirror:
 
 
 @dataclasses.dataclass(frozen=True)
+class _ScheduledView:
+    """What a pass derives from the cached ScheduledJobs, at a cache change count."""
+
+    changes: int
+    live: list[Mapping[str, Any]]  # not being deleted
+    by_schedule: dict[uuid.UUID, Mapping[str, Any]]  # live ones by schedule id
+    namespace_of: dict[uuid.UUID, str]  # every one's namespace by schedule id
+    every_pass: list[Mapping[str, Any]]  # live ones synced on every pass
+
+
+@dataclasses.dataclass(frozen=True)
 class _ScheduledJobsDone:
     """What the ScheduledJobs' part of a pass did, for the rest of the pass."""
 
@@ -728,6 +822,14 @@ class _WriteBound(asyncio.Semaphore):
     async def acquire(self) -> Literal[True]:
         await self._ctx.submissions_quiet()
         return await super().acquire()
+
+
+def _synced_every_pass(body: Mapping[str, Any]) -> bool:
+    """A ScheduledJob whose sync no input can skip: an SLO, which the clock alone can break,
+    or a run-now asked for."""
+    if (body.get("spec") or {}).get("slo") is not None:
+        return True
+    return context.RUN_NOW_ANNOTATION in (body["metadata"].get("annotations") or {})
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:

@@ -27,6 +27,7 @@ __all__ = [
     "RunView",
     "ScheduleView",
     "WindowRequest",
+    "changes",
     "digests",
     "recent",
     "runs",
@@ -186,6 +187,16 @@ class Digest:
     #: The window lists MAX_ACTIVE_LISTED unfinished runs, so its ``active_count`` (exact,
     #: counted apart) is not in ``value``.
     capped: bool
+
+
+async def changes(pool: Pool) -> int | None:
+    """A number that moves whenever a row behind ``schedules`` and ``window`` is written, within
+    about a second of the commit (PostgreSQL's cumulative row counters), or None when the
+    server keeps no counters. Equal numbers mean nothing a mirror pass would read changed, so
+    at rest a pass can skip even the digests: one cheap statement instead of one per slice."""
+    async with pool.connection() as conn:
+        row = await (await conn.execute(queries.get("history_changes"))).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 @functools.cache

@@ -206,6 +206,10 @@ def test_at_rest_the_mirror_skips_settled_scheduled_jobs_and_still_follows_a_cha
         samples = _scrape(port, metrics_reader)
         return samples.get(("sundial_mirror_scheduled_jobs_total", (("result", result),)), 0.0)
 
+    def passes(kind: str) -> float:
+        samples = _scrape(port, metrics_reader)
+        return samples.get(("sundial_mirror_passes_total", (("kind", kind),)), 0.0)
+
     names = ("first", "second", "third")
     with running(
         OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port)
@@ -237,6 +241,9 @@ def test_at_rest_the_mirror_skips_settled_scheduled_jobs_and_still_follows_a_cha
             what="three more sweeps",
         )
         assert count("synced") == synced, "an idle sweep synced a ScheduledJob whose inputs held"
+        # Nothing changes at all: passes go quiet, without even reading the digests.
+        quiet = passes("quiet")
+        wait_until(lambda: passes("quiet") >= quiet + 3, within=30, what="three quiet passes")
 
         # A change only PostgreSQL sees (a run of the job completes) still reaches the status.
         kubectl("annotate", "-n", namespace, "scheduledjob", "second", "sundial.dev/run-now=1")

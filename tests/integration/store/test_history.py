@@ -240,3 +240,44 @@ async def test_a_digest_says_when_the_window_lists_as_many_active_runs_as_it_may
         await history.digests(pool, [history.WindowRequest(schedule_id, successful=1, failed=1)])
     ).values()
     assert digest.capped
+
+
+async def test_the_change_number_holds_at_rest_and_moves_after_each_write(
+    pool: store_pool.Pool,
+) -> None:
+    """What lets the mirror skip a whole pass at rest: the number stays while nothing is
+    written, and moves, within seconds, after a fire, a claim and a finish."""
+    schedule_id = await make_schedule(pool)
+
+    async def settled() -> int:
+        # A backend reports its counters when it goes idle, at once if its last report is a
+        # second old, else within PostgreSQL's idle interval (10 s).
+        last = await history.changes(pool)
+        for _ in range(10):
+            await asyncio.sleep(11)
+            now = await history.changes(pool)
+            if now == last:
+                assert now is not None
+                return now
+            last = now
+        raise AssertionError("the change number never settled")
+
+    async def moved_from(before: int) -> int:
+        for _ in range(250):
+            now = await history.changes(pool)
+            if now != before:
+                assert now is not None
+                return now
+            await asyncio.sleep(0.1)
+        raise AssertionError("the change number did not move after a write")
+
+    at_rest = await settled()
+    await asyncio.sleep(1.5)
+    assert await history.changes(pool) == at_rest
+    await fire(pool, schedule_id, 5)
+    fired = await moved_from(at_rest)
+    claimed = await claims.claim(pool, "w", limit=10)
+    assert claimed
+    started = await moved_from(fired)
+    await claims.finish(pool, "w", [finishes.succeeded(run) for run in claimed])
+    await moved_from(started)
