@@ -67,6 +67,12 @@ _ENDING_RUNS = (
 )
 
 
+#: Tables no component may touch, whatever its ``"*"`` says: which namespaces a login is kept
+#: to is written by the owner and read through ``sundial_login_namespaces()`` alone, so a kept
+#: login can neither widen its list nor read another team's.
+_OWNER_ONLY_TABLES = frozenset({"login_namespaces"})
+
+
 @dataclass(frozen=True)
 class Grants:
     """What one component's group role may do."""
@@ -81,7 +87,7 @@ class Grants:
 
 COMPONENTS: dict[str, Grants] = {
     "operator": Grants(
-        tables={"*": _ALL, "schema_migrations": _READ, "login_namespaces": ()},
+        tables={"*": _ALL, "schema_migrations": _READ},
         sequences=True,
         owner_functions=(
             "sundial_ensure_month_partition(timestamptz)",
@@ -101,13 +107,12 @@ COMPONENTS: dict[str, Grants] = {
             "idempotency_keys": ("SELECT", "INSERT"),
             "runners": _ALL,
             "circuits": _ALL,
-            "login_namespaces": (),
         },
         sequences=True,
         # A finish records a failed attempt in this month's partition, making it if missing.
         owner_functions=("sundial_ensure_month_partition(timestamptz)", *_ENDING_RUNS),
     ),
-    "reader": Grants(tables={"*": _READ, "login_namespaces": ()}, sequences=False),
+    "reader": Grants(tables={"*": _READ}, sequences=False),
 }
 
 
@@ -177,7 +182,11 @@ def ensure(conn: psycopg.Connection[Any], prefix: str = DEFAULT_PREFIX) -> list[
 def _grant(conn: psycopg.Connection[Any], role: str, grants: Grants, tables: list[str]) -> None:
     who = sql.Identifier(role)
     for table in tables:
-        privileges = grants.tables.get(table, grants.tables.get("*", ()))
+        privileges = (
+            ()
+            if table in _OWNER_ONLY_TABLES
+            else grants.tables.get(table, grants.tables.get("*", ()))
+        )
         name = sql.Identifier(table)
         conn.execute(sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(name, who))
         if privileges:
@@ -249,7 +258,8 @@ def keep_to_namespaces(
     namespace). Only the owner may: the table has no grant for any component. The login need
     not exist yet, so the list can be written before a platform team makes the login. Refused:
     a role that cannot log in (the policies name the session's login), and a login of the
-    operator's group, which acts for every namespace (the trigger, the reaper, the mirror)."""
+    operator's group, which acts for every namespace (the trigger, the reaper, the mirror). A
+    reader's login may be kept: a team's own history reader then sees only its runs."""
     row = conn.execute(
         "SELECT r.rolcanlogin, o.oid IS NOT NULL AND pg_has_role(r.oid, o.oid, 'MEMBER')"
         " FROM pg_roles r LEFT JOIN pg_roles o ON o.rolname = %s WHERE r.rolname = %s",

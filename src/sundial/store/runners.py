@@ -78,8 +78,8 @@ async def require_login_serves(pool: Pool, namespaces: Sequence[str] | None) -> 
     runner told to serve more would wait on runs it can never see, without a word."""
     async with pool.connection() as conn:
         row = await (await conn.execute(queries.get("login_namespaces"))).fetchone()
-        login = (await (await conn.execute("SELECT session_user")).fetchone() or ("?",))[0]
     kept = None if row is None or row[0] is None else sorted(row[0])
+    login = "?" if row is None else row[1]
     if kept is None:
         return
     if namespaces is None:

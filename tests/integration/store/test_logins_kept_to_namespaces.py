@@ -337,3 +337,38 @@ def test_a_kept_login_reads_only_its_jobs_and_writes_only_its_own_runners_rows(
             "INSERT INTO circuits (worker_id, dependency, state, since)"
             " VALUES ('b-runner', 'stripe', 'open', now())"
         )
+
+
+def test_a_teams_reader_login_kept_to_its_namespace_reads_only_its_runs_and_writes_none(
+    tenants: Tenants, store_dsn: str, postgres_server: PostgresServer
+) -> None:
+    """A read-only login for one team's dashboards: the reader's grants, the team's rows."""
+    prefix = tenants.group.removesuffix("_runner")
+    reader = f"{prefix}_reader_team_b"
+    try:
+        done = sundial_migrate(
+            store_dsn,
+            "--role-prefix", prefix,
+            "--login", f"reader={reader}",
+            "--login-namespaces", f"{reader}=team-b",
+            env={"SUNDIAL_LOGIN_PASSWORD_READER": PASSWORD},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (run_a,) = runner_loop.submit(store_dsn, tenants.team_a)
+        (run_b,) = runner_loop.submit(store_dsn, tenants.team_b)
+        with psycopg.connect(login_dsn(store_dsn, reader, PASSWORD), autocommit=True) as conn:
+            assert [row[0] for row in conn.execute("SELECT id FROM job_runs")] == [run_b]
+            assert [row[0] for row in conn.execute("SELECT id FROM job_definitions")] == [
+                tenants.team_b
+            ]
+            for statement in (
+                f"UPDATE job_runs SET state = 'cancelled' WHERE id = {run_b}",
+                "SELECT * FROM login_namespaces",
+            ):
+                with pytest.raises(pg_errors.InsufficientPrivilege):
+                    conn.execute(statement)
+        with psycopg.connect(store_dsn) as conn:
+            states = dict(conn.execute("SELECT id, state FROM job_runs").fetchall())
+        assert (states[run_a], states[run_b]) == ("pending", "pending")
+    finally:
+        drop_roles(postgres_server.admin_dsn, store_dsn, [reader])
