@@ -372,3 +372,33 @@ def test_a_teams_reader_login_kept_to_its_namespace_reads_only_its_runs_and_writ
         assert (states[run_a], states[run_b]) == ("pending", "pending")
     finally:
         drop_roles(postgres_server.admin_dsn, store_dsn, [reader])
+
+
+def test_a_kept_login_reads_only_its_namespaces_fires_and_quotas_and_the_default(
+    tenants: Tenants, store_dsn: str
+) -> None:
+    """Which schedule fired when, and another team's limit and active count, are that team's."""
+    schedules = {job: uuid.uuid4() for job in (tenants.team_a, tenants.team_b)}
+    with psycopg.connect(store_dsn) as conn:
+        for job, schedule in schedules.items():
+            conn.execute(
+                "INSERT INTO schedules (id, job_id, cron, next_fire_time)"
+                " VALUES (%s, %s, '* * * * *', now())",
+                (schedule, job),
+            )
+            conn.execute(
+                "INSERT INTO schedule_fires (schedule_id, fire_time, run_id) VALUES (%s, now(), 1)",
+                (schedule,),
+            )
+        conn.execute(
+            "INSERT INTO namespace_quotas (namespace, max_active_runs, explicit)"
+            " VALUES ('*', 100, true), ('team-a', 5, true), ('team-b', 7, true)"
+        )
+    with psycopg.connect(tenants.kept_dsn, autocommit=True) as conn:
+        fired = [row[0] for row in conn.execute("SELECT schedule_id FROM schedule_fires")]
+        quotas = sorted(conn.execute("SELECT namespace, max_active_runs FROM namespace_quotas"))
+    assert fired == [schedules[tenants.team_b]]
+    assert quotas == [("*", 100), ("team-b", 7)]
+    with psycopg.connect(store_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM schedule_fires").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM namespace_quotas").fetchone() == (3,)

@@ -163,6 +163,12 @@ ALTER TABLE job_runs ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY kept_to_namespaces ON job_runs USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (namespace = ANY (( SELECT sundial_login_namespaces() AS sundial_login_namespaces)::text[]))));
 
+ALTER TABLE schedule_fires ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON schedule_fires USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM schedules s
+  WHERE (s.id = schedule_fires.schedule_id)))));
+
 ALTER TABLE job_run_deps ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY kept_to_namespaces ON job_run_deps USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1

@@ -14,3 +14,7 @@ CREATE TABLE namespace_quotas (
 
 ALTER TABLE namespace_quotas
     ADD CONSTRAINT namespace_quotas_pkey PRIMARY KEY (namespace);
+
+ALTER TABLE namespace_quotas ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY kept_to_namespaces ON namespace_quotas USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (namespace = '*'::text) OR (namespace = ANY (( SELECT sundial_login_namespaces() AS sundial_login_namespaces)::text[]))));
