@@ -10,6 +10,12 @@ polled, and a CRD whose conditions are not written yet is simply not established
 the README waits twice: ``--for=jsonpath='{.status.conditions[0].type}'`` (which skips a null
 list) until the conditions exist, then ``--for=condition=Established``.
 
+Established is not yet serving: for a moment after a CRD is made (or changed) the apiserver
+answers its LISTs and watches with ``429 storage is (re)initializing``. kopf retries that, but
+logs each refused watch as an error, which an operator started straight after the wait shows.
+So the wait ends with one small LIST of each resource, which kubectl's client repeats after the
+``Retry-After`` the apiserver sends until the storage serves.
+
 Guarantees: a kubectl error (no such CRD, no apiserver) fails at once; only "not yet" is waited
 on, for at most ``within`` seconds, and the error then names the CRDs still not established.
 """
@@ -61,6 +67,8 @@ def wait_established(
         done = {item["metadata"]["name"] for item in items if established(item)}
         pending = [name for name in wanted if name not in done]
         if not pending:
+            for item in items:
+                kubectl("get", "--raw", _list_path(item))
             return time.monotonic() - started
         if time.monotonic() - started > within:
             raise cluster.ClusterError(
@@ -69,3 +77,11 @@ def wait_established(
             )
         time.sleep(pause)
         pause = min(pause * 2, every)
+
+
+def _list_path(crd: Mapping[str, Any]) -> str:
+    """The API path of a LIST of at most one object of the CRD's resource, in its first served
+    version, across namespaces."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+    return f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
