@@ -24,6 +24,7 @@ without it glibc may give each of the API client's worker threads arenas of its 
 ``--arenas 0`` runs without it, for a comparison.
 
     .venv/bin/python bench/operator_memory.py [--jobs 1000] [--mirror-seconds 3] [--heap DIR]
+        [--idle-seconds 630]
 """
 
 from __future__ import annotations
@@ -119,6 +120,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--mirror-seconds", type=float, default=3.0)
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=None,
+        help="the idle window (default: 30 s or 10 mirror passes); past 300 s it holds the "
+        "5-minute resyncs (a LIST, and every ScheduledJob synced again): the steady state",
+    )
     parser.add_argument("--heap", type=Path, default=None, help="write heap reports into DIR")
     parser.add_argument("--heap-frames", type=int, default=4)
     parser.add_argument("--arenas", type=int, default=2, help="MALLOC_ARENA_MAX (0: unset)")
@@ -166,6 +174,10 @@ def main() -> None:
                         "0",
                         "--mirror-seconds",
                         str(options.mirror_seconds),
+                        # As the chart runs it: its launcher's Pods are collected by the
+                        # mirror's Pod sweeps, every 30 s.
+                        "--pod-instance",
+                        "bench",
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -219,7 +231,7 @@ def main() -> None:
                 )
                 _heap_report(operator, options.heap, 1)
                 time.sleep(options.mirror_seconds * 4)  # a few idle mirror passes
-                idle_seconds = max(30.0, options.mirror_seconds * 10)
+                idle_seconds = options.idle_seconds or max(30.0, options.mirror_seconds * 10)
                 before = request_counts(kubectl)
                 cpu_before = cpu_seconds(operator.pid)
                 postgres_before = postgres_cpu_seconds(Path(server.data_dir))
@@ -298,7 +310,7 @@ def main() -> None:
                 print(
                     "reproduce: .venv/bin/python bench/operator_memory.py "
                     f"--jobs {options.jobs} --mirror-seconds {options.mirror_seconds} "
-                    f"--arenas {options.arenas}"
+                    f"--arenas {options.arenas} --idle-seconds {idle_seconds:.0f}"
                 )
             finally:
                 operator.send_signal(signal.SIGTERM)

@@ -27,6 +27,7 @@ __all__ = [
     "LABEL_SCHEDULED_JOB",
     "RUN_NOW_ANNOTATION",
     "Context",
+    "Generations",
     "OperatorSettings",
 ]
 
@@ -35,6 +36,41 @@ LABEL_SCHEDULED_JOB = "sundial.dev/scheduledjob"
 LABEL_MIRROR = "sundial.dev/mirror"
 #: On a ScheduledJob (or a JobRun with jobRef): start a run now; the operator removes it.
 RUN_NOW_ANNOTATION = "sundial.dev/run-now"
+
+
+class Generations(dict[str, int]):
+    """uid -> generation, counting its changes: a mirror pass that sees the same count and the
+    same cached objects as a pass that found every generation stored need not look again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes = 0
+
+    def __setitem__(self, key: str, value: int) -> None:
+        self.changes += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.changes += 1
+        super().__delitem__(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.changes += 1
+        return super().pop(key, *default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("set generations one by one, so that each change is counted")
+
+    def setdefault(self, *args: Any) -> Any:
+        raise TypeError("set generations one by one, so that each change is counted")
+
+    def popitem(self) -> tuple[str, int]:
+        self.changes += 1
+        return super().popitem()
+
+    def clear(self) -> None:
+        self.changes += 1
+        super().clear()
 
 
 @dataclass(frozen=True)
@@ -86,7 +122,7 @@ class Context:
     job_run_cache: cache.ObjectCache = field(default_factory=cache.ObjectCache)
     #: uid -> the generation last stored (ScheduledJobs) or handed to ``job_runs.reconcile``
     #: (user JobRuns): an event of a generation already handled changes nothing.
-    reconciled: dict[str, int] = field(default_factory=dict)
+    reconciled: Generations = field(default_factory=Generations)
     #: uids of ScheduledJobs seen deleted by this process: a store already under way when the
     #: deletion arrived deactivates its schedule again after its upsert
     #: (``scheduled_jobs.reconcile``). Only grows with deletions; an entry is a few dozen bytes.
