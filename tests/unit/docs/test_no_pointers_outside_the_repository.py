@@ -12,7 +12,7 @@ REPOSITORY = Path(__file__).resolve().parents[3]
 #: What a user cannot open: the internal design document (upper case; docs/design.md is the
 #: user's), the system design it grew from, and issue numbers.
 POINTERS = re.compile(
-    r"(?-i:\bDESIGN\.md\b)|\bseed[- ]design\b|\bthe seed\b|\bseed's\b|\bissue #?\d+\b",
+    r"(?-i:\bDESIGN\b)|\bseed[- ]design\b|\bthe seed\b|\bseed's\b|\bissue #?\d+\b",
     re.IGNORECASE,
 )
 #: This file names the patterns it forbids.
