@@ -480,6 +480,18 @@ def test_the_run_history_of_postgresql_is_read_through_the_api_server(
     assert all(run["lastError"] is None for run in runs)
 
 
+def test_helm_test_checks_the_database_and_the_operator_and_cleans_up(target: Target) -> None:
+    installation = target.installation
+    done = installation.helm(
+        "test", installation.release, "-n", installation.namespace, "--timeout", "180s",
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Phase:          Succeeded" in done.stdout, done.stdout
+    left = _json(target, "get", "pods", "-n", installation.namespace)["items"]
+    assert "test" not in {p["metadata"]["labels"]["app.kubernetes.io/component"] for p in left}
+
+
 def test_uninstall_leaves_nothing_but_the_kept_crds(target: Target) -> None:
     # The operator's objects first, while its Role in the namespace (watchNamespaces) still
     # lets it take its finalizers off: a namespace's deletion removes that Role too, and the

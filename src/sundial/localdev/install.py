@@ -171,6 +171,10 @@ def real_node_values(
         },
         "jobPods": {"namespaces": list(job_namespaces), **placement},
     }
+    # `helm test` reaches the operator where it listens: no Service routes on this node.
+    values["helmTest"] = {
+        "operatorUrl": f"http://127.0.0.1:{values['operator']['healthPort']}/healthz"
+    }
     return _merged(values, extra or {})
 
 
