@@ -86,3 +86,32 @@ def test_every_optional_part_is_accepted_by_the_apiserver(
     assert {"StatefulSet", "HorizontalPodAutoscaler", "PodMonitor", "Role", "Secret"} <= kinds
     output = _dry_run(kubectl, objects, tmp_path / "everything.yaml")
     assert output.count("(server dry run)") == len(objects)
+
+
+def test_a_release_of_runners_only_is_accepted_from_a_user_with_rights_in_its_namespace_alone(
+    render: Callable[..., Any], kubectl: Callable[..., Any], namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """A team installs its own runners with the built-in `admin` role in its namespace and
+    nothing cluster-wide; the apiserver authorizes a server-side dry run as that user."""
+    user = f"team-admin-{uuid.uuid4().hex[:6]}"
+    kubectl("create", "rolebinding", user, "-n", namespace, "--clusterrole=admin", f"--user={user}")
+    objects = render(
+        {"operator": {"enabled": False}, "postgresql": {"existingSecret": {"name": "team-db"}}},
+        namespace=namespace,
+    )
+    path = tmp_path / "runners.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    result = kubectl(
+        "apply", "--server-side", "--field-manager=chart-dry-run", "--dry-run=server",
+        f"--as={user}", "-f", str(path), check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("(server dry run)") == len(objects) == 3
+    # The same user may not install the whole chart: it holds nothing cluster-wide.
+    everything = tmp_path / "everything.yaml"
+    everything.write_text(yaml.safe_dump_all(render(namespace=namespace)))
+    refused = kubectl(
+        "apply", "--server-side", "--field-manager=chart-dry-run", "--dry-run=server",
+        f"--as={user}", "-f", str(everything), check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "forbidden" in refused.stderr, refused.stderr

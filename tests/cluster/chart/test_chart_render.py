@@ -825,3 +825,47 @@ def test_the_operators_metrics_want_a_token_the_pod_monitor_holds(
     ]["args"]
     assert "--no-metrics-auth" in args
     assert not [o for o in open_metrics if o["metadata"]["name"].endswith("metrics-reader")]
+
+
+def test_a_release_of_runners_only_renders_nothing_beyond_its_namespace(
+    render: Callable[..., Any],
+) -> None:
+    """One team's runners (its handler image, its database login) from the same chart, by
+    someone with rights in that namespace only."""
+    objects = render(
+        {
+            "operator": {"enabled": False},
+            "postgresql": {"existingSecret": {"name": "team-a-db", "runnerKey": "runner-dsn"}},
+            "runner": {"image": {"repository": "registry.example/team-a/handlers", "tag": "7"}},
+            "metrics": {"podMonitor": {"enabled": True}},
+        },
+        namespace="team-a",
+    )
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
+        ("Deployment", "release-sundial-runner"),
+        ("Pod", "release-sundial-test"),
+        ("PodMonitor", "release-sundial"),  # the runners'
+        ("ServiceAccount", "release-sundial-runner"),
+    ]
+    assert {o["metadata"]["namespace"] for o in objects} == {"team-a"}
+    [runner] = _one(objects, "Deployment", "runner")["spec"]["template"]["spec"]["containers"]
+    assert "--namespace=team-a" in runner["args"]
+    assert runner["image"] == "registry.example/team-a/handlers:7"
+    [dsn] = [e for e in runner["env"] if e["name"] == "SUNDIAL_DSN"]
+    assert dsn["valueFrom"]["secretKeyRef"] == {"name": "team-a-db", "key": "runner-dsn"}
+    [check] = _pod_specs([_one(objects, "Pod")])
+    assert [c["name"] for c in check["containers"]] == ["database"]  # no operator to ask
+
+
+def test_a_release_of_runners_only_with_a_bundled_database_is_refused_saying_why(
+    helm: Callable[..., Any], tmp_path: Any
+) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"operator": {"enabled": False}, "postgresql": {"bundled": {"enabled": True}}}
+        )
+    )
+    result = helm("template", "release", str(CHART), "--values", str(path), check=False)
+    assert result.returncode != 0
+    assert "set postgresql.bundled.enabled=false" in result.stderr, result.stderr
