@@ -492,6 +492,71 @@ def test_helm_test_checks_the_database_and_the_operator_and_cleans_up(target: Ta
     assert "test" not in {p["metadata"]["labels"]["app.kubernetes.io/component"] for p in left}
 
 
+#: A Pod job that sleeps through a `helm upgrade` that recreates the operator.
+THROUGH_UPGRADE = "through-upgrade"
+THROUGH_UPGRADE_SECONDS = 40
+
+
+def test_helm_upgrade_recreates_the_operator_while_a_pod_job_runs_and_nothing_is_lost(
+    target: Target, stories: Phases
+) -> None:
+    """The operator (and its Pod launcher) is replaced while a job Pod runs: the new one adopts
+    the Pod instead of starting another, the run ends once under its first attempt, and the
+    schedules go on firing."""
+    oom = yaml.safe_load((EXAMPLES / "oom.yaml").read_text())
+    template = copy.deepcopy(oom["spec"]["job"]["template"])
+    template.pop("metadata", None)
+    [container] = template["spec"]["containers"]
+    container["command"] = ["sleep", str(THROUGH_UPGRADE_SECONDS)]
+    container["resources"] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    run = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "JobRun",
+        "metadata": {"name": THROUGH_UPGRADE},
+        "spec": {"job": {"template": template, "retry": {"maxRetries": 0}}},
+    }
+    target.kubectl("apply", "-n", JOBS, "-f", "-", stdin=yaml.safe_dump(_placed(run, target)))
+    deadline = time.monotonic() + 120
+    while True:
+        status = (stories.latest.get(THROUGH_UPGRADE) or {}).get("status") or {}
+        pods = []
+        if status.get("runId") is not None:
+            pods = _json(
+                target, "get", "pods", "-n", JOBS, "-l", f"sundial.dev/run-id={status['runId']}"
+            )["items"]
+        if any(p["status"].get("phase") == "Running" for p in pods):
+            break
+        assert time.monotonic() < deadline, f"its Pod never ran: {status}, {pods}"
+        time.sleep(0.5)
+    installation = target.installation
+    namespace = installation.namespace
+    operator = "app.kubernetes.io/component=operator"
+    before = {p["metadata"]["uid"] for p in _json(target, "get", "pods", "-n", namespace,
+                                                  "-l", operator)["items"]}  # fmt: skip
+    upgraded = installation.helm(
+        "upgrade", installation.release, str(installs.chart_dir()), "-n", namespace,
+        "--reuse-values", "--set-string", f"operator.podAnnotations.upgraded={time.time():.0f}",
+        "--wait", "--timeout", "180s", check=False,
+    )  # fmt: skip
+    assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+    upgraded_at = datetime.now(UTC)
+    after = {p["metadata"]["uid"] for p in _json(target, "get", "pods", "-n", namespace,
+                                                 "-l", operator)["items"]}  # fmt: skip
+    assert after and not after & before, "the upgrade did not replace the operator"
+    ended = stories.ended(THROUGH_UPGRADE, within=180)["status"]
+    assert (ended["phase"], ended["attempt"]) == ("Succeeded", 1), ended
+    pods = _json(target, "get", "pods", "-n", JOBS, "-l", f"sundial.dev/run-id={ended['runId']}")
+    assert {p["metadata"]["labels"]["sundial.dev/attempt"] for p in pods["items"]} <= {"1"}
+    # hello fires every 10 s: within a minute of the upgrade it has fired again.
+    polling_deadline = time.monotonic() + 60
+    while True:
+        fired = _json(target, "get", "scheduledjob", "hello", "-n", JOBS)["status"]
+        if fired.get("lastScheduleTime") and _time(fired["lastScheduleTime"]) > upgraded_at:
+            break
+        assert time.monotonic() < polling_deadline, f"hello stopped firing: {fired}"
+        time.sleep(1)
+
+
 def test_uninstall_leaves_nothing_but_the_kept_crds(target: Target) -> None:
     # The operator's objects first, while its Role in the namespace (watchNamespaces) still
     # lets it take its finalizers off: a namespace's deletion removes that Role too, and the

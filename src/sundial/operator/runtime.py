@@ -10,9 +10,11 @@ lease (``leadership``): a standby waits here. Once leading, it runs side by side
 * the status mirror (``mirror``) and the Event recorder (``events``);
 * the pod launcher (``pod_launcher``, unless turned off), which claims pod-mode runs and drives
   their Pods. Its worker id is the operator's lease holder, so an operator restarted with the
-  same ``--holder`` adopts the runs and Pods it held (a new holder leaves them to the reaper,
-  and the next claim deletes the old Pod first). Its Pods are owned by their ScheduledJob and
-  their ends become Events (``pod_hooks``);
+  same ``--holder`` adopts the runs and Pods it held; one that takes the lease over from
+  another holder (a ``helm upgrade`` replaces the operator Pod and its name) first takes the
+  pod runs its predecessor still holds (``pod_runs.take_over``) and adopts their Pods under
+  the same attempts, instead of leaving them to the reaper, which would start each over. Its
+  Pods are owned by their ScheduledJob and their ends become Events (``pod_hooks``);
 * the lease keeper.
 
 The HTTP port (``--liveness-port``) serves ``/healthz`` and ``/metrics``: the trigger's and
@@ -55,8 +57,8 @@ from sundial.operator import (
 from sundial.pods import launcher, manifests
 from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
+from sundial.store import pod_runs, quotas, schema_version
 from sundial.store import pool as store_pool
-from sundial.store import quotas, schema_version
 
 __all__ = ["OperatorConfig", "serve"]
 
@@ -187,6 +189,14 @@ async def _lead(
     kopf_stop = asyncio.Event()
     pod_launcher = None
     if config.pod_launcher:
+        if lead.previous is not None:
+            # The previous operator (an upgrade's, or one that failed) left its Pods running:
+            # adopted under their attempts, not started over once the reaper saw them expire.
+            taken = await pod_runs.take_over(pool, previous=lead.previous, worker=config.holder)
+            log.info(
+                "took over the pod runs of the previous operator",
+                extra={"previous": lead.previous, "runs": taken[:20], "count": len(taken)},
+            )
         pod_launcher = launcher.PodLauncher(
             pool,
             api.api_client,

@@ -43,12 +43,16 @@ class Leadership:
         self.ttl_seconds = ttl_seconds
         self.lease: leases.LeaderLease | None = None
         self.lost = asyncio.Event()
+        #: The holder this process took the lease over from (``None``: itself, or nobody):
+        #: whatever that one left running is this one's to adopt.
+        self.previous: str | None = None
 
     async def acquire(self, stop: asyncio.Event) -> bool:
         """Wait until this process holds the lease (True) or ``stop`` is set (False)."""
         announced = False
         while not stop.is_set():
             try:
+                before = await leases.last_holder(self.pool, LEASE_NAME)
                 self.lease = await leases.acquire(
                     self.pool, LEASE_NAME, self.holder, ttl_seconds=self.ttl_seconds
                 )
@@ -56,7 +60,15 @@ class Leadership:
                 log.exception("could not ask for the operator lease; retrying")
                 self.lease = None
             if self.lease is not None:
-                log.info("leading", extra={"holder": self.holder, "epoch": self.lease.epoch})
+                self.previous = before if before != self.holder else None
+                log.info(
+                    "leading",
+                    extra={
+                        "holder": self.holder,
+                        "epoch": self.lease.epoch,
+                        "previous": self.previous,
+                    },
+                )
                 return True
             if not announced:
                 log.info("standing by: another operator holds the lease")

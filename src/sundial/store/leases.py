@@ -16,7 +16,7 @@ import psycopg
 from sundial.store import queries
 from sundial.store.pool import Pool, store_error
 
-__all__ = ["BlockingLeases", "LeaderLease", "acquire", "holder", "release"]
+__all__ = ["BlockingLeases", "LeaderLease", "acquire", "holder", "last_holder", "release"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,14 @@ async def release(pool: Pool, lease: LeaderLease) -> bool:
             {"name": lease.name, "holder": lease.holder, "epoch": lease.epoch},
         )
         return cursor.rowcount == 1
+
+
+async def last_holder(pool: Pool, name: str) -> str | None:
+    """Who held ``name`` last, whether or not the lease has expired; ``None``: nobody ever."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("lease_last_holder"), {"name": name})
+        row = await cursor.fetchone()
+    return None if row is None else str(row[0])
 
 
 async def holder(pool: Pool, name: str) -> LeaderLease | None:

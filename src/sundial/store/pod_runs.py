@@ -35,6 +35,7 @@ __all__ = [
     "launch_context",
     "quarantine_schedule",
     "record_pod",
+    "take_over",
 ]
 
 
@@ -132,6 +133,18 @@ async def held_runs(pool: Pool, worker: str) -> list[HeldRun]:
         cursor = await conn.execute(queries.get("pod_held_runs"), {"worker": worker})
         rows = await cursor.fetchall()
     return [HeldRun(claims.ClaimedRun._make(row[:-2]), row[-2], row[-1]) for row in rows]
+
+
+async def take_over(pool: Pool, *, previous: str, worker: str) -> list[int]:
+    """Make the pod runs ``previous`` still holds ``worker``'s, under the same attempts; return
+    their ids. For a new leader whose predecessor stopped (an upgrade, a failover): it adopts
+    their Pods (``held_runs``) instead of leaving them to the reaper, which would start each
+    run over under a new attempt. Call it only while holding the lease ``previous`` held."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("pod_take_over"), {"previous": previous, "worker": worker}
+        )
+        return sorted(row[0] for row in await cursor.fetchall())
 
 
 async def current_attempts(pool: Pool, run_ids: Sequence[int]) -> dict[int, RunAttempt]:

@@ -71,3 +71,19 @@ async def test_a_lease_taken_over_while_kept_apart_is_lost(
     await asyncio.wait_for(keeper, timeout=10)
     assert lead.lost.is_set()
     stop.set()
+
+
+async def test_a_leader_knows_whom_it_took_the_lease_over_from(pool: store_pool.Pool) -> None:
+    """What a predecessor left running (its Pods) is the new leader's to adopt."""
+    never = asyncio.Event()
+    first = leadership.Leadership(pool, "operator-a", ttl_seconds=TTL_SECONDS)
+    assert await first.acquire(never)
+    assert first.previous is None  # nobody held it before
+    await first.release()
+    second = leadership.Leadership(pool, "operator-b", ttl_seconds=TTL_SECONDS)
+    assert await second.acquire(never)
+    assert second.previous == "operator-a"
+    await second.release()
+    again = leadership.Leadership(pool, "operator-b", ttl_seconds=TTL_SECONDS)
+    assert await again.acquire(never)
+    assert again.previous is None  # a restart under its own name takes its own back
