@@ -117,7 +117,11 @@ def _chart(root: Path, out: Path, release: str, operator_digest: str) -> None:
         shutil.rmtree(chart.parent, ignore_errors=True)
 
 
-_OPERATOR_DIGEST = re.compile(r'(?m)(^operator:\n  image:\n(?:    .*\n)*?    digest: )""$')
+#: ``operator.image.digest`` in the text of values.yaml: the operator's first ``image:`` key,
+#: after whatever keys and comments come before it in the operator's block.
+_OPERATOR_DIGEST = re.compile(
+    r'(?m)(^operator:\n(?:  .*\n|\n)*?  image:\n(?:    .*\n)*?    digest: )""$'
+)
 
 
 def pin_digest(values: str, digest: str) -> str:
