@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 from typing import Any
 
 import psycopg
@@ -92,8 +93,14 @@ async def noop_dependency(args: dict[str, Any], ctx: sundial.JobContext) -> None
 
 @sundial.job("bench.sleep")
 async def sleep(args: dict[str, Any], ctx: sundial.JobContext) -> None:
-    """The design workload's job: a 2 s wait (``seconds`` overrides it)."""
-    await asyncio.sleep(float(args.get("seconds", 2.0)))
+    """The design workload's job: a 2 s wait (``seconds`` overrides it). With ``jitter`` (a
+    fraction) the wait is drawn uniformly within that share of ``seconds`` either side, as real
+    jobs' lengths vary: equal lengths end together, so slots free in bursts."""
+    seconds = float(args.get("seconds", 2.0))
+    jitter = float(args.get("jitter", 0.0))
+    if jitter:
+        seconds *= random.uniform(1.0 - jitter, 1.0 + jitter)
+    await asyncio.sleep(seconds)
 
 
 @sundial.job("bench.sink")

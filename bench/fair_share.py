@@ -1,7 +1,9 @@
 """Fair share between namespaces: a quiet namespace's lag, alone and beside a flood.
 
 Not a test: it prints figures. One throwaway PostgreSQL, one `sundial runner` serving every
-namespace with a fixed number of async slots, jobs that sleep ``--job-seconds``:
+namespace with a fixed number of async slots, jobs that sleep ``--job-seconds`` (varied by
+``--job-jitter``, a fraction either side: jobs of one length end together, so slots free in
+bursts and a quiet run waits for the next burst):
 
 * alone: team-a submits ``--quiet-rate`` runs/s at priority 1 for ``--seconds``;
 * flooded: the same, while team-b submits ``--flood-rate`` runs/s at priority 9 in batches of
@@ -56,11 +58,12 @@ async def _submit_at(
     priority: int,
     job_seconds: float,
     batch: int,
+    jitter: float = 0.0,
 ) -> int:
     """Submit ``rate`` runs/s for ``seconds`` in batches of at most ``batch``."""
     made = 0
     start = time.monotonic()
-    item = runs.BatchItem(args={"seconds": job_seconds}, priority=priority)
+    item = runs.BatchItem(args={"seconds": job_seconds, "jitter": jitter}, priority=priority)
     while (elapsed := time.monotonic() - start) < seconds:
         due = int(rate * elapsed) + 1 - made
         if due > 0:
@@ -119,7 +122,14 @@ async def _phase(
     try:
         since = time.time()
         quiet = _submit_at(
-            pool, jobs["team-a"], options.quiet_rate, options.seconds, 1, options.job_seconds, 128
+            pool,
+            jobs["team-a"],
+            options.quiet_rate,
+            options.seconds,
+            1,
+            options.job_seconds,
+            128,
+            options.job_jitter,
         )
         tasks = [quiet]
         if flooded:
@@ -132,6 +142,7 @@ async def _phase(
                     9,
                     options.job_seconds,
                     128,
+                    options.job_jitter,
                 )
             )
         await asyncio.gather(*tasks)
@@ -171,12 +182,16 @@ def main() -> None:
     parser.add_argument("--quiet-rate", type=float, default=5.0, help="team-a runs/s")
     parser.add_argument("--flood-rate", type=float, default=1500.0, help="team-b runs/s")
     parser.add_argument("--job-seconds", type=float, default=0.05, help="each job's sleep")
+    parser.add_argument(
+        "--job-jitter", type=float, default=0.0, help="each job's sleep varies by this fraction"
+    )
     parser.add_argument("--slots", type=int, default=64, help="the runner's async slots")
     parser.add_argument("--dsn", help="a superuser URL of an empty database (default: throwaway)")
     options = parser.parse_args()
     capacity = options.slots / options.job_seconds
     print(
-        f"one runner, {options.slots} slots of {options.job_seconds}s jobs (at most "
+        f"one runner, {options.slots} slots of {options.job_seconds}s jobs "
+        f"(±{options.job_jitter:.0%}; at most "
         f"{capacity:,.0f}/s); team-a {options.quiet_rate}/s at priority 1; team-b "
         f"{options.flood_rate:,.0f}/s at priority 9 in the flooded phase; {options.seconds}s each"
     )

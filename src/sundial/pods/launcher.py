@@ -263,6 +263,7 @@ class PodLauncher:
             namespaces=self._settings.namespaces if only is None else only,
             excluded_namespaces=excluded,
             weights=self._settings.namespace_weights,
+            held=Counter(a.run.namespace for a in self._attempts.values() if a.run.namespace),
         )
         if claimed:
             lease = self._settings.lease_seconds

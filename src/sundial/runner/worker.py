@@ -397,6 +397,16 @@ class Worker:
             if h.execution_model is model and h.name not in self.quarantine
         )
 
+    def _held_by_namespace(self) -> collections.Counter[str] | None:
+        """The runs held per namespace, for a claim's fair share (``claims.claim``'s ``held``);
+        None where the runner serves one namespace, which has no one to share with."""
+        served = self.settings.namespaces
+        if served is not None and len(served) < 2:
+            return None
+        return collections.Counter(
+            a.run.namespace for a in self.attempts.values() if a.run.namespace
+        )
+
     async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
         retry = reconnect.Backoff("claim failed; retrying", logger=log)
         while not stop.requested.is_set():
@@ -435,6 +445,7 @@ class Worker:
                         namespaces=self.settings.namespaces,
                         floors=floors,
                         weights=self.settings.namespace_weights,
+                        held=self._held_by_namespace(),
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
                     self._floors[model].claimed(runs, limit, floored=floors is not None)

@@ -191,6 +191,7 @@ async def claim(
     excluded_namespaces: Sequence[str] | None = None,
     floors: Mapping[str, float] | None = None,
     weights: Mapping[str, float] | None = None,
+    held: Mapping[str, int] | None = None,
 ) -> list[ClaimedRun]:
     """Claim up to ``limit`` due runs (size it to free slots): dealt round-robin over the
     namespaces that have some, by aged priority within each (queries/claim.sql).
@@ -205,7 +206,11 @@ async def claim(
     entries of runs claimed since the last vacuum.
 
     ``weights``: per namespace, its share of the slots against the others' (a namespace not
-    named weighs 1): weights 3 and 1 give three runs to one for as long as both have runs."""
+    named weighs 1): weights 3 and 1 give three runs to one for as long as both have runs.
+
+    ``held``: per namespace, the runs this claimer runs now. They count as shares it had, so
+    the slots freed one at a time beside a flood go first to the namespace running least for
+    its weight, not to a draw."""
     if limit <= 0:
         return []
     if weights and not all(0 < weight < math.inf for weight in weights.values()):
@@ -228,6 +233,8 @@ async def claim(
                 "floor_keys": list(floors.values()) if floors else None,
                 "weight_namespaces": list(weights) if weights else None,
                 "weights": [float(w) for w in weights.values()] if weights else None,
+                "held_namespaces": list(held) if held else None,
+                "held": [int(count) for count in held.values()] if held else None,
             },
         )
         rows = await cursor.fetchall()

@@ -85,6 +85,26 @@ async def test_one_slot_at_a_time_still_reaches_the_quiet_namespace(
     assert seen[-1] == "team-a", seen
 
 
+async def test_a_freed_slot_goes_to_the_namespace_the_claimer_runs_least_of(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """A runner full of team-b's runs frees one slot at a time: each goes to team-a, which it
+    runs nothing of, not to a draw, until team-a holds as many; from then on no namespace gets
+    a second slot ahead of the other (held counts are the runs the claimer runs now)."""
+    await _flood(pool, make_job, "team-b", 200, priority=9)
+    await _flood(pool, make_job, "team-a", 50, priority=1)
+
+    held = Counter({"team-b": 8})
+    for turn in range(28):
+        [run] = await claims.claim(pool, "w", limit=1, held=held)
+        assert run.namespace is not None
+        if turn < 8:
+            assert run.namespace == "team-a", (turn, held)
+        held[run.namespace] += 1
+        assert abs(held["team-a"] - held["team-b"]) <= 1 or turn < 8, (turn, held)
+    assert held == {"team-a": 18, "team-b": 18}
+
+
 async def test_more_namespaces_than_slots_gives_each_slot_to_a_different_namespace(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
@@ -192,6 +212,8 @@ async def test_the_claim_plan_reads_each_namespace_from_its_own_index_range(
             "floor_keys": None,
             "weight_namespaces": None,
             "weights": None,
+            "held_namespaces": ["team-b"],  # a runner full of team-b's runs
+            "held": [40],
         }
         cursor = await conn.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + queries.get("claim"), params

@@ -21,6 +21,12 @@
 -- u in (0, 1], so over claims it gets w shares to another's one; with equal weights the ranks
 -- are the plain rounds, in random order within a round.
 --
+-- Runs the claimer holds (%(held_namespaces)s, %(held)s: per namespace, the runs it runs now)
+-- count as rounds a namespace has had already: its k-th run ranks (held + k - u) / w. A
+-- namespace the claimer runs nothing of takes the first freed slot from one that fills the
+-- rest, instead of drawing lots for it (one slot freed at a time: half the draws lost, beside
+-- one flooding namespace).
+--
 -- %(namespaces)s (NULL: all) keeps a runner to the namespaces it serves (migration 0200);
 -- %(excluded)s (NULL: none) leaves out namespaces the claimer has no room for now (the pod
 -- launcher's Pod limit per namespace).
@@ -53,16 +59,18 @@ named AS (
     WHERE namespace IS NOT NULL AND %(namespaces)s::text[] IS NULL
 ),
 served AS (
-    SELECT n.namespace, f.floor, coalesce(w.weight, 1) AS weight
+    SELECT n.namespace, f.floor, coalesce(w.weight, 1) AS weight, coalesce(h.held, 0) AS held
     FROM named n
     LEFT JOIN unnest(%(floor_namespaces)s::text[], %(floor_keys)s::double precision[])
         AS f(namespace, floor) ON f.namespace = n.namespace
     LEFT JOIN unnest(%(weight_namespaces)s::text[], %(weights)s::double precision[])
         AS w(namespace, weight) ON w.namespace = n.namespace
+    LEFT JOIN unnest(%(held_namespaces)s::text[], %(held)s::int[])
+        AS h(namespace, held) ON h.namespace = n.namespace
     WHERE %(excluded)s::text[] IS NULL OR n.namespace <> ALL(%(excluded)s::text[])
 ),
 dealt AS (
-    SELECT picked.id, picked.namespace, picked.dispatch_key, s.weight
+    SELECT picked.id, picked.namespace, picked.dispatch_key, s.weight, s.held
     FROM served s
     CROSS JOIN LATERAL (
         -- A range, not "=": ordered by (namespace, dispatch_key), only the namespace index
@@ -86,13 +94,13 @@ dealt AS (
 ),
 fair AS (
     -- Round by round: every namespace's first run, then every second run, ... (a round of
-    -- a namespace of weight w lasts 1 / w).
+    -- a namespace of weight w lasts 1 / w), the rounds of the runs held counted first.
     SELECT id FROM (
-        SELECT id, weight,
+        SELECT id, weight, held,
                row_number() OVER (PARTITION BY namespace ORDER BY dispatch_key) AS round
         FROM dealt
     ) ranked
-    ORDER BY (round - (1 - random())) / weight
+    ORDER BY (held + round - (1 - random())) / weight
     LIMIT %(limit)s
 ),
 rest AS (
