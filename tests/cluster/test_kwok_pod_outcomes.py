@@ -22,7 +22,7 @@ RUNNING_SECONDS = "sundial.dev/kwok-running-seconds"
 pytestmark = pytest.mark.usefixtures("kwok_nodes")
 
 
-def _is_terminal(pod: Any) -> bool:
+def _has_ended(pod: Any) -> bool:
     return bool(pod.status.phase in ("Succeeded", "Failed"))
 
 
@@ -79,7 +79,7 @@ def test_pod_runs_then_succeeds(create_pod, wait_for_pod):
     assert running.status.pod_ip
     assert running.status.start_time is not None
 
-    done = wait_for_pod(name, _is_terminal)
+    done = wait_for_pod(name, _has_ended)
     assert done.status.phase == "Succeeded"
     [container] = done.status.container_statuses
     assert container.state.terminated.exit_code == 0
@@ -93,7 +93,7 @@ def test_pod_runs_then_succeeds(create_pod, wait_for_pod):
 def test_failed_pod_reports_the_chosen_exit_code(create_pod, wait_for_pod):
     name = create_pod({OUTCOME: "fail", EXIT_CODE: "3"})
 
-    pod = wait_for_pod(name, _is_terminal)
+    pod = wait_for_pod(name, _has_ended)
 
     assert pod.status.phase == "Failed"
     [container] = pod.status.container_statuses
@@ -104,7 +104,7 @@ def test_failed_pod_reports_the_chosen_exit_code(create_pod, wait_for_pod):
 def test_oom_killed_pod_reports_reason_and_exit_code_137(create_pod, wait_for_pod):
     name = create_pod({OUTCOME: "oom"})
 
-    pod = wait_for_pod(name, _is_terminal)
+    pod = wait_for_pod(name, _has_ended)
 
     assert pod.status.phase == "Failed"
     [container] = pod.status.container_statuses
@@ -116,7 +116,7 @@ def test_oom_killed_pod_reports_reason_and_exit_code_137(create_pod, wait_for_po
 def test_oom_first_attempt_kills_only_attempt_one(create_pod, wait_for_pod, attempt, reason):
     name = create_pod({OUTCOME: "oom-first-attempt"}, labels={"sundial.dev/attempt": attempt})
 
-    pod = wait_for_pod(name, _is_terminal)
+    pod = wait_for_pod(name, _has_ended)
 
     assert pod.status.phase == ("Failed" if attempt == "1" else "Succeeded")
     [container] = pod.status.container_statuses
@@ -126,7 +126,7 @@ def test_oom_first_attempt_kills_only_attempt_one(create_pod, wait_for_pod, atte
 def test_evicted_pod_has_reason_evicted_and_a_disruption_target_condition(create_pod, wait_for_pod):
     name = create_pod({OUTCOME: "evict"})
 
-    pod = wait_for_pod(name, _is_terminal)
+    pod = wait_for_pod(name, _has_ended)
 
     assert pod.status.phase == "Failed"
     assert pod.status.reason == "Evicted"
@@ -182,7 +182,7 @@ def test_outcome_lands_on_time_while_another_writer_patches_the_pod(
     deadline = time.monotonic() + 20
     pod = core_api.read_namespaced_pod(name, namespace)
     patches = 0
-    while not _is_terminal(pod) and time.monotonic() < deadline:
+    while not _has_ended(pod) and time.monotonic() < deadline:
         patches += 1
         body = {
             "metadata": {"labels": {"patched": str(patches)}, "annotations": {"n": str(patches)}}
@@ -191,7 +191,7 @@ def test_outcome_lands_on_time_while_another_writer_patches_the_pod(
         time.sleep(0.5)
         pod = core_api.read_namespaced_pod(name, namespace)
 
-    assert _is_terminal(pod), f"still {pod.status.phase} after {patches} patches"
+    assert _has_ended(pod), f"still {pod.status.phase} after {patches} patches"
     assert patches >= 3
     assert pod.metadata.labels["patched"] == str(patches)
     [container] = pod.status.container_statuses

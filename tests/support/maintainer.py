@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 ACTIVE = ("scheduled", "blocked", "pending", "running", "retry_wait")
-TERMINAL = ("completed", "failed", "timed_out", "cancelled", "dead_lettered")
+FINISHED = ("completed", "failed", "timed_out", "cancelled", "dead_lettered")
 HOLDER = "maintainer-test"
 
 
@@ -23,9 +23,9 @@ def insert_run(
     lease_in: timedelta = timedelta(seconds=30),
     queue: str = "default",
 ) -> int:
-    """One run of ``job`` in ``state``; a terminal one finished ``finished_ago`` before the
+    """One run of ``job`` in ``state``; an ended one finished ``finished_ago`` before the
     database's now, a running one holds a lease that ends ``lease_in`` from now."""
-    assert (state in TERMINAL) == (finished_ago is not None), state
+    assert (state in FINISHED) == (finished_ago is not None), state
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
             """

@@ -92,7 +92,7 @@ def decide(
     """The store's failure class for a terminal ``outcome``; see the module docstring."""
     if outcome.state is PodState.SUCCEEDED:
         return Verdict(None)
-    if not outcome.state.terminal:
+    if not outcome.state.ended:
         raise ValueError(f"a {outcome.state} Pod has not ended; classify it again later")
     if outcome.state is PodState.GONE:
         try:

@@ -12,7 +12,7 @@ A ``PodLauncher`` is an asyncio component with no kopf in it: the operator hosts
    Pod deleted (with a grace period) and is finished cancelled.
 2. **Claim** pod-mode runs (``execution_models=('pod',)``) up to free slots, and **start**
    each attempt: first every Pod of an *older* attempt of the same run that has not ended is
-   deleted, and the new Pod is created only once they are terminal or gone (one attempt's Pod
+   deleted, and the new Pod is created only once they have ended or are gone (one attempt's Pod
    at a time, checked at every start, so it also holds after a reap and a new claim). The Pod
    name is deterministic per attempt: a second create is a 409, adopted, never a second Pod.
    A Pod that breaks the namespace's Pod Security level as Sundial holds it (``pod_security``:

@@ -39,14 +39,14 @@ camelCase) or as a ``kubernetes.client.V1Pod``. The order of the checks is the c
    from the step that first saw the Pod being deleted), and with a grace of 0 and nothing
    earlier known, a container stopped by a signal (exit 143 or 137) is taken to have been
    stopped by the deletion.
-3. Not yet terminal but being deleted (a ``deletionTimestamp``; the outcome finalizer keeps the
+3. Not yet ended but being deleted (a ``deletionTimestamp``; the outcome finalizer keeps the
    object, docs/adr/0023-pod-outcome-finalizer.md): ``DisruptionTarget=True`` (an eviction
    through the Eviction API, a preemption) -> DISRUPTED at once; otherwise the kubelet's final
    status is waited for until ``deletion_slack`` after the deletion's grace period ended (the
    kubelet gives a container at least ``KUBELET_MINIMUM_GRACE``, whatever the Pod asks), then
    GONE (deleted by someone else, reason PodDeleted). A kubelet that reports in time gives the
    real end instead (a container that finished its work within the grace period SUCCEEDED).
-4. Not yet terminal: a container waiting for a reason that never heals by itself (image pull,
+4. Not yet ended: a container waiting for a reason that never heals by itself (image pull,
    config error) -> NEVER_STARTED at once; still ``Pending`` past ``start_timeout`` ->
    NEVER_STARTED (``Unschedulable`` when the scheduler said so); else RUNNING or PENDING.
 
@@ -119,7 +119,8 @@ class PodState(enum.StrEnum):
     GONE = "gone"  # deleted by someone else before it ended
 
     @property
-    def terminal(self) -> bool:
+    def ended(self) -> bool:
+        """The Pod will not run again: it succeeded, failed or is gone."""
         return self not in (PodState.PENDING, PodState.RUNNING)
 
 

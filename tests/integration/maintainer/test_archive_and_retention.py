@@ -22,8 +22,8 @@ from sundial.store import leases
 from sundial.store import pool as store_pool
 from support.maintainer import (
     ACTIVE,
+    FINISHED,
     HOLDER,
-    TERMINAL,
     archived_ids,
     create_partition,
     hot_ids,
@@ -59,10 +59,10 @@ async def test_archiving_moves_finished_runs_past_the_hot_window_and_nothing_els
             expected_hot.add(insert_run(store_dsn, job, rng.choice(ACTIVE)))
         elif rng.random() < 0.5:
             ago = rng.choice(RECENT)
-            expected_hot.add(insert_run(store_dsn, job, rng.choice(TERMINAL), finished_ago=ago))
+            expected_hot.add(insert_run(store_dsn, job, rng.choice(FINISHED), finished_ago=ago))
         else:
             ago = rng.choice(OLD)
-            run = insert_run(store_dsn, job, rng.choice(TERMINAL), finished_ago=ago)
+            run = insert_run(store_dsn, job, rng.choice(FINISHED), finished_ago=ago)
             expected_archived.add(run)
     batch, batches = rng.randint(1, 7), rng.randint(1, 3)
     # Retention off: a run archived into a month older than it would be dropped right away.

@@ -59,7 +59,7 @@ def test_pods_of_unfinished_runs_are_kept_and_unknown_runs_are_collected():
     assert [p.run_id for p in pod_gc.collectable(pods, states)] == [1, 4, 5]
 
 
-def test_every_terminal_run_state_is_finished():
+def test_every_ended_run_state_is_finished():
     for state in ("completed", "failed", "timed_out", "cancelled", "dead_lettered"):
         assert pod_gc.collectable([pod(1)], {1: state}) == [pod(1)]
     for state in ("scheduled", "blocked", "pending", "running", "retry_wait"):

@@ -58,14 +58,14 @@ RUNNING = {
 
 def test_succeeded() -> None:
     outcome = outcomes.classify(pod("Succeeded", terminated(0, "Completed")))
-    assert outcome.state is PodState.SUCCEEDED and outcome.state.terminal
+    assert outcome.state is PodState.SUCCEEDED and outcome.state.ended
     assert outcome.exit_code == 0
 
 
-def test_running_and_pending_are_not_terminal() -> None:
+def test_running_and_pending_have_not_ended() -> None:
     assert outcomes.classify(pod("Running", RUNNING)).state is PodState.RUNNING
     pending = outcomes.classify(pod("Pending", waiting("ContainerCreating")))
-    assert pending.state is PodState.PENDING and not pending.state.terminal
+    assert pending.state is PodState.PENDING and not pending.state.ended
 
 
 def test_non_zero_exit_code_with_container_name() -> None:
@@ -179,7 +179,7 @@ def test_deadline_exceeded() -> None:
 
 def test_a_missing_pod_is_gone() -> None:
     outcome = outcomes.classify(None)
-    assert outcome.state is PodState.GONE and outcome.state.terminal
+    assert outcome.state is PodState.GONE and outcome.state.ended
 
 
 def test_a_v1pod_object_is_classified_like_its_json() -> None:

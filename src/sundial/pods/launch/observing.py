@@ -88,13 +88,13 @@ class Observing(Phase):
             deadline = self._state.deadline(attempt, attempt.created_at)
             if outcome.state is PodState.GONE:
                 outcome = await self._gone_with_owner(attempt, outcome)
-            if not outcome.state.terminal and now > deadline:
+            if not outcome.state.ended and now > deadline:
                 outcome = PodOutcome(
                     PodState.DEADLINE_EXCEEDED,
                     "DeadlineExceeded",
                     message=f"running past timeoutSeconds ({timeout_seconds(attempt.run)} s)",
                 )
-            if outcome.state.terminal:
+            if outcome.state.ended:
                 attempt.ended = outcome
                 ended.append((attempt, outcome))
         # Decided before the ends: a Pod released by its own finish below is not swept again.

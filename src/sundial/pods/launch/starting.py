@@ -80,7 +80,7 @@ class Starting(Phase):
             await self._adopt_gone_pod(attempt)
             return
         if older_alive:
-            return  # created on a later step, once the old Pod is terminal or gone
+            return  # created on a later step, once the old Pod has ended or is gone
         spec = manifests.LaunchSpec(
             run_id=attempt.run.id,
             attempt=attempt.run.attempt,
