@@ -28,7 +28,7 @@ Phase = Literal[
     "Cancelled",
     "DeadLettered",
 ]
-TERMINAL_PHASES: frozenset[str] = frozenset(
+ENDED_PHASES: frozenset[str] = frozenset(
     {"Succeeded", "Failed", "TimedOut", "Cancelled", "DeadLettered"}
 )
 """Phases a run never leaves."""

@@ -280,7 +280,7 @@ def cancel(name: str, connection: options.Connection) -> None:
     try:
         body = cluster.get(client.JOB_RUN, name)
         phase = (body.get("status") or {}).get("phase")
-        if phase in job_run.TERMINAL_PHASES:
+        if phase in job_run.ENDED_PHASES:
             click.echo(f"{reference} already finished ({phase}): nothing to cancel")
             return
         cluster.patch(client.JOB_RUN, name, {"spec": {"cancel": True}})

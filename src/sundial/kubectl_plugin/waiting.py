@@ -26,7 +26,7 @@ EXIT_FOR_PHASE: Final = {
     "DeadLettered": outcome.FAILED,
     "Cancelled": outcome.CANCELLED,
 }
-assert set(EXIT_FOR_PHASE) == job_run.TERMINAL_PHASES
+assert set(EXIT_FOR_PHASE) == job_run.ENDED_PHASES
 
 
 def describe(body: Mapping[str, Any]) -> str:
@@ -39,7 +39,7 @@ def describe(body: Mapping[str, Any]) -> str:
     line = " ".join(parts)
     if current.get("reason"):
         line += f": {current['reason']}"
-    if current.get("phase") in job_run.TERMINAL_PHASES and current.get("lastError"):
+    if current.get("phase") in job_run.ENDED_PHASES and current.get("lastError"):
         line += f" - {str(current['lastError']).splitlines()[0][:200]}"
     return line
 

@@ -198,7 +198,7 @@ def event_name(object_name: str, reason: str, key: str) -> str:
 
 
 #: The phases of an ended run that warn: a run that used up its retries, by how it ended.
-TERMINAL_WARNINGS = {
+ENDED_WARNINGS = {
     "DeadLettered": conditions.EventReason.DEAD_LETTERED,
     "TimedOut": conditions.EventReason.TIMED_OUT,
 }

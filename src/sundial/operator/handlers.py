@@ -164,7 +164,7 @@ async def job_run_event(event: Any, body: Any, memo: Any, **_: Any) -> None:
     metadata = plain["metadata"]
     if kind == "DELETED":
         ctx.reconciled.pop(metadata["uid"], None)
-        finished = (plain.get("status") or {}).get("phase") in job_run.TERMINAL_PHASES
+        finished = (plain.get("status") or {}).get("phase") in job_run.ENDED_PHASES
         if (metadata.get("labels") or {}).get(context.LABEL_MIRROR) is None and not finished:
             # Also here, not only behind the finalizer: a JobRun deleted before kopf added it
             # never reaches the delete handler, and its run would go on. Idempotent: a run

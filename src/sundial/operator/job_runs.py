@@ -123,7 +123,7 @@ async def reconcile(
     if asked:
         await replays.settle(ctx, body)  # after the status shows the replay (or its refusal)
     events.record_unclaimable(ctx.recorder, body, desired, current)
-    warning = events.TERMINAL_WARNINGS.get(desired["phase"])
+    warning = events.ENDED_WARNINGS.get(desired["phase"])
     if warning and desired["phase"] != current.get("phase"):
         ctx.recorder.record(
             body,

@@ -35,10 +35,11 @@ and their windows, never with the run rate. User-created JobRuns are followed he
 A pass reads three things in bulk - the ScheduledJobs and JobRuns from the caches kopf's
 watch events keep (``cache``; LISTed only on the first pass and every resync), the window rows
 (one SQL statement per slice of 256 schedules, the pass worked through a slice at a time) -
-and writes with bounded concurrency, so the API requests of a pass grow with what changed, not
-with how many objects there are. At most every ``pod_gc_interval`` a pass also lists this
-installation's ended Pods and deletes those whose run left its window, or was never in it
-(``pod_gc``), so a job's Pods stay bounded by its window like its JobRuns.
+and writes with bounded concurrency (a ScheduledJob's JobRuns: ``mirrored_job_runs``), so the
+API requests of a pass grow with what changed, not with how many objects there are. At most
+every ``pod_gc_interval`` a pass also lists this installation's ended Pods and deletes those
+whose run left its window, or was never in it (``pod_sweep``), so a job's Pods stay bounded by
+its window like its JobRuns.
 
 The mirror does not archive: moving finished runs out of the hot table is the maintainer's
 (``scheduler.maintainer``), and the window reads the hot table and the month partitions alike,
@@ -53,7 +54,7 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from sundial.api import common, conditions, job_run, scheduled_job
@@ -65,12 +66,13 @@ from sundial.operator import (
     heap,
     job_runs,
     kube,
+    mirrored_job_runs,
+    pod_sweep,
     replays,
     scheduled_jobs,
     status,
 )
 from sundial.pods import pod_gc
-from sundial.scheduling import run_state
 from sundial.store import circuits, history, schedules
 from sundial.store import errors as store_errors
 
@@ -98,7 +100,7 @@ class Mirror:
     def __init__(self, ctx: context.Context) -> None:
         self.ctx = ctx
         self._writes = _WriteBound(ctx, ctx.settings.write_concurrency)
-        self._last_pod_sweep: float | None = None
+        self._pods = pod_sweep.PodSweep(ctx, self._writes)
         self.passes = 0
         #: When the last sweep of every ScheduledJob started (monotonic) and how long it took.
         self._last_sweep: float | None = None
@@ -107,7 +109,7 @@ class Mirror:
         self.work = 0
         self._listed = 0
         self.heap = heap.HeapTrimmer()
-        self._forgeries_reported: set[str] = set()  # JobRun UIDs, reported once each
+        self._forgeries = mirrored_job_runs.Forgeries(ctx)
         #: By ScheduledJob UID: the fingerprint of the inputs of its last sync that raised
         #: nothing, and when (monotonic). A sweep skips a ScheduledJob whose inputs are the
         #: same: its status and its JobRuns are what that sync made them.
@@ -179,11 +181,11 @@ class Mirror:
         for body in runs_listed:
             labels = body["metadata"].get("labels") or {}
             if labels.get(context.LABEL_MIRROR) == "true":
-                owner = _owner_uid(body)
+                owner = mirrored_job_runs.owner_uid(body)
                 if owner is None or owner not in namespace_of:
                     continue  # its ScheduledJob is gone: the garbage collector takes it
                 if namespace_of[owner] != body["metadata"]["namespace"]:
-                    self._report_forged_mirror(body, namespace_of[owner])
+                    self._forgeries.report(body, namespace_of[owner])
                     continue
                 mirrored.setdefault(owner, {})[body["metadata"]["name"]] = body
             elif not body["metadata"].get("deletionTimestamp"):
@@ -213,7 +215,7 @@ class Mirror:
                 ]
             )
         if done.ended_pods is not None:
-            await self._collect_pods(done.ended_pods, done.kept, users)
+            await self._pods.collect(done.ended_pods, done.kept, users)
         self.passes += 1
         sent = self.ctx.api.requests - requests_before
         self.work = done.stored + sent + self._listed
@@ -245,29 +247,6 @@ class Mirror:
                 "ScheduledJob gone while no operator watched; schedule deactivated",
                 extra={"object": f"{namespace}/{name}", "schedule_id": str(schedule_id)},
             )
-
-    def _report_forged_mirror(self, body: Mapping[str, Any], owner_namespace: str) -> None:
-        """A JobRun labelled as the mirror of a ScheduledJob in another namespace: the operator
-        makes a mirror only beside its ScheduledJob (an ownerReference cannot cross namespaces),
-        so someone else wrote it. It is neither synced, cancelled, replayed nor deleted; it gets
-        one Warning Event (per operator process) and is otherwise left alone."""
-        metadata = body["metadata"]
-        uid = str(metadata.get("uid"))
-        if uid in self._forgeries_reported:
-            return
-        self._forgeries_reported.add(uid)
-        log.warning(
-            "ignoring a JobRun labelled as a mirror of a ScheduledJob in another namespace",
-            extra={"object": f"{metadata.get('namespace')}/{metadata.get('name')}"},
-        )
-        self.ctx.recorder.record(
-            {"apiVersion": common.API_VERSION, "kind": job_run.KIND, "metadata": metadata},
-            events.WARNING,
-            conditions.EventReason.FORGED_MIRROR,
-            f"labelled {context.LABEL_MIRROR}=true with an owner in namespace {owner_namespace}:"
-            " Sundial did not make it, and it changes nothing",
-            key=uid,
-        )
 
     async def _sync_scheduled_jobs(
         self,
@@ -323,7 +302,7 @@ class Mirror:
 
         # Listed before any window is read (pod_gc: a run that finishes in between is then
         # in the window compared, never taken for one that left it).
-        ended_pods = await self._ended_pods() if sweep and self._pod_sweep_due() else None
+        ended_pods = await self._pods.ended_pods() if sweep and self._pods.due() else None
         owners = {pod.owner for pod in ended_pods or () if pod.owner is not None}
         kept: dict[uuid.UUID, set[int]] = {}
         # Slice by slice from the reads to the writes: what a ScheduledJob costs during a pass
@@ -488,7 +467,7 @@ class Mirror:
             and inputs_now == self._swept_inputs
             and self._swept_at is not None
             and time.monotonic() - self._swept_at < _QUIET_SECONDS
-            and not self._pod_sweep_pending()
+            and not self._pods.pending()
         )
 
     def _sweep_due(self, *, backlog: bool) -> bool:
@@ -602,7 +581,7 @@ class Mirror:
                     status.mirror_name(metadata["name"], run.id): run
                     for run in _window_runs(body, window)
                 }
-                await self._sync_mirrored(body, desired, existing)
+                await mirrored_job_runs.sync(self.ctx, self._writes, body, desired, existing)
             schedule_id = status.schedule_id(body)
             reason: str = conditions.ConditionReason.INVALID_SPEC
             if problem is None and (taken := self.ctx.unstorable.get(metadata["uid"])):
@@ -641,78 +620,6 @@ class Mirror:
             return False
         return True
 
-    async def _sync_mirrored(
-        self,
-        owner: Mapping[str, Any],
-        desired: dict[str, history.RunView],
-        existing: dict[str, Mapping[str, Any]],
-    ) -> None:
-        metadata = owner["metadata"]
-        writes: list[Awaitable[None]] = []
-        for name, run in desired.items():
-            writes.append(self._upsert_mirrored(owner, name, run, existing.get(name)))
-        for name in existing:
-            if name not in desired:
-                writes.append(self._delete(name, metadata))
-        await asyncio.gather(*writes)
-
-    async def _upsert_mirrored(
-        self,
-        owner: Mapping[str, Any],
-        name: str,
-        run: history.RunView,
-        current: Mapping[str, Any] | None,
-    ) -> None:
-        metadata = owner["metadata"]
-        namespace = metadata["namespace"]
-        async with self._writes:
-            if current is None:
-                body = _mirrored_body(owner, name)
-                try:
-                    current = await self.ctx.api.create(kube.JOB_RUNS, namespace, body)
-                    self.ctx.job_run_cache.observe("ADDED", current)
-                except Exception as error:
-                    if not kube.is_conflict(error):
-                        raise
-                    current = await self.ctx.api.get(kube.JOB_RUNS, namespace, name) or body
-            if (current.get("spec") or {}).get("cancel") and run.state in run_state.ACTIVE:
-                await job_runs.cancel_run(self.ctx, current, run.id)
-            asked = await replays.honour(self.ctx, current, run.id)
-            if asked:
-                run = (await history.runs(self.ctx.pool, [run.id])).get(run.id, run)
-            generation = current["metadata"].get("generation")
-            desired = status.job_run_status(run, generation=generation)
-            before = current.get("status") or {}
-            desired["conditions"] = status.conditions_with(
-                before,
-                status.job_run_conditions(run),
-                now=self.ctx.clock.now(),
-                generation=generation,
-            )
-            patch = status.changes(before, desired)
-            if patch:
-                patched = await self.ctx.api.patch_status(kube.JOB_RUNS, namespace, name, patch)
-                if patched is not None:
-                    self.ctx.job_run_cache.observe("MODIFIED", patched)
-                events.record_unclaimable(self.ctx.recorder, owner, desired, before)
-                warning = events.TERMINAL_WARNINGS.get(desired["phase"])
-                if warning and before.get("phase") not in (None, desired["phase"]):
-                    self.ctx.recorder.record(
-                        owner,
-                        events.WARNING,
-                        warning,
-                        events.dead_lettered_message(run.id, run.last_error or run.failure_reason),
-                        key=events.dead_lettered_key(run.id, run.attempt),
-                    )
-            if asked:  # after the status shows the replay (or its refusal)
-                settled = await replays.settle(self.ctx, current)
-                if settled is not None:
-                    self.ctx.job_run_cache.observe("MODIFIED", settled)
-
-    async def _delete(self, name: str, owner_metadata: Mapping[str, Any]) -> None:
-        async with self._writes:
-            await self.ctx.api.delete(kube.JOB_RUNS, owner_metadata["namespace"], name)
-
     async def _sync_user_runs(self, bodies: list[Mapping[str, Any]]) -> None:
         """Follow user JobRuns: submit the waiting ones, refresh the ones with live runs."""
         ids = [
@@ -728,7 +635,7 @@ class Mirror:
             if current.get("runId") is not None:
                 run = known.get(int(current["runId"]))
                 spec = body.get("spec") or {}
-                done = current.get("phase") in job_run.TERMINAL_PHASES
+                done = current.get("phase") in job_run.ENDED_PHASES
                 asked = replays.requested(body) is not None
                 if done and spec.get("ttlSecondsAfterFinished") is None and not asked:
                     return  # finished and mirrored: nothing will change any more
@@ -745,57 +652,6 @@ class Mirror:
                     )
 
         await asyncio.gather(*(one(body) for body in bodies))
-
-    def _pod_sweep_pending(self) -> bool:
-        """Whether a Pod sweep is due (nothing changes: ``_pod_sweep_due`` takes it)."""
-        if self.ctx.settings.pod_instance is None:
-            return False
-        interval = self.ctx.settings.pod_gc_interval.total_seconds()
-        last = self._last_pod_sweep
-        return last is None or time.monotonic() - last >= interval
-
-    def _pod_sweep_due(self) -> bool:
-        if not self._pod_sweep_pending():
-            return False
-        self._last_pod_sweep = time.monotonic()
-        return True
-
-    async def _ended_pods(self) -> list[pod_gc.EndedPod] | None:
-        instance = self.ctx.settings.pod_instance
-        if instance is None:
-            return None
-        try:
-            return await pod_gc.ended_pods(self.ctx.api, self.ctx.settings.namespaces, instance)
-        except Exception:
-            log.exception("could not list finished Pods; they are collected on a later pass")
-            return None
-
-    async def _collect_pods(
-        self,
-        ended_pods: list[pod_gc.EndedPod],
-        kept: Mapping[uuid.UUID, set[int]],
-        users: list[Mapping[str, Any]],
-    ) -> None:
-        """Delete the ended Pods whose run left its window (``pod_gc``)."""
-        followed = {
-            int(body["status"]["runId"])
-            for body in users
-            if (body.get("status") or {}).get("runId") is not None
-        }
-        candidates = pod_gc.unkept(ended_pods, kept, followed)
-        if not candidates:
-            return
-        try:
-            known = await history.runs(self.ctx.pool, [pod.run_id for pod in candidates])
-        except Exception:
-            log.exception("could not read the runs of finished Pods; collected on a later pass")
-            return
-        states = {run_id: run.state for run_id, run in known.items()}
-        deleted = await pod_gc.delete(
-            self.ctx.api, pod_gc.collectable(candidates, states), self._writes
-        )
-        if deleted:
-            log.info("deleted finished Pods outside their window", extra={"pods": deleted})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -814,7 +670,7 @@ class _ScheduledJobsDone:
     """What the ScheduledJobs' part of a pass did, for the rest of the pass."""
 
     #: The ended Pods listed when a Pod sweep was due (else None), and the runs each
-    #: window keeps, for ``_collect_pods``.
+    #: window keeps, for ``PodSweep.collect``.
     ended_pods: list[pod_gc.EndedPod] | None
     kept: dict[uuid.UUID, set[int]]
     #: ScheduledJobs stored, and synced (every live one on a sweep, else those stored).
@@ -872,37 +728,3 @@ def _open_circuit(
     stalled by an invalid edit still says that its runs wait)."""
     dependency = (body.get("spec") or {}).get("dependency")
     return open_circuits.get(dependency) if isinstance(dependency, str) else None
-
-
-def _owner_uid(body: Mapping[str, Any]) -> uuid.UUID | None:
-    for reference in body["metadata"].get("ownerReferences") or ():
-        if reference.get("kind") == scheduled_job.KIND and reference.get("controller"):
-            return uuid.UUID(str(reference["uid"]))
-    return None
-
-
-def _mirrored_body(owner: Mapping[str, Any], name: str) -> dict[str, Any]:
-    metadata = owner["metadata"]
-    return {
-        "apiVersion": common.API_VERSION,
-        "kind": job_run.KIND,
-        "metadata": {
-            "name": name,
-            "namespace": metadata["namespace"],
-            "labels": {
-                context.LABEL_SCHEDULED_JOB: metadata["name"],
-                context.LABEL_MIRROR: "true",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": common.API_VERSION,
-                    "kind": scheduled_job.KIND,
-                    "name": metadata["name"],
-                    "uid": metadata["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {"jobRef": {"name": metadata["name"]}},
-    }

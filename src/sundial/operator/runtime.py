@@ -136,7 +136,7 @@ async def serve(config: OperatorConfig) -> int:
         role = "leader"
         return await _lead(config, pool, lead, stop)
     finally:
-        await lead.release()
+        await lead.resign()
         await probe.stop()
         if access_api is not None:
             access_api.close()

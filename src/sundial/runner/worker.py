@@ -169,6 +169,8 @@ class Worker:
             runner_metrics=self.metrics,
         )
         self.attempts: dict[int, in_flight.Attempt] = {}
+        #: ``attempts`` counted by namespace, kept with it (``_forget``): a claim's fair share.
+        self._held: collections.Counter[str] = collections.Counter()
         self._lease = datetime.timedelta(seconds=settings.lease_seconds)
         self.port: int | None = None
         self._busy: collections.Counter[Model] = collections.Counter()
@@ -403,9 +405,19 @@ class Worker:
         served = self.settings.namespaces
         if served is not None and len(served) < 2:
             return None
-        return collections.Counter(
-            a.run.namespace for a in self.attempts.values() if a.run.namespace
-        )
+        return self._held
+
+    def _forget(self, attempt: in_flight.Attempt) -> None:
+        """Drop ``attempt``'s run from ``attempts``, and its namespace's held count with it (the
+        count is always the entries of ``attempts`` per namespace)."""
+        dropped = self.attempts.pop(attempt.run.id, None)
+        namespace = None if dropped is None else dropped.run.namespace
+        if namespace:
+            left = self._held[namespace] - 1
+            if left > 0:
+                self._held[namespace] = left
+            else:
+                del self._held[namespace]
 
     async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
         retry = reconnect.Backoff("claim failed; retrying", logger=log)
@@ -489,6 +501,8 @@ class Worker:
         if run.cancel_requested:
             job.cancel.set()
         attempt = in_flight.Attempt(run, job, model, claimed_at)
+        if run.namespace and run.id not in self.attempts:
+            self._held[run.namespace] += 1
         self.attempts[run.id] = attempt
         self._busy[model] += 1
         lag = (started_at - run.run_at).total_seconds()
@@ -566,7 +580,7 @@ class Worker:
 
     def _settle(self, attempt: in_flight.Attempt, outcome: outcomes.Outcome) -> None:
         if attempt.lost or attempt.released:
-            self.attempts.pop(attempt.run.id, None)
+            self._forget(attempt)
             return
         result = self.settlement.finish_for(attempt, outcome)
         if result is None:
@@ -585,7 +599,7 @@ class Worker:
         self.finisher.submit(attempt, releases.Release(run.id, run.attempt, delay, reason), label)
 
     def _settled(self, attempt: in_flight.Attempt) -> None:
-        self.attempts.pop(attempt.run.id, None)
+        self._forget(attempt)
         if self._slot_limited:
             self._wake.set()
 
@@ -605,7 +619,7 @@ class Worker:
     def _lost(self, attempt: in_flight.Attempt) -> None:
         attempt.lost = True
         attempt.invocation.cancel.set()
-        self.attempts.pop(attempt.run.id, None)
+        self._forget(attempt)
         self.metrics.record_outcome(attempt.run.handler, "lease_lost")
         log.warning(
             "lease lost",

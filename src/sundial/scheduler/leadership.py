@@ -140,7 +140,7 @@ class Leadership:
                 lose()
                 return
 
-    async def release(self) -> None:
+    async def resign(self) -> None:
         if self.lease is not None:
             with contextlib.suppress(Exception):
-                await leases.release(self.pool, self.lease)
+                await leases.resign(self.pool, self.lease)

@@ -89,7 +89,7 @@ class TriggerLoop:
         self.lease: leases.LeaderLease | None = None
         #: Another process held the lease when this one last asked (for the log's wording).
         self.stood_by = False
-        self._released = False
+        self._resigned = False
         rate = self.settings.fires_per_second
         self.fire_calendar = (
             None
@@ -162,8 +162,8 @@ class TriggerLoop:
 
     async def lead(self) -> leases.LeaderLease | None:
         """Take or renew the lease; ``None`` while another process holds it."""
-        before = None if self._released else self.lease
-        self._released = False
+        before = None if self._resigned else self.lease
+        self._resigned = False
         self.lease = await leases.acquire(
             self.pool, LEASE_NAME, self.holder, ttl_seconds=self.settings.lease_ttl_seconds
         )
@@ -222,9 +222,9 @@ class TriggerLoop:
         finally:
             if self.lease is not None:
                 try:
-                    await leases.release(self.pool, self.lease)
-                    log.info("stopped; released the lease", extra={"holder": self.holder})
+                    await leases.resign(self.pool, self.lease)
+                    log.info("stopped; resigned the lease", extra={"holder": self.holder})
                 except Exception:
-                    log.exception("could not release the trigger lease; it will expire")
-                self._released = True  # the next lead() starts afresh: nothing was lost
+                    log.exception("could not resign the trigger lease; it will expire")
+                self._resigned = True  # the next lead() starts afresh: nothing was lost
                 self.stood_by = False

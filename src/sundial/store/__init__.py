@@ -45,7 +45,7 @@ functions::
     circuits.open_for_runs(pool, run_ids) -> {run_id: OpenCircuit}  # unfinished runs only
     reaper.promote_due(pool, *, limit=10000) -> int               # scheduled/retry_wait -> pending
     leases.acquire(pool, name, holder, *, ttl_seconds) -> LeaderLease | None
-    leases.release(pool, lease) -> bool
+    leases.resign(pool, lease) -> bool
     leases.holder(pool, name) -> LeaderLease | None                # who leads, without renewing
     maintenance.ensure_partitions(pool, *, months_ahead=2, now=None)
     maintenance.archive_finished(pool, *, older_than_seconds, batch_size) -> int

@@ -16,7 +16,7 @@ import psycopg
 from sundial.store import queries
 from sundial.store.pool import Pool, store_error
 
-__all__ = ["BlockingLeases", "LeaderLease", "acquire", "holder", "last_holder", "release"]
+__all__ = ["BlockingLeases", "LeaderLease", "acquire", "holder", "last_holder", "resign"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,11 @@ async def acquire(pool: Pool, name: str, holder: str, *, ttl_seconds: float) -> 
     return None if row is None else LeaderLease(name, holder, row[0], row[1])
 
 
-async def release(pool: Pool, lease: LeaderLease) -> bool:
+async def resign(pool: Pool, lease: LeaderLease) -> bool:
     """Give the lease up early so a successor need not wait; False if it was already lost."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            queries.get("release_leader_lease"),
+            queries.get("resign_leader_lease"),
             {"name": lease.name, "holder": lease.holder, "epoch": lease.epoch},
         )
         return cursor.rowcount == 1

@@ -79,11 +79,11 @@ async def test_a_leader_knows_whom_it_took_the_lease_over_from(pool: store_pool.
     first = leadership.Leadership(pool, "operator-a", ttl_seconds=TTL_SECONDS)
     assert await first.acquire(never)
     assert first.previous is None  # nobody held it before
-    await first.release()
+    await first.resign()
     second = leadership.Leadership(pool, "operator-b", ttl_seconds=TTL_SECONDS)
     assert await second.acquire(never)
     assert second.previous == "operator-a"
-    await second.release()
+    await second.resign()
     again = leadership.Leadership(pool, "operator-b", ttl_seconds=TTL_SECONDS)
     assert await again.acquire(never)
     assert again.previous is None  # a restart under its own name takes its own back

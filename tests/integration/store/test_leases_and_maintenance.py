@@ -24,8 +24,8 @@ async def test_one_leader_at_a_time_and_the_epoch_grows_on_takeover(
         conn.execute("UPDATE leader_leases SET expires_at = now() - interval '1 second'")
     taken = await leases.acquire(pool, "trigger", "b", ttl_seconds=30)
     assert taken is not None and taken.epoch == 2
-    assert await leases.release(pool, first) is False  # a lost it; it cannot release b's
-    assert await leases.release(pool, taken) is True
+    assert await leases.resign(pool, first) is False  # a lost it; it cannot resign b's
+    assert await leases.resign(pool, taken) is True
     back = await leases.acquire(pool, "trigger", "a", ttl_seconds=30)
     assert back is not None and back.epoch == 3
 

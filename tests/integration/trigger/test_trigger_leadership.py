@@ -74,7 +74,7 @@ async def test_the_logs_say_who_leads_who_stands_by_and_who_takes_over(
         await second.step()
         await first.step()
         assert said() == [
-            ("first", "stopped; released the lease"),
+            ("first", "stopped; resigned the lease"),
             ("second", "taking over"),
             ("first", "standing by"),
         ]

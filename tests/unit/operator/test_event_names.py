@@ -32,7 +32,7 @@ def test_names_stay_valid_subdomains_for_long_objects_and_odd_keys():
 def test_runs_that_used_up_their_retries_warn_by_how_they_ended() -> None:
     # A run whose retries were spent by timeouts ends TimedOut, not DeadLettered (ADR 0001):
     # it must still leave a Warning, under its own reason.
-    assert events.TERMINAL_WARNINGS["DeadLettered"] == EventReason.DEAD_LETTERED
-    assert events.TERMINAL_WARNINGS["TimedOut"] == EventReason.TIMED_OUT
-    assert "Succeeded" not in events.TERMINAL_WARNINGS
-    assert "Cancelled" not in events.TERMINAL_WARNINGS
+    assert events.ENDED_WARNINGS["DeadLettered"] == EventReason.DEAD_LETTERED
+    assert events.ENDED_WARNINGS["TimedOut"] == EventReason.TIMED_OUT
+    assert "Succeeded" not in events.ENDED_WARNINGS
+    assert "Cancelled" not in events.ENDED_WARNINGS
