@@ -237,21 +237,33 @@ class PodLauncher:
         # A claim may hand all it claims to one namespace. So: the namespaces this launcher
         # holds no Pod of, up to ``cap`` at once; then those it holds some of, up to the least
         # room any of them has left. Neither claim can take a namespace past ``cap``.
-        held = Counter(a.run.namespace for a in self._attempts.values() if a.run.namespace)
+        held = self._held()
         room = {namespace: cap - count for namespace, count in held.items()}
         free -= await self._claim_some(
-            min(free, self._settings.claim_batch, cap), excluded=sorted(room)
+            min(free, self._settings.claim_batch, cap), excluded=sorted(room), held=held
         )
         partly = sorted(namespace for namespace, left in room.items() if left > 0)
         if partly and free > 0:
             least = min(room[namespace] for namespace in partly)
             await self._claim_some(min(free, self._settings.claim_batch, least), only=partly)
 
+    def _held(self) -> Counter[str]:
+        """The attempts held per namespace: the per-namespace Pod limit, and a claim's fair
+        share (``claims.claim``'s ``held``). Counted when asked: a launcher holds at most
+        ``max_pods`` (hundreds), and claims a few times a second."""
+        return Counter(a.run.namespace for a in self._attempts.values() if a.run.namespace)
+
     async def _claim_some(
-        self, limit: int, *, excluded: Sequence[str] = (), only: Sequence[str] | None = None
+        self,
+        limit: int,
+        *,
+        excluded: Sequence[str] = (),
+        only: Sequence[str] | None = None,
+        held: Counter[str] | None = None,
     ) -> int:
         """Claim up to ``limit`` pod runs of the namespaces served (``only`` these, none of
-        ``excluded``) and track them; how many were claimed."""
+        ``excluded``) and track them; how many were claimed. ``held``: ``_held()`` if the
+        caller has just counted it."""
         sent = self._clock.now().timestamp()  # no later than the lease's start
         claimed = await claims.claim(
             self._pool,
@@ -263,7 +275,7 @@ class PodLauncher:
             namespaces=self._settings.namespaces if only is None else only,
             excluded_namespaces=excluded,
             weights=self._settings.namespace_weights,
-            held=Counter(a.run.namespace for a in self._attempts.values() if a.run.namespace),
+            held=self._held() if held is None else held,
         )
         if claimed:
             lease = self._settings.lease_seconds

@@ -12,6 +12,8 @@ and ``released`` (the runner gave it back while draining).
 from __future__ import annotations
 
 import asyncio
+import collections
+from collections.abc import Iterator, Mapping
 
 from sundial.runner import invocation, registry
 from sundial.store import claims
@@ -53,6 +55,60 @@ class Attempt:
 
     def log_fields(self) -> dict[str, object]:
         return {"run_id": self.run.id, "attempt": self.run.attempt, "handler": self.run.handler}
+
+
+class Held(Mapping[int, Attempt]):
+    """The runner's attempts by run id, and how many of them each namespace has.
+
+    The counts are a claim's fair share (``claims.claim``'s ``held``): the slots freed one at a
+    time beside a flood go to the namespace this runner runs least of. They are kept with the
+    attempts, not counted per claim, because at a busy runner's slot counts a count per claim
+    would walk thousands of attempts for every claim of one slot; keeping both in one place
+    keeps them equal (``by_namespace`` is always the attempts counted by namespace)."""
+
+    def __init__(self) -> None:
+        self._attempts: dict[int, Attempt] = {}
+        self._by_namespace: collections.Counter[str] = collections.Counter()
+
+    def __getitem__(self, run_id: int) -> Attempt:
+        return self._attempts[run_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._attempts)
+
+    def __len__(self) -> int:
+        return len(self._attempts)
+
+    @property
+    def by_namespace(self) -> collections.Counter[str]:
+        """Attempts per namespace (runs without a namespace are not counted). Read only."""
+        return self._by_namespace
+
+    def add(self, attempt: Attempt) -> None:
+        """Hold ``attempt``, in place of an attempt of the same run if one is held."""
+        run = attempt.run
+        previous = self._attempts.get(run.id)
+        if previous is not None:
+            self._uncount(previous)
+        self._attempts[run.id] = attempt
+        if run.namespace:
+            self._by_namespace[run.namespace] += 1
+
+    def drop(self, attempt: Attempt) -> None:
+        """Stop holding ``attempt``'s run (whichever attempt of it is held); nothing if none."""
+        dropped = self._attempts.pop(attempt.run.id, None)
+        if dropped is not None:
+            self._uncount(dropped)
+
+    def _uncount(self, attempt: Attempt) -> None:
+        namespace = attempt.run.namespace
+        if not namespace:
+            return
+        left = self._by_namespace[namespace] - 1
+        if left > 0:
+            self._by_namespace[namespace] = left
+        else:
+            del self._by_namespace[namespace]
 
 
 def unfinished_bound(slots: int, configured: int | None) -> int:

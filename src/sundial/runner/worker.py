@@ -168,9 +168,7 @@ class Worker:
             quarantine=self.quarantine,
             runner_metrics=self.metrics,
         )
-        self.attempts: dict[int, in_flight.Attempt] = {}
-        #: ``attempts`` counted by namespace, kept with it (``_forget``): a claim's fair share.
-        self._held: collections.Counter[str] = collections.Counter()
+        self.attempts = in_flight.Held()
         self._lease = datetime.timedelta(seconds=settings.lease_seconds)
         self.port: int | None = None
         self._busy: collections.Counter[Model] = collections.Counter()
@@ -405,19 +403,10 @@ class Worker:
         served = self.settings.namespaces
         if served is not None and len(served) < 2:
             return None
-        return self._held
+        return self.attempts.by_namespace
 
     def _forget(self, attempt: in_flight.Attempt) -> None:
-        """Drop ``attempt``'s run from ``attempts``, and its namespace's held count with it (the
-        count is always the entries of ``attempts`` per namespace)."""
-        dropped = self.attempts.pop(attempt.run.id, None)
-        namespace = None if dropped is None else dropped.run.namespace
-        if namespace:
-            left = self._held[namespace] - 1
-            if left > 0:
-                self._held[namespace] = left
-            else:
-                del self._held[namespace]
+        self.attempts.drop(attempt)
 
     async def _claim_loop(self, stop: shutdown.Shutdown) -> None:
         retry = reconnect.Backoff("claim failed; retrying", logger=log)
@@ -501,9 +490,7 @@ class Worker:
         if run.cancel_requested:
             job.cancel.set()
         attempt = in_flight.Attempt(run, job, model, claimed_at)
-        if run.namespace and run.id not in self.attempts:
-            self._held[run.namespace] += 1
-        self.attempts[run.id] = attempt
+        self.attempts.add(attempt)
         self._busy[model] += 1
         lag = (started_at - run.run_at).total_seconds()
         self.metrics.schedule_lag.observe(lag if lag > 0.0 else 0.0, run.queue)

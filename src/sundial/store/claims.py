@@ -208,9 +208,9 @@ async def claim(
     ``weights``: per namespace, its share of the slots against the others' (a namespace not
     named weighs 1): weights 3 and 1 give three runs to one for as long as both have runs.
 
-    ``held``: per namespace, the runs this claimer runs now. They count as shares it had, so
-    the slots freed one at a time beside a flood go first to the namespace running least for
-    its weight, not to a draw."""
+    ``held``: per namespace, the runs this claimer holds: claimed, and their finish not yet
+    committed. They count as shares it had, so the slots freed one at a time beside a flood go
+    first to the namespace it holds least of for its weight, not to a draw."""
     if limit <= 0:
         return []
     if weights and not all(0 < weight < math.inf for weight in weights.values()):
