@@ -369,6 +369,14 @@ def main() -> None:
     )
     if worst is not None:
         print(f"past the peak ({peak:,}/s), the worst step completed {worst:.0%} of it")
+        last = max(result["steps"], key=lambda step: step["offered"])
+        if last["completed_per_second"] == peak:
+            # Completions still rose at the highest rate offered: no step was past the peak,
+            # and 100% says only that none fell. Offer more (--rates) to find the peak.
+            print(
+                f"the peak is the last step ({last['offered']:,}/s offered): completions "
+                "still rose, so no step was past it; offer more to find where they stop"
+            )
         # A step whose producer, sharing the machine, submitted less than the peak offered no
         # overload: what it could complete is what was submitted.
         offered = [
