@@ -37,7 +37,8 @@ def test_a_runner_serves_its_own_namespace_only(
 
     eventually(lambda: run_row(dsn, ours)["state"] == "completed", what="team-a's run")
     reason = eventually(lambda: _reason(dsn, theirs), what="a reason on team-b's run")
-    assert reason.startswith("no live runner serves namespace team-b")
+    assert reason.startswith("no live runner serves handler loop.record_namespace on queue default")
+    assert "in namespace team-b" in reason and "--namespace team-b" in reason
     assert run_row(dsn, theirs)["state"] == "pending"
     assert out.read_text() == f"{ours} team-a\n"
 

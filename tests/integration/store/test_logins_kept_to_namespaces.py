@@ -219,6 +219,62 @@ async def test_a_run_waiting_in_another_namespace_is_released_by_a_kept_runners_
     assert runner_loop.run_row(store_dsn, held.run_id)["state"] == "blocked"
 
 
+def _unclaimable(dsn: str, run_id: int) -> str | None:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT unclaimable_reason FROM job_runs WHERE id = %s", (run_id,)
+        ).fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
+async def test_a_kept_runners_maintenance_and_the_maintainer_say_the_same_of_a_run(
+    tenants: Tenants, store_dsn: str
+) -> None:
+    """A kept login sees only the runners that serve its namespaces, so both verdicts read only
+    those: the two passes never rewrite each other's reason, and neither tells team-b that
+    team-a runs the handler it asked for."""
+    charge = runner_loop.create_job(store_dsn, "billing.charge", namespace="team-b")
+    (waiting,) = runner_loop.submit(store_dsn, charge)
+    owner = await store_pool.open_pool(store_dsn, min_size=1, max_size=1)
+    kept = await store_pool.open_pool(tenants.kept_dsn, min_size=1, max_size=1)
+    try:
+        await runners.announce(
+            owner,
+            "team-a-runner",
+            queues=["default"],
+            handlers={"billing.charge": "async"},
+            ttl_seconds=60,
+            namespaces=["team-a"],
+        )
+        blamed = await runners.mark_unclaimable(kept, grace_seconds=0)
+        assert [change.run_id for change in blamed] == [waiting]
+        reason = _unclaimable(store_dsn, waiting)
+        assert reason.startswith(
+            "no live runner serves handler billing.charge on queue default in namespace team-b"
+        )
+        assert "--namespace team-b" in reason
+        assert "team-a" not in reason
+        assert await runners.mark_unclaimable(owner, grace_seconds=0) == []  # the same reason
+        assert await runners.mark_unclaimable(kept, grace_seconds=0) == []
+
+        await runners.announce(
+            owner,
+            "every-namespace",
+            queues=["default"],
+            handlers={"billing.charge": "async"},
+            ttl_seconds=60,
+            namespaces=None,
+        )
+        assert [c.run_id for c in await runners.mark_unclaimable(kept, grace_seconds=0)] == [
+            waiting
+        ]
+        assert _unclaimable(store_dsn, waiting) is None
+    finally:
+        await owner.close()
+        await kept.close()
+
+
 @pytest.mark.parametrize(
     ("served", "says"),
     [
@@ -280,11 +336,12 @@ def test_lifting_a_login_and_bad_values_say_what_to_write(tenants: Tenants, stor
         assert conn.execute("SELECT sundial_login_namespaces()").fetchone() == (None,)
 
 
-def test_a_kept_login_reads_only_its_jobs_and_writes_only_its_own_runners_rows(
+def test_a_kept_login_reads_only_its_jobs_and_runners_and_writes_only_its_own_runners_rows(
     tenants: Tenants, store_dsn: str
 ) -> None:
     """Jobs and schedules carry templates and default arguments; announcements and circuits
-    steer every runner's "unclaimable" reasons and the ScheduledJobs' Degraded condition."""
+    steer every runner's "unclaimable" reasons and the ScheduledJobs' Degraded condition, and
+    say what other teams run."""
     with psycopg.connect(store_dsn) as conn:
         for job in (tenants.team_a, tenants.team_b):
             conn.execute(
@@ -305,9 +362,10 @@ def test_a_kept_login_reads_only_its_jobs_and_writes_only_its_own_runners_rows(
         jobs = {row[0] for row in conn.execute("SELECT id FROM job_definitions")}
         schedule_jobs = {row[0] for row in conn.execute("SELECT job_id FROM schedules")}
         assert (jobs, schedule_jobs) == ({tenants.team_b}, {tenants.team_b})
-        # Every announcement and circuit stays readable: they name handlers, not runs.
-        assert conn.execute("SELECT count(*) FROM runners").fetchone() == (2,)
-        assert conn.execute("SELECT count(*) FROM circuits").fetchone() == (1,)
+        # Another team's runner, what it serves and its circuits are not team-b's to read;
+        # a runner of every namespace could claim team-b's runs, so it is.
+        assert [row[0] for row in conn.execute("SELECT worker_id FROM runners")] == ["every-runner"]
+        assert conn.execute("SELECT count(*) FROM circuits").fetchone() == (0,)
         changed = [
             conn.execute(statement).rowcount
             for statement in (
@@ -337,6 +395,12 @@ def test_a_kept_login_reads_only_its_jobs_and_writes_only_its_own_runners_rows(
             "INSERT INTO circuits (worker_id, dependency, state, since)"
             " VALUES ('b-runner', 'stripe', 'open', now())"
         )
+        # Its own announcement is read back (an announcement is an upsert) with its circuit.
+        seen = {row[0] for row in conn.execute("SELECT worker_id FROM runners")}
+        assert seen == {"every-runner", "b-runner"}
+        assert conn.execute("SELECT worker_id, dependency FROM circuits").fetchall() == [
+            ("b-runner", "stripe")
+        ]
 
 
 def test_a_teams_reader_login_kept_to_its_namespace_reads_only_its_runs_and_writes_none(

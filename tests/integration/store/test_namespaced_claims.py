@@ -73,7 +73,9 @@ async def test_a_run_no_runner_may_serve_says_which_namespace_lacks_one(
 
     assert await _reason(pool, team_a) is None
     reason = await _reason(pool, team_b)
-    assert reason is not None and reason.startswith("no live runner serves namespace team-b")
+    assert reason is not None and reason.startswith(
+        "no live runner serves handler billing.charge on queue default in namespace team-b"
+    )
     assert "--namespace team-b" in reason
 
     await runners.announce(

@@ -2,9 +2,13 @@
 --
 -- Runs are grouped by (queue, handler, execution_model, namespace): a group no live runner
 -- serves gets a reason, a served group gets NULL. A runner serves the namespaces it announced
--- (NULL: every one; migration 0200). Only rows whose reason changes are written, and a reason
--- is written only once the run has been due for %(grace_seconds)s, so a run merely waiting for a
--- free slot or for a runner that is starting is never blamed. Pod runs are the pod
+-- (NULL: every one; migration 0200). A verdict reads only the runners that serve the group's
+-- namespace: a login kept to namespaces sees no other runner (migration 0330), and its
+-- maintenance pass and the maintainer's must write the same reason (or they would rewrite
+-- each other's), which must not tell a team what other teams' runners serve. Only rows
+-- whose reason changes are written, and a reason is written only once the run has been due
+-- for %(grace_seconds)s, so a run merely waiting for a free slot or for a runner that is
+-- starting is never blamed. Pod runs are the pod
 -- launcher's, which does not register here.
 --
 -- Bounded (migration 0190): the runs looked at are never the whole backlog, only
@@ -47,8 +51,9 @@ groups AS (
 verdicts AS MATERIALIZED (
     SELECT g.queue, g.handler, g.execution_model, g.namespace,
         CASE
-            WHEN NOT EXISTS (
-                SELECT 1 FROM live l WHERE l.queue = g.queue AND l.handler = g.handler)
+            WHEN g.namespace IS NULL AND NOT EXISTS (
+                SELECT 1 FROM live l
+                WHERE l.queue = g.queue AND l.handler = g.handler AND l.namespaces IS NULL)
             THEN format(
                 'no live runner serves handler %%s on queue %%s: start a runner with '
                 '--queue %%s and --handlers naming the module that registers %%s with @sundial.job',
@@ -58,11 +63,10 @@ verdicts AS MATERIALIZED (
                 WHERE l.queue = g.queue AND l.handler = g.handler
                   AND (l.namespaces IS NULL OR g.namespace = ANY(l.namespaces)))
             THEN format(
-                'no live runner serves namespace %%s: the runners of handler %%s on queue %%s '
-                'serve only other namespaces. Start a runner with --namespace %%s (the chart: '
-                'runner.namespaces)',
-                coalesce(g.namespace, '(none recorded)'), g.handler, g.queue,
-                coalesce(g.namespace, 'NAME'))
+                'no live runner serves handler %%s on queue %%s in namespace %%s: start a runner '
+                'with --queue %%s, --handlers naming the module that registers %%s with '
+                '@sundial.job, and --namespace %%s or none (the chart: runner.namespaces)',
+                g.handler, g.queue, g.namespace, g.queue, g.handler, g.namespace)
             WHEN g.execution_model IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM live l
                 WHERE l.queue = g.queue AND l.handler = g.handler AND l.model = g.execution_model
@@ -73,7 +77,8 @@ verdicts AS MATERIALIZED (
                 'it to the registered model',
                 g.handler, g.execution_model,
                 (SELECT string_agg(DISTINCT l.model, ', ') FROM live l
-                 WHERE l.queue = g.queue AND l.handler = g.handler))
+                 WHERE l.queue = g.queue AND l.handler = g.handler
+                   AND (l.namespaces IS NULL OR g.namespace = ANY(l.namespaces))))
         END AS reason
     FROM groups g
 ),

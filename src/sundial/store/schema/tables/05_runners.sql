@@ -17,10 +17,10 @@ CREATE TABLE runners (
 ALTER TABLE runners
     ADD CONSTRAINT runners_pkey PRIMARY KEY (worker_id);
 
--- Logins kept to namespaces (0310, docs/adr/0068-logins-kept-to-namespaces.md).
+-- Logins kept to namespaces (0310, 0330, docs/adr/0068-logins-kept-to-namespaces.md).
 ALTER TABLE runners ENABLE ROW LEVEL SECURITY;
 
-CREATE POLICY read_by_all ON runners FOR SELECT USING (true);
+CREATE POLICY kept_to_namespaces_select ON runners FOR SELECT USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (namespaces IS NULL) OR (namespaces && ( SELECT sundial_login_namespaces() AS sundial_login_namespaces)) OR (namespaces <@ ( SELECT sundial_login_namespaces() AS sundial_login_namespaces))));
 
 CREATE POLICY kept_to_namespaces_insert ON runners FOR INSERT WITH CHECK ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (namespaces <@ ( SELECT sundial_login_namespaces() AS sundial_login_namespaces)))));
 

@@ -18,10 +18,12 @@ ALTER TABLE circuits
 ALTER TABLE circuits
     ADD CONSTRAINT circuits_worker_id_fkey FOREIGN KEY (worker_id) REFERENCES runners(worker_id) ON DELETE CASCADE;
 
--- Logins kept to namespaces (0310, docs/adr/0068-logins-kept-to-namespaces.md).
+-- Logins kept to namespaces (0310, 0330, docs/adr/0068-logins-kept-to-namespaces.md).
 ALTER TABLE circuits ENABLE ROW LEVEL SECURITY;
 
-CREATE POLICY read_by_all ON circuits FOR SELECT USING (true);
+CREATE POLICY kept_to_namespaces_select ON circuits FOR SELECT USING (((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
+   FROM runners r
+  WHERE (r.worker_id = circuits.worker_id)))));
 
 CREATE POLICY kept_to_namespaces_insert ON circuits FOR INSERT WITH CHECK ((((( SELECT sundial_login_namespaces() AS sundial_login_namespaces) IS NULL) OR (EXISTS ( SELECT 1
    FROM runners r
