@@ -11,6 +11,8 @@ BASE_ARG=PYTHON_IMAGE
 
 image_tools() {
     command -v buildah >/dev/null || echo buildah
+    # buildah's RUN steps need an OCI runtime; Debian's buildah does not pull one in.
+    command -v runc >/dev/null || command -v crun >/dev/null || echo runc
     command -v git >/dev/null || echo git
 }
 
