@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -14,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import upgrade_story
 import yaml
 
-from sundial.localdev import cluster
+from sundial.localdev import cluster, previous_release
 from sundial.localdev import install as installs
 from sundial.localdev import real_node as real_nodes
 
@@ -34,6 +36,9 @@ class Target:
     #: nodeSelector and tolerations a job Pod's template adds (the real node's), else {}.
     placement: dict[str, Any] = field(default_factory=dict)
     pull_policy: str = "Never"
+    #: The upgrade from the previous release the session made first (None: it made none,
+    #: on a cluster of yours).
+    upgrade: upgrade_story.UpgradeStory | None = None
 
 
 def _local_reason() -> str | None:
@@ -69,19 +74,73 @@ def session_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]
     local = cluster.start(state_dir, owner_pid=os.getpid())
     try:
         node = real_nodes.start(local, env_file, images=("BUSYBOX", *installs.IMAGES))
-        started = time.monotonic()
-        installation = installs.install(
-            local, node, release="sundial", namespace="sundial-system", job_namespaces=[JOBS]
-        )
-        print(f"\ne2e: chart installed to Ready in {time.monotonic() - started:.1f}s")
+        upgraded = None
+        if previous_release.available():
+            installation, upgraded = _upgraded_from_the_previous_release(local, node, work)
+        else:
+            # A shallow clone: the stories run on this checkout, installed directly.
+            print(f"\ne2e: no commit {previous_release.PREVIOUS[:7]} here; no upgrade story")
+            installation = installs.install(
+                local, node, release="sundial", namespace="sundial-system", job_namespaces=[JOBS]
+            )
         yield Target(
             kubectl=installation.kubectl,
             installation=installation,
             busybox_image=node.images["BUSYBOX"],
             placement=real_nodes.placement(),
+            upgrade=upgraded,
         )
     finally:
         local.stop()
+
+
+def _upgraded_from_the_previous_release(
+    local: cluster.LocalCluster, node: real_nodes.RealNode, work: Path
+) -> tuple[installs.Installation, upgrade_story.UpgradeStory]:
+    """The previous release installed on ``node`` (its chart, its images), its work started,
+    then upgraded to this checkout's chart and images (``node.images``)."""
+    with previous_release.checkout() as previous:
+        previous_env = previous_release.images(previous, log_path=work / "previous.log")
+        real_nodes.start(local, previous_env, images=("OPERATOR", "EXAMPLES"))
+        older = real_nodes.read_images(previous_env)
+        started = time.monotonic()
+        installation = installs.install(
+            local,
+            dataclasses.replace(
+                node,
+                images={
+                    **node.images,
+                    "OPERATOR": older["OPERATOR"],
+                    "EXAMPLES": older["EXAMPLES"],
+                },
+            ),
+            release="sundial",
+            namespace="sundial-system",
+            job_namespaces=[JOBS, upgrade_story.UPGRADE],
+            chart=previous_release.chart_dir(previous),
+        )
+    print(
+        f"\ne2e: the previous release ({previous_release.PREVIOUS[:7]}) installed to Ready in "
+        f"{time.monotonic() - started:.1f}s"
+    )
+    upgrade_story.start(
+        installation.kubectl,
+        upgrade_story.workload(node.images["BUSYBOX"], real_nodes.placement(), "Never"),
+    )
+    before = upgrade_story.operator_pods(installation.kubectl, installation.namespace)
+    upgrade_started = upgrade_story.now()
+    installation = installs.upgrade(
+        installation,
+        images={"OPERATOR": node.images["OPERATOR"], "EXAMPLES": node.images["EXAMPLES"]},
+    )
+    print(f"e2e: upgraded to this checkout, Ready in {installation.ready_seconds:.1f}s")
+    return installation, upgrade_story.UpgradeStory(
+        previous=previous_release.PREVIOUS,
+        started_at=upgrade_started,
+        upgraded_at=upgrade_story.now(),
+        operators_before=before,
+        operators_after=upgrade_story.operator_pods(installation.kubectl, installation.namespace),
+    )
 
 
 def _given_cluster(given: str) -> Iterator[Target]:

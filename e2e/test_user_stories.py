@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import upgrade_story
 import yaml
 from e2e_target import JOBS, Target
 
@@ -239,6 +240,61 @@ def test_install_runs_the_operator_the_history_api_a_runner_and_postgresql_as_re
         assert {"type": "Established", "status": "True"}.items() <= {
             k: v for c in established if c["type"] == "Established" for k, v in c.items()
         }.items()
+
+
+def test_an_upgrade_from_the_previous_release_keeps_runs_and_schedules_going(
+    target: Target,
+    stories: Phases,  # applied now, so the stories run while this one waits
+) -> None:
+    """The session installed the previous release and upgraded it to this checkout while a
+    Pod job slept and a schedule fired every few seconds (upgrade_story): the operator was
+    replaced, the Pod job ended once under its first attempt, the schedule fired and
+    succeeded after the upgrade, and none of its runs failed."""
+    story = target.upgrade
+    if story is None:
+        pytest.skip("the session made no upgrade (a cluster of yours: SUNDIAL_E2E_KUBECONFIG)")
+    assert story.operators_after and not story.operators_after & story.operators_before
+    namespace = upgrade_story.UPGRADE
+
+    def pod_run() -> Any:
+        status = (
+            _json(target, "get", "jobrun", upgrade_story.POD_RUN, "-n", namespace).get("status")
+            or {}
+        )
+        return status if status.get("phase") in ENDED else None
+
+    ended = _until(pod_run, within=upgrade_story.POD_SECONDS + 120, what="the Pod job to end")
+    assert (ended["phase"], ended["attempt"]) == ("Succeeded", 1), ended
+    pods = _json(
+        target, "get", "pods", "-n", namespace, "-l", f"sundial.dev/run-id={ended['runId']}"
+    )
+    assert {p["metadata"]["labels"]["sundial.dev/attempt"] for p in pods["items"]} <= {"1"}
+
+    def fired_after() -> Any:
+        status = _json(target, "get", "scheduledjob", upgrade_story.EVERY, "-n", namespace)[
+            "status"
+        ]
+        succeeded = status.get("lastSuccessfulTime")
+        return status if succeeded and _time(succeeded) > story.upgraded_at else None
+
+    _until(fired_after, within=90, what="a fire after the upgrade to succeed")
+    runs = _json(
+        target, "get", "jobruns", "-n", namespace,
+        "-l", f"sundial.dev/scheduledjob={upgrade_story.EVERY}",
+    )["items"]  # fmt: skip
+    phases = [(r["metadata"]["name"], (r.get("status") or {}).get("phase")) for r in runs]
+    assert runs and all(phase not in ENDED - {"Succeeded"} for _, phase in phases), phases
+    target.kubectl("delete", "scheduledjobs,jobruns", "--all", "-n", namespace, "--timeout=120s")
+
+
+def _until(check: Any, *, within: float, what: str) -> Any:
+    deadline = time.monotonic() + within
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"{what} within {within:.0f} s"
+        time.sleep(1)
 
 
 def test_a_scheduled_job_fires_on_its_schedule_and_the_runner_runs_it(

@@ -48,6 +48,7 @@ __all__ = [
     "leftovers",
     "real_node_values",
     "uninstall",
+    "upgrade",
 ]
 
 #: The images an installation on the real node runs (the env file's names).
@@ -197,8 +198,10 @@ def install(
     job_namespaces: Sequence[str] = ("default",),
     extra_values: Mapping[str, Any] | None = None,
     timeout_seconds: float = 240,
+    chart: Path | None = None,
 ) -> Installation:
-    """``helm install`` the chart for ``node`` and wait until every component is rolled out."""
+    """``helm install`` the chart (``chart``, else this checkout's) for ``node`` and wait until
+    every component is rolled out."""
     helm_path = local.kubectl_path.parent / "helm"
     values = real_node_values(
         node, local.kubeconfig, job_namespaces=job_namespaces, extra=extra_values
@@ -213,7 +216,8 @@ def install(
     try:
         _helm(
             helm_path, local.kubeconfig,
-            "install", release, str(chart_dir()), "--namespace", namespace, "--create-namespace",
+            "install", release, str(chart or chart_dir()), "--namespace", namespace,
+            "--create-namespace",
             "--values", handle.name,
         )  # fmt: skip
     finally:
@@ -226,7 +230,59 @@ def install(
         kubectl_path=local.kubectl_path,
         values=values,
     )
-    deadline = started + timeout_seconds
+    _rolled_out(installation, started + timeout_seconds, timeout_seconds)
+    return dataclasses.replace(installation, ready_seconds=time.monotonic() - started)
+
+
+def upgrade(
+    installation: Installation,
+    *,
+    images: Mapping[str, str],
+    chart: Path | None = None,
+    timeout_seconds: float = 300,
+) -> Installation:
+    """``helm upgrade`` ``installation`` to ``chart`` (else this checkout's) with the same
+    values but the images ``images`` (``{"OPERATOR": ref, "EXAMPLES": ref}``: the operator's
+    and the runner's), as a platform team upgrades a release; returns once every component
+    is rolled out again. The ports, the database and its password stay as they were.
+
+    On the real node the runner and the history API listen on ports of the node
+    (``hostNetwork``), so a new Pod fits beside its old one nowhere: they are replaced one at
+    a time (the operator is replaced with ``Recreate`` anyway)."""
+    one_at_a_time = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    values = _merged(
+        dict(installation.values),
+        {
+            "runner": {"updateStrategy": one_at_a_time},
+            "historyApi": {"updateStrategy": one_at_a_time},
+        },
+    )
+    values = _merged(
+        values,
+        {
+            component: {"image": _split_ref(images[name])}
+            for component, name in (("operator", "OPERATOR"), ("runner", "EXAMPLES"))
+            if name in images
+        },
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        yaml.safe_dump(values, handle)
+    started = time.monotonic()
+    try:
+        installation.helm(
+            "upgrade", installation.release, str(chart or chart_dir()),
+            "--namespace", installation.namespace, "--values", handle.name,
+            "--wait", "--timeout", f"{timeout_seconds:.0f}s",
+        )  # fmt: skip
+    finally:
+        os.unlink(handle.name)
+    upgraded = dataclasses.replace(installation, values=values)
+    _rolled_out(upgraded, started + timeout_seconds, timeout_seconds)
+    return dataclasses.replace(upgraded, ready_seconds=time.monotonic() - started)
+
+
+def _rolled_out(installation: Installation, deadline: float, timeout_seconds: float) -> None:
+    release, namespace = installation.release, installation.namespace
     # The chart's fullname: the release's name when it contains the chart's (as Helm's
     # convention has it), else <release>-sundial.
     fullname = release if "sundial" in release else f"{release}-sundial"
@@ -246,7 +302,6 @@ def install(
                 f"{kind}/{name} is not ready after {timeout_seconds:.0f}s: "
                 f"{done.stderr.strip() or done.stdout.strip()}\n{_pods_state(installation)}"
             )
-    return dataclasses.replace(installation, ready_seconds=time.monotonic() - started)
 
 
 def _adopt_crds(local: cluster.LocalCluster, release: str, namespace: str) -> None:
