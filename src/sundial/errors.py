@@ -55,7 +55,9 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     ├── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
     │   ├── GoNotFoundError                          no Go toolchain to build it
     │   ├── RealNodeError                            sundial.localdev.real_node: no real node here
-    │   └── InstallError                             sundial.localdev.install: the chart failed
+    │   ├── InstallError                             sundial.localdev.install: the chart failed
+    │   └── PreviousReleaseError                     sundial.localdev.previous_release: no
+    │                                                previous release to upgrade from
     └── PluginError (click.ClickException)           sundial.kubectl_plugin.outcome: what to do,
                                                      and the exit code
 
