@@ -34,6 +34,13 @@ def test_runners_reconnect_after_a_postgres_restart_and_finish_every_run(
     options = ("--lease-seconds", "10", "--maintenance-seconds", "0.3", "--concurrency", "async=5")
     first = runners.start(dsn, *options)
     second = runners.start(dsn, *options)
+    # Both connected before the restart: on a loaded machine a runner can take seconds to
+    # start, and one that first connects after the restart has no outage to recover from.
+    for runner in (first, second):
+        eventually(
+            lambda runner=runner: runner.logged("connected to PostgreSQL"),
+            what=f"{runner.worker_id} to connect",
+        )
     eventually(lambda: states(dsn).get("completed", 0) >= 30, what="some runs to complete")
 
     own_server.restart(mode="fast")
