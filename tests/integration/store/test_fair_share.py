@@ -4,6 +4,7 @@ priority cannot hold another's runs back."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -187,39 +188,81 @@ async def test_runs_of_no_namespace_are_still_claimed(
     assert await claims.claim(pool, "w", namespaces=["team-a"], limit=10) == []
 
 
+def _claim_params(**overrides: object) -> dict[str, object]:
+    """The claim statement's parameters as `claims.claim` passes them, for EXPLAIN."""
+    return {
+        "worker": "w",
+        "queues": ["default"],
+        "handlers": None,
+        "execution_models": None,
+        "unset_model": True,
+        "limit": 10,
+        "lease_seconds": 30.0,
+        "namespaces": None,
+        "excluded": None,
+        "floor_namespaces": None,
+        "floor_keys": None,
+        "weight_namespaces": None,
+        "weights": None,
+        "held_namespaces": None,
+        "held": None,
+        **overrides,
+    }
+
+
+async def _explain_claim(pool: store_pool.Pool, params: dict[str, object]) -> str:
+    async with pool.connection() as conn:
+        await conn.execute("ANALYZE job_runs")
+        # EXPLAIN ANALYZE runs the claim: rolled back, so the runs stay pending.
+        async with conn.transaction(force_rollback=True):
+            await conn.execute(claims.INDEX_ORDER_ONLY)
+            cursor = await conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) " + queries.get("claim"),
+                params,
+            )
+            return "\n".join(line for (line,) in await cursor.fetchall())
+
+
+def _buffers(plan: str) -> int:
+    """The shared buffers the whole statement touched (its top node's count)."""
+    for line in plan.splitlines():
+        if "Buffers:" in line:
+            return sum(int(n) for n in re.findall(r"(?:hit|read)=(\d+)", line))
+    raise AssertionError(f"no buffer counts in the plan:\n{plan}")
+
+
+async def test_a_quiet_queue_is_claimed_without_reading_another_queues_backlog(
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """A runner of one queue claims beside thousands of pending runs of another queue in the
+    same namespace (a backlog it cannot take): the claim reads about as much as beside none.
+    With one index range per namespace it stepped over every one of them, each claim."""
+    quiet = make_job("quiet", namespace="team-a", handler="work.quiet", queue="quiet")
+    await runs.submit(pool, quiet)
+    alone = _buffers(await _explain_claim(pool, _claim_params(queues=["quiet"], limit=1)))
+    assert len(await claims.claim(pool, "w", queues=["quiet"], limit=1)) == 1
+    bulk = make_job("bulk", namespace="team-a", handler="work.bulk", queue="bulk")
+    await runs.submit_many(pool, bulk, [runs.BatchItem(args={"n": n}) for n in range(3000)])
+    await runs.submit(pool, quiet)
+    plan = await _explain_claim(pool, _claim_params(queues=["quiet"], limit=1))
+    assert _buffers(plan) <= alone + 20, plan
+    # The quiet run is there to claim (EXPLAIN's claim was rolled back), the backlog too.
+    claimed = await claims.claim(pool, "w", queues=["quiet"], limit=10)
+    assert [run.queue for run in claimed] == ["quiet"]
+    assert len(await claims.claim(pool, "w", queues=["bulk"], limit=5000)) == 3000
+
+
 async def test_the_claim_plan_reads_each_namespace_from_its_own_index_range(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
     """The plan that keeps a flood cheap for everyone: namespaces listed by backward probes of
-    the namespace index (its live end, not the dead entries claims leave at the front), each
-    namespace's runs read from its own range of that index, never the global dispatch index
-    walked past another namespace's flood; the global index is read only for slots left over."""
+    the pending index (its live end, not the dead entries claims leave at the front), each
+    namespace's runs read from its own (namespace, queue) range of that index, never the
+    global dispatch index walked past another namespace's flood or another queue's."""
     await _flood(pool, make_job, "team-b", 3000, priority=9)
     await _flood(pool, make_job, "team-a", 5, priority=1)
-    async with pool.connection() as conn:
-        await conn.execute("ANALYZE job_runs")
-        params = {
-            "worker": "w",
-            "queues": ["default"],
-            "handlers": None,
-            "execution_models": None,
-            "unset_model": True,
-            "limit": 10,
-            "lease_seconds": 30.0,
-            "namespaces": None,
-            "excluded": None,
-            "floor_namespaces": None,
-            "floor_keys": None,
-            "weight_namespaces": None,
-            "weights": None,
-            "held_namespaces": ["team-b"],  # a runner full of team-b's runs
-            "held": [40],
-        }
-        cursor = await conn.execute(
-            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + queries.get("claim"), params
-        )
-        plan = "\n".join(line for (line,) in await cursor.fetchall())
-    assert "Index Only Scan Backward using job_runs_pending_by_namespace_idx" in plan, plan
-    assert "Index Scan using job_runs_pending_by_namespace_idx" in plan, plan
-    [global_scan] = [line for line in plan.splitlines() if "job_runs_dispatch_idx" in line]
-    assert "never executed" in global_scan, plan
+    # A runner full of team-b's runs.
+    plan = await _explain_claim(pool, _claim_params(held_namespaces=["team-b"], held=[40]))
+    assert "Index Only Scan Backward using job_runs_pending_by_queue_idx" in plan, plan
+    assert "Index Scan using job_runs_pending_by_queue_idx" in plan, plan
+    assert "job_runs_dispatch_idx" not in plan, plan

@@ -7,8 +7,12 @@
 -- namespace and a namespace flooding at the top priority cannot hold another's back. With
 -- more namespaces than slots, which ones get the first slots is random, so over claims each
 -- gets its share. Slots a namespace cannot fill (it has fewer due runs, or none this claimer
--- may take) go to the rest in dispatch order, runs of no namespace (written by an older
--- version) among them.
+-- may take) go to the namespaces that filled theirs, in dispatch order, runs of no namespace
+-- (written by an older version) among them.
+--
+-- Every walk reads one (namespace, queue) range of the pending index (migration 0340), for
+-- each queue the claimer serves: the cost of a claim does not grow with the backlog of queues
+-- or namespaces it does not serve, and the global dispatch index is not read at all.
 --
 -- The picked ids go to the UPDATE as an array (id = ANY(ARRAY(...))), not as a CTE joined on
 -- id: with a join the planner estimates the CTE at %(limit)s rows and hashes the whole hot
@@ -41,11 +45,11 @@ WITH RECURSIVE spaces AS (
     -- stepped over every one of them, each claim.
     (SELECT namespace FROM job_runs
      WHERE state = 'pending' AND namespace IS NOT NULL
-     ORDER BY namespace DESC, dispatch_key DESC LIMIT 1)
+     ORDER BY namespace DESC, queue DESC, dispatch_key DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT r.namespace FROM job_runs r
             WHERE r.state = 'pending' AND r.namespace < s.namespace
-            ORDER BY r.namespace DESC, r.dispatch_key DESC LIMIT 1)
+            ORDER BY r.namespace DESC, r.queue DESC, r.dispatch_key DESC LIMIT 1)
     FROM spaces s
     WHERE s.namespace IS NOT NULL
 ),
@@ -69,27 +73,41 @@ served AS (
         AS h(namespace, held) ON h.namespace = n.namespace
     WHERE %(excluded)s::text[] IS NULL OR n.namespace <> ALL(%(excluded)s::text[])
 ),
+share AS (
+    SELECT ceil(%(limit)s * s.weight / (SELECT sum(weight) FROM served))::int AS runs,
+           s.namespace, s.floor, s.weight, s.held
+    FROM served s
+),
 dealt AS (
     SELECT picked.id, picked.namespace, picked.dispatch_key, s.weight, s.held
-    FROM served s
+    FROM share s
     CROSS JOIN LATERAL (
-        -- A range, not "=": ordered by (namespace, dispatch_key), only the namespace index
-        -- serves it in order, so this never walks the global dispatch index past another
-        -- namespace's flood to find this one's runs.
-        SELECT id, namespace, dispatch_key FROM job_runs
-        WHERE state = 'pending'
-          AND (namespace, dispatch_key)
-              >= (s.namespace, coalesce(s.floor, '-Infinity'::double precision))
-          AND namespace <= s.namespace
-          AND run_at <= now()
-          AND queue = ANY(%(queues)s::text[])
-          AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
-          AND (%(execution_models)s::text[] IS NULL
-               OR execution_model = ANY(%(execution_models)s::text[])
-               OR (execution_model IS NULL AND %(unset_model)s::boolean))
-        ORDER BY namespace, dispatch_key
-        LIMIT (SELECT ceil(%(limit)s * s.weight / sum(weight))::int FROM served)
-        FOR UPDATE SKIP LOCKED
+        -- Each queue this claimer serves walked on its own: a quiet queue's claim never steps
+        -- over another queue's backlog in the same namespace (migration 0340). With several
+        -- queues, each walk may lock up to the namespace's share; those the share leaves out
+        -- stay pending (locked until this claim commits).
+        SELECT in_queue.id, in_queue.namespace, in_queue.dispatch_key
+        FROM unnest(%(queues)s::text[]) AS q(queue)
+        CROSS JOIN LATERAL (
+            -- A range, not "=": ordered by (namespace, queue, dispatch_key), only the queue
+            -- index serves it in order, so this never walks the global dispatch index past
+            -- another namespace's or another queue's runs to find these.
+            SELECT id, namespace, dispatch_key FROM job_runs
+            WHERE state = 'pending'
+              AND (namespace, queue, dispatch_key)
+                  >= (s.namespace, q.queue, coalesce(s.floor, '-Infinity'::double precision))
+              AND (namespace, queue) <= (s.namespace, q.queue)
+              AND run_at <= now()
+              AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
+              AND (%(execution_models)s::text[] IS NULL
+                   OR execution_model = ANY(%(execution_models)s::text[])
+                   OR (execution_model IS NULL AND %(unset_model)s::boolean))
+            ORDER BY namespace, queue, dispatch_key
+            LIMIT s.runs
+            FOR UPDATE SKIP LOCKED
+        ) in_queue
+        ORDER BY in_queue.dispatch_key
+        LIMIT s.runs
     ) picked
 ),
 fair AS (
@@ -103,22 +121,58 @@ fair AS (
     ORDER BY (held + round - (1 - random())) / weight
     LIMIT %(limit)s
 ),
+filled AS (
+    -- Only a namespace that filled its share can have more runs for the slots left over.
+    SELECT s.namespace, s.floor
+    FROM share s
+    JOIN (SELECT namespace, count(*) AS runs FROM dealt GROUP BY namespace) d
+        ON d.namespace = s.namespace
+    WHERE d.runs >= s.runs
+),
 rest AS (
-    SELECT id FROM job_runs
-    WHERE state = 'pending'
-      AND run_at <= now()
-      AND queue = ANY(%(queues)s::text[])
-      AND (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
-      AND (%(excluded)s::text[] IS NULL OR namespace IS NULL
-           OR namespace <> ALL(%(excluded)s::text[]))
-      AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
-      AND (%(execution_models)s::text[] IS NULL
-           OR execution_model = ANY(%(execution_models)s::text[])
-           OR (execution_model IS NULL AND %(unset_model)s::boolean))
-      AND id <> ALL(ARRAY(SELECT id FROM dealt))
+    SELECT id FROM (
+        SELECT more.id, more.dispatch_key
+        FROM filled f
+        CROSS JOIN unnest(%(queues)s::text[]) AS q(queue)
+        CROSS JOIN LATERAL (
+            SELECT id, dispatch_key FROM job_runs
+            WHERE state = 'pending'
+              AND (namespace, queue, dispatch_key)
+                  >= (f.namespace, q.queue, coalesce(f.floor, '-Infinity'::double precision))
+              AND (namespace, queue) <= (f.namespace, q.queue)
+              AND run_at <= now()
+              AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
+              AND (%(execution_models)s::text[] IS NULL
+                   OR execution_model = ANY(%(execution_models)s::text[])
+                   OR (execution_model IS NULL AND %(unset_model)s::boolean))
+              AND id <> ALL(ARRAY(SELECT id FROM dealt))
+            ORDER BY namespace, queue, dispatch_key
+            LIMIT (SELECT %(limit)s - count(*) FROM fair)
+            FOR UPDATE SKIP LOCKED
+        ) more
+        UNION ALL
+        -- Runs of no namespace (written by an older version), for a claimer that serves
+        -- every namespace.
+        SELECT legacy.id, legacy.dispatch_key
+        FROM unnest(%(queues)s::text[]) AS q(queue)
+        CROSS JOIN LATERAL (
+            SELECT id, dispatch_key FROM job_runs
+            WHERE state = 'pending'
+              AND namespace IS NULL
+              AND queue = q.queue
+              AND run_at <= now()
+              AND (%(handlers)s::text[] IS NULL OR handler = ANY(%(handlers)s::text[]))
+              AND (%(execution_models)s::text[] IS NULL
+                   OR execution_model = ANY(%(execution_models)s::text[])
+                   OR (execution_model IS NULL AND %(unset_model)s::boolean))
+            ORDER BY namespace, queue, dispatch_key
+            LIMIT (SELECT %(limit)s - count(*) FROM fair)
+            FOR UPDATE SKIP LOCKED
+        ) legacy
+        WHERE %(namespaces)s::text[] IS NULL
+    ) leftover
     ORDER BY dispatch_key
     LIMIT (SELECT %(limit)s - count(*) FROM fair)
-    FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
 UPDATE job_runs r

@@ -134,7 +134,7 @@ CREATE INDEX job_runs_keyed_active_idx ON job_runs USING btree (namespace, concu
 
 CREATE INDEX job_runs_keyed_waiting_idx ON job_runs USING btree (run_at) WHERE ((state = ANY (ARRAY['scheduled'::text, 'retry_wait'::text])) AND (concurrency_key IS NOT NULL));
 
-CREATE INDEX job_runs_pending_by_namespace_idx ON job_runs USING btree (namespace, dispatch_key) WHERE (state = 'pending'::text);
+CREATE INDEX job_runs_pending_by_queue_idx ON job_runs USING btree (namespace, queue, dispatch_key) WHERE (state = 'pending'::text);
 
 CREATE INDEX job_runs_running_by_lease_idx ON job_runs USING btree (lease_until) WHERE (state = 'running'::text);
 
