@@ -36,7 +36,7 @@ from pathlib import Path
 
 from sundial.localdev import cluster
 
-__all__ = ["build_all", "main", "pin_digest", "sbom", "version"]
+__all__ = ["build_all", "main", "package_chart", "pin_digest", "sbom", "version"]
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGES = ("operator", "runner")
@@ -56,7 +56,7 @@ def build_all(out: Path, *, images: bool = True, root: Path = ROOT) -> list[Path
     release = version(root)
     _python(root, out)
     digests = _images(root, out, release) if images else {}
-    _chart(root, out, release, digests.get("operator", ""))
+    package_chart(out, release, digests.get("operator", ""), root=root)
     (out / "sbom.cdx.json").write_text(json.dumps(sbom(release), indent=2) + "\n")
     files = sorted(path for path in out.rglob("*") if path.is_file())
     sums = [f"{_sha256(path)}  {path.relative_to(out)}" for path in files]
@@ -86,10 +86,19 @@ def _python(root: Path, out: Path) -> None:
         shutil.rmtree(source, ignore_errors=True)
 
 
-def _chart(root: Path, out: Path, release: str, operator_digest: str) -> None:
+def package_chart(
+    out: Path,
+    release: str,
+    operator_digest: str = "",
+    *,
+    root: Path = ROOT,
+    helm: Path | None = None,
+) -> Path:
+    """The chart packaged into ``out`` as a release publishes it (its version and appVersion
+    from ``release``, the operator pinned by ``operator_digest`` if given); returns the file."""
     # SUNDIAL_HELM: a helm binary of the machine's (a release workflow's), instead of the one
     # the local cluster builds from source
-    helm = Path(os.environ.get("SUNDIAL_HELM") or cluster.bin_dir() / "helm")
+    helm = helm or Path(os.environ.get("SUNDIAL_HELM") or cluster.bin_dir() / "helm")
     if not helm.is_file():
         raise SystemExit(
             f"make dist: helm is not built yet ({helm}): run hack/cluster/build, "
@@ -115,6 +124,7 @@ def _chart(root: Path, out: Path, release: str, operator_digest: str) -> None:
     finally:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(chart.parent, ignore_errors=True)
+    return out / f"sundial-{_chart_version(release)}.tgz"
 
 
 #: ``operator.image.digest`` in the text of values.yaml: the operator's first ``image:`` key,
