@@ -163,6 +163,7 @@ def run(admin_dsn: str, options: argparse.Namespace) -> dict[str, Any]:
         sys.executable, "-m", "sundial", "runner",
         "--dsn", admin_dsn, "--handlers", "bench_handlers",
         "--concurrency", f"async={options.slots}",
+        "--reserved-slots", str(options.reserved_slots),
         "--metrics-port", "-1", "--log-level", "WARNING",
     ]  # fmt: skip
     runner = subprocess.Popen(command, env=env)
@@ -186,13 +187,17 @@ def main() -> None:
         "--job-jitter", type=float, default=0.0, help="each job's sleep varies by this fraction"
     )
     parser.add_argument("--slots", type=int, default=64, help="the runner's async slots")
+    parser.add_argument(
+        "--reserved-slots", type=int, default=1, help="the runner's --reserved-slots (0: none)"
+    )
     parser.add_argument("--dsn", help="a superuser URL of an empty database (default: throwaway)")
     options = parser.parse_args()
     capacity = options.slots / options.job_seconds
     print(
         f"one runner, {options.slots} slots of {options.job_seconds}s jobs "
         f"(±{options.job_jitter:.0%}; at most "
-        f"{capacity:,.0f}/s); team-a {options.quiet_rate}/s at priority 1; team-b "
+        f"{capacity:,.0f}/s; {options.reserved_slots} reserved); "
+        f"team-a {options.quiet_rate}/s at priority 1; team-b "
         f"{options.flood_rate:,.0f}/s at priority 9 in the flooded phase; {options.seconds}s each"
     )
     if options.dsn:

@@ -277,6 +277,15 @@ def _parse_namespaces(
     help="How often --maintenance reaps and promotes.",
 )
 @click.option(
+    "--reserved-slots",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Slots of each execution model kept for the first run of a namespace this runner runs"
+    " nothing of, where it serves more than one namespace: a quiet namespace's run starts at"
+    " once beside another's flood. A model with fewer than 8 slots keeps none; 0: none.",
+)
+@click.option(
     "--max-unfinished",
     type=click.IntRange(min=1),
     default=None,
@@ -309,6 +318,7 @@ def runner(
     retry_budget_window_seconds: float,
     maintenance: bool,
     maintenance_seconds: float,
+    reserved_slots: int,
     max_unfinished: int | None,
     metrics_port: int | None,
     metrics_host: str,
@@ -361,6 +371,7 @@ def runner(
         retry_budget_window_seconds=retry_budget_window_seconds,
         maintenance_seconds=maintenance_seconds if maintenance else 0.0,
         max_unfinished=max_unfinished,
+        reserved_slots=reserved_slots,
         metrics_host=metrics_host,
         metrics_port=(
             worker.DEFAULT_METRICS_PORT

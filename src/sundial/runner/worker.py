@@ -98,6 +98,9 @@ DEFAULT_CONCURRENCY: Mapping[Model, int] = {
     Model.SUBPROCESS: 8,
 }
 
+#: An executor with fewer slots keeps none reserved (``Settings.reserved_slots``).
+RESERVE_FROM_SLOTS = 8
+
 #: Where a runner serves /metrics, /healthz and /readyz unless told otherwise: not the
 #: operator's 8080, so a runner beside it on one host (or one network namespace) starts.
 DEFAULT_METRICS_PORT = 8081
@@ -126,6 +129,9 @@ class Settings:
     #: 0: no runner-side maintenance (the maintainer's job); > 0: reap and promote this often.
     maintenance_seconds: float = 0.0
     max_claim_batch: int = 500
+    #: Slots per execution model kept for a namespace this runner runs nothing of, where it
+    #: serves more than one (``_reserved_slots``; ADR 0049).
+    reserved_slots: int = 1
     finish_linger_seconds: float = 0.002
     finish_max_batch: int = 1000
     #: Claimed runs whose finish is not committed, at most (``in_flight.unfinished_bound``;
@@ -271,6 +277,7 @@ class Worker:
                 if self.settings.namespaces is None
                 else list(self.settings.namespaces),
                 "namespace_weights": dict(self.settings.namespace_weights),
+                "reserved_slots": self.settings.reserved_slots,
                 "handlers": sorted(h.name for h in self.handlers),
                 "metrics_port": self.port,
                 "max_unfinished": self.max_unfinished,
@@ -405,6 +412,15 @@ class Worker:
             return None
         return self.attempts.by_namespace
 
+    def _reserved_slots(self, model: Model) -> int:
+        """The slots of ``model`` kept for the first run of a namespace this runner runs nothing
+        of (``claims.claim``'s ``reserved``): a quiet namespace's run starts at once beside
+        another's flood, instead of waiting for a slot to free. An executor of fewer than
+        ``RESERVE_FROM_SLOTS`` slots keeps none: one slot would be too large a part of it."""
+        if self.executors[model].size < RESERVE_FROM_SLOTS:
+            return 0
+        return self.settings.reserved_slots
+
     def _forget(self, attempt: in_flight.Attempt) -> None:
         self.attempts.drop(attempt)
 
@@ -429,6 +445,10 @@ class Worker:
                         timeout = min(timeout, gather)
                         continue
                     limit = min(free, self.settings.max_claim_batch)
+                    held = self._held_by_namespace()
+                    kept = self._reserved_slots(model) if held is not None else 0
+                    # Slots free beyond this claim's limit are kept already.
+                    reserved = max(0, min(limit, kept - (free - limit)))
                     floors = self._floors[model].for_claim()
                     sent = time.monotonic()  # no later than the database's now() of the lease
                     started = time.perf_counter()
@@ -446,16 +466,23 @@ class Worker:
                         namespaces=self.settings.namespaces,
                         floors=floors,
                         weights=self.settings.namespace_weights,
-                        held=self._held_by_namespace(),
+                        held=held,
+                        reserved=reserved,
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
-                    self._floors[model].claimed(runs, limit, floored=floors is not None)
-                    self._gathering[model].claimed(len(runs), limit)
+                    # Filled: every slot but the reserved ones (which only a namespace this
+                    # runner runs nothing of may take) went.
+                    filled = limit - reserved
+                    self._floors[model].claimed(runs, filled, floored=floors is not None)
+                    self._gathering[model].claimed(len(runs), filled)
                     for run in runs:
                         self._start(run, model, sent)
-                    if len(runs) == limit:
-                        full = True
+                    if len(runs) >= filled:
                         self._slot_limited = True
+                        # Claim again at once, as after any full claim, but not for the
+                        # reserved slots alone: they wait for a quiet namespace's run.
+                        if len(runs) == limit or free - len(runs) > kept:
+                            full = True
                 retry.succeeded()
                 self.connection(None)
             except reconnect.ERRORS as error:

@@ -192,6 +192,7 @@ async def claim(
     floors: Mapping[str, float] | None = None,
     weights: Mapping[str, float] | None = None,
     held: Mapping[str, int] | None = None,
+    reserved: int = 0,
 ) -> list[ClaimedRun]:
     """Claim up to ``limit`` due runs (size it to free slots): dealt round-robin over the
     namespaces that have some, by aged priority within each (queries/claim.sql).
@@ -210,9 +211,14 @@ async def claim(
 
     ``held``: per namespace, the runs this claimer holds: claimed, and their finish not yet
     committed. They count as shares it had, so the slots freed one at a time beside a flood go
-    first to the namespace it holds least of for its weight, not to a draw."""
+    first to the namespace it holds least of for its weight, not to a draw.
+
+    ``reserved``: of the ``limit`` slots, how many take only the first run of a namespace
+    ``held`` has nothing of; the other namespaces fill ``limit - reserved`` at most."""
     if limit <= 0:
         return []
+    if not 0 <= reserved <= limit:
+        raise ValueError(f"reserved slots must be between 0 and the limit {limit}, got {reserved}")
     if weights and not all(0 < weight < math.inf for weight in weights.values()):
         raise ValueError(f"namespace weights must be numbers above 0, got {dict(weights)}")
     async with pool.connection() as conn, conn.transaction():
@@ -235,6 +241,7 @@ async def claim(
                 "weights": [float(w) for w in weights.values()] if weights else None,
                 "held_namespaces": list(held) if held else None,
                 "held": [int(count) for count in held.values()] if held else None,
+                "reserved": reserved,
             },
         )
         rows = await cursor.fetchall()

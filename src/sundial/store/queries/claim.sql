@@ -31,6 +31,11 @@
 -- rest, instead of drawing lots for it (one slot freed at a time: half the draws lost, beside
 -- one flooding namespace).
 --
+-- Reserved slots (%(reserved)s, 0: none): the last of a claim's slots take only the first run
+-- of a namespace the claimer holds nothing of, so a runner busy with one namespace's flood keeps
+-- a slot free for a quiet namespace's next run, which starts at once instead of waiting for a
+-- slot to free (docs/adr/0049-fair-share-between-namespaces.md).
+--
 -- %(namespaces)s (NULL: all) keeps a runner to the namespaces it serves (migration 0200);
 -- %(excluded)s (NULL: none) leaves out namespaces the claimer has no room for now (the pod
 -- launcher's Pod limit per namespace).
@@ -112,14 +117,33 @@ dealt AS (
 ),
 fair AS (
     -- Round by round: every namespace's first run, then every second run, ... (a round of
-    -- a namespace of weight w lasts 1 / w), the rounds of the runs held counted first.
-    SELECT id FROM (
-        SELECT id, weight, held,
-               row_number() OVER (PARTITION BY namespace ORDER BY dispatch_key) AS round
-        FROM dealt
-    ) ranked
-    ORDER BY (held + round - (1 - random())) / weight
+    -- a namespace of weight w lasts 1 / w), the rounds of the runs held counted first. The
+    -- last %(reserved)s slots take only a first run of a namespace the claimer holds nothing
+    -- of (first_here): the others keep to %(limit)s - %(reserved)s.
+    SELECT id, first_here FROM (
+        SELECT id, rank, first_here,
+               count(*) FILTER (WHERE NOT first_here)
+                   OVER (ORDER BY rank ROWS UNBOUNDED PRECEDING) AS kept
+        FROM (
+            SELECT id, held = 0 AND round = 1 AS first_here,
+                   (held + round - (1 - random())) / weight AS rank
+            FROM (
+                SELECT id, weight, held,
+                       row_number() OVER (PARTITION BY namespace ORDER BY dispatch_key) AS round
+                FROM dealt
+            ) numbered
+        ) ranked
+    ) counted
+    WHERE first_here OR kept <= %(limit)s - %(reserved)s
+    ORDER BY rank
     LIMIT %(limit)s
+),
+room AS (
+    -- The slots left for the namespaces that filled their share, the reserved ones kept.
+    SELECT greatest(0, least(%(limit)s - count(*),
+                             %(limit)s - %(reserved)s - count(*) FILTER (WHERE NOT first_here)
+                    ))::int AS runs
+    FROM fair
 ),
 filled AS (
     -- Only a namespace that filled its share can have more runs for the slots left over.
@@ -147,7 +171,7 @@ rest AS (
                    OR (execution_model IS NULL AND %(unset_model)s::boolean))
               AND id <> ALL(ARRAY(SELECT id FROM dealt))
             ORDER BY namespace, queue, dispatch_key
-            LIMIT (SELECT %(limit)s - count(*) FROM fair)
+            LIMIT (SELECT runs FROM room)
             FOR UPDATE SKIP LOCKED
         ) more
         UNION ALL
@@ -166,13 +190,13 @@ rest AS (
                    OR execution_model = ANY(%(execution_models)s::text[])
                    OR (execution_model IS NULL AND %(unset_model)s::boolean))
             ORDER BY namespace, queue, dispatch_key
-            LIMIT (SELECT %(limit)s - count(*) FROM fair)
+            LIMIT (SELECT runs FROM room)
             FOR UPDATE SKIP LOCKED
         ) legacy
         WHERE %(namespaces)s::text[] IS NULL
     ) leftover
     ORDER BY dispatch_key
-    LIMIT (SELECT %(limit)s - count(*) FROM fair)
+    LIMIT (SELECT runs FROM room)
 ),
 claimed AS (
 UPDATE job_runs r
