@@ -769,8 +769,11 @@ def test_namespace_weights_reach_the_runner_as_flags_it_accepts(
     monkeypatch.setenv("SUNDIAL_HANDLERS", "acme.reports")
     params = daemons.runner.make_context("runner", args).params
     assert params["namespace_weights"] == {"team-a": 3.0, "team-b": 0.5}
+    assert params["reserved_slots"] == 1
     default = _one(render(), "Deployment", "runner")["spec"]["template"]["spec"]
     assert not [a for a in default["containers"][0]["args"] if "--namespace-weight" in a]
+    none = _one(render({"runner": {"reservedSlots": 0}}), "Deployment", "runner")
+    assert "--reserved-slots=0" in none["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_pod_namespace_weights_reach_the_operator_as_flags_it_accepts(
