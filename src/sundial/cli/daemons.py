@@ -281,8 +281,8 @@ def _parse_namespaces(
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Slots of each execution model kept for the first run of a namespace this runner runs"
-    " nothing of, where it serves more than one namespace: a quiet namespace's run starts at"
+    help="Slots of each execution model that the namespace this runner runs most of may not"
+    " take, where it serves more than one namespace: a quieter namespace's run starts at"
     " once beside another's flood. A model with fewer than 8 slots keeps none; 0: none.",
 )
 @click.option(

@@ -129,8 +129,8 @@ class Settings:
     #: 0: no runner-side maintenance (the maintainer's job); > 0: reap and promote this often.
     maintenance_seconds: float = 0.0
     max_claim_batch: int = 500
-    #: Slots per execution model kept for a namespace this runner runs nothing of, where it
-    #: serves more than one (``_reserved_slots``; ADR 0049).
+    #: Slots per execution model kept for namespaces behind the one this runner runs most of,
+    #: where it serves more than one (``_reserved_slots``; ADR 0049).
     reserved_slots: int = 1
     finish_linger_seconds: float = 0.002
     finish_max_batch: int = 1000
@@ -413,10 +413,11 @@ class Worker:
         return self.attempts.by_namespace
 
     def _reserved_slots(self, model: Model) -> int:
-        """The slots of ``model`` kept for the first run of a namespace this runner runs nothing
-        of (``claims.claim``'s ``reserved``): a quiet namespace's run starts at once beside
-        another's flood, instead of waiting for a slot to free. An executor of fewer than
-        ``RESERVE_FROM_SLOTS`` slots keeps none: one slot would be too large a part of it."""
+        """The slots of ``model`` that only a namespace behind the one this runner runs most of
+        may take (``claims.claim``'s ``reserved``): a quiet namespace's run starts at once
+        beside another's flood, instead of waiting for a slot to free. An executor of fewer
+        than ``RESERVE_FROM_SLOTS`` slots keeps none: one slot would be too large a part of
+        it."""
         if self.executors[model].size < RESERVE_FROM_SLOTS:
             return 0
         return self.settings.reserved_slots
@@ -470,8 +471,8 @@ class Worker:
                         reserved=reserved,
                     )
                     self.metrics.claim_latency.observe(time.perf_counter() - started)
-                    # Filled: every slot but the reserved ones (which only a namespace this
-                    # runner runs nothing of may take) went.
+                    # Filled: every slot but the reserved ones (which only a namespace behind
+                    # the one this runner runs most of may take) went.
                     filled = limit - reserved
                     self._floors[model].claimed(runs, filled, floored=floors is not None)
                     self._gathering[model].claimed(len(runs), filled)

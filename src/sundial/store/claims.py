@@ -213,8 +213,9 @@ async def claim(
     committed. They count as shares it had, so the slots freed one at a time beside a flood go
     first to the namespace it holds least of for its weight, not to a draw.
 
-    ``reserved``: of the ``limit`` slots, how many take only the first run of a namespace
-    ``held`` has nothing of; the other namespaces fill ``limit - reserved`` at most."""
+    ``reserved``: of the ``limit`` slots, how many take only runs of a namespace that, with
+    them, still holds no more than the one ``held`` has most of (for their weights); the one
+    held most fills ``limit - reserved`` at most."""
     if limit <= 0:
         return []
     if not 0 <= reserved <= limit:

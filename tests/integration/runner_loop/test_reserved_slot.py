@@ -1,4 +1,4 @@
-"""A runner that serves several namespaces keeps a slot for a namespace it runs nothing of:
+"""A runner that serves several namespaces keeps a slot the namespace it runs most of may not take:
 beside another namespace's flood of long jobs, a quiet namespace's run starts at once, where it
 would wait for one of the flood's jobs to end. Real runner processes, real PostgreSQL."""
 

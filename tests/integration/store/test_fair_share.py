@@ -86,28 +86,34 @@ async def test_one_slot_at_a_time_still_reaches_the_quiet_namespace(
     assert seen[-1] == "team-a", seen
 
 
-async def test_a_reserved_slot_is_kept_for_a_namespace_the_claimer_runs_nothing_of(
+async def test_a_reserved_slot_is_kept_from_the_namespace_the_claimer_runs_most_of(
     pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
 ) -> None:
-    """A runner of 64 slots busy with team-b's flood keeps its last slot for the first run of
-    a namespace it runs nothing of: team-b never takes it, team-a's next run does at once, and
-    team-a's second run waits for a slot like anyone's."""
+    """A runner of 64 slots busy with team-b's flood keeps its last slot from team-b: a
+    namespace behind it (holding, with the run, no more than team-b for its weight) takes it at
+    once; team-b alone never does."""
     await _flood(pool, make_job, "team-b", 500, priority=9)
     claimed = await claims.claim(pool, "w", limit=10, held={"team-b": 54}, reserved=1)
     assert Counter(run.namespace for run in claimed) == {"team-b": 9}
     assert await claims.claim(pool, "w", limit=1, held={"team-b": 63}, reserved=1) == []
 
-    quiet = await _flood(pool, make_job, "team-a", 3, priority=1)
+    quiet = await _flood(pool, make_job, "team-a", 4, priority=1)
     claimed = await claims.claim(pool, "w", limit=1, held={"team-b": 63}, reserved=1)
     assert [run.id for run in claimed] == quiet[:1]
-    held = {"team-b": 63, "team-a": 1}
-    assert await claims.claim(pool, "w", limit=1, held=held, reserved=1) == []
-    # A freed slot: one run, shared as ever (team-a holds 1, team-b 63: team-a's turn).
-    claimed = await claims.claim(pool, "w", limit=2, held=held, reserved=1)
+    # team-a holds one and stays behind team-b with its second.
+    claimed = await claims.claim(pool, "w", limit=1, held={"team-b": 63, "team-a": 1}, reserved=1)
     assert [run.id for run in claimed] == quiet[1:2]
-    # Without reserved slots every slot is anyone's.
-    claimed = await claims.claim(pool, "w", limit=2, held={"team-b": 62, "team-a": 2})
-    assert len(claimed) == 2
+    # Weighed: team-a of weight 0.1 holding 10 is the one held most (100 against 63), so
+    # team-b is behind it and takes the slot.
+    held = {"team-b": 63, "team-a": 10}
+    weighed = {"team-a": 0.1}
+    claimed = await claims.claim(pool, "w", limit=1, held=held, weights=weighed, reserved=1)
+    assert [run.namespace for run in claimed] == ["team-b"]
+    claimed = await claims.claim(pool, "w", limit=1, held=held, reserved=1)
+    assert [run.id for run in claimed] == quiet[2:3]
+    # Without reserved slots every slot is anyone's: team-b takes the one team-a leaves.
+    claimed = await claims.claim(pool, "w", limit=2, held={"team-b": 62, "team-a": 11})
+    assert Counter(run.namespace for run in claimed) == {"team-a": 1, "team-b": 1}
 
 
 async def test_a_freed_slot_goes_to_the_namespace_the_claimer_runs_least_of(

@@ -31,10 +31,12 @@
 -- rest, instead of drawing lots for it (one slot freed at a time: half the draws lost, beside
 -- one flooding namespace).
 --
--- Reserved slots (%(reserved)s, 0: none): the last of a claim's slots take only the first run
--- of a namespace the claimer holds nothing of, so a runner busy with one namespace's flood keeps
--- a slot free for a quiet namespace's next run, which starts at once instead of waiting for a
--- slot to free (docs/adr/0049-fair-share-between-namespaces.md).
+-- Reserved slots (%(reserved)s, 0: none): the last of a claim's slots take only runs of a
+-- namespace that would still hold no more than the one the claimer holds most of (for their
+-- weights), so a runner busy with one namespace's flood keeps a slot free for a quieter
+-- namespace's next run, which starts at once instead of waiting for a slot to free
+-- (docs/adr/0049-fair-share-between-namespaces.md). The most held never takes them: with one
+-- namespace busy they stay free; with several, the one behind takes them.
 --
 -- %(namespaces)s (NULL: all) keeps a runner to the namespaces it serves (migration 0200);
 -- %(excluded)s (NULL: none) leaves out namespaces the claimer has no room for now (the pod
@@ -115,17 +117,24 @@ dealt AS (
         LIMIT s.runs
     ) picked
 ),
+most AS (
+    -- The share of the namespace the claimer holds most of, for its weight (0: none held).
+    SELECT coalesce(max(h.held / coalesce(w.weight, 1)), 0) AS share
+    FROM unnest(%(held_namespaces)s::text[], %(held)s::int[]) AS h(namespace, held)
+    LEFT JOIN unnest(%(weight_namespaces)s::text[], %(weights)s::double precision[])
+        AS w(namespace, weight) ON w.namespace = h.namespace
+),
 fair AS (
     -- Round by round: every namespace's first run, then every second run, ... (a round of
     -- a namespace of weight w lasts 1 / w), the rounds of the runs held counted first. The
-    -- last %(reserved)s slots take only a first run of a namespace the claimer holds nothing
-    -- of (first_here): the others keep to %(limit)s - %(reserved)s.
-    SELECT id, first_here FROM (
-        SELECT id, rank, first_here,
-               count(*) FILTER (WHERE NOT first_here)
+    -- last %(reserved)s slots take only runs of a namespace behind the one held most (behind):
+    -- the others keep to %(limit)s - %(reserved)s.
+    SELECT id, behind FROM (
+        SELECT id, rank, behind,
+               count(*) FILTER (WHERE NOT behind)
                    OVER (ORDER BY rank ROWS UNBOUNDED PRECEDING) AS kept
         FROM (
-            SELECT id, held = 0 AND round = 1 AS first_here,
+            SELECT id, (held + round) / weight <= (SELECT share FROM most) AS behind,
                    (held + round - (1 - random())) / weight AS rank
             FROM (
                 SELECT id, weight, held,
@@ -134,14 +143,14 @@ fair AS (
             ) numbered
         ) ranked
     ) counted
-    WHERE first_here OR kept <= %(limit)s - %(reserved)s
+    WHERE behind OR kept <= %(limit)s - %(reserved)s
     ORDER BY rank
     LIMIT %(limit)s
 ),
 room AS (
     -- The slots left for the namespaces that filled their share, the reserved ones kept.
     SELECT greatest(0, least(%(limit)s - count(*),
-                             %(limit)s - %(reserved)s - count(*) FILTER (WHERE NOT first_here)
+                             %(limit)s - %(reserved)s - count(*) FILTER (WHERE NOT behind)
                     ))::int AS runs
     FROM fair
 ),
