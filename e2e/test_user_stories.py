@@ -22,6 +22,7 @@ import pytest
 import upgrade_story
 import yaml
 from e2e_target import JOBS, Target
+from waiting import until
 
 from sundial.api import validate
 from sundial.localdev import install as installs
@@ -253,6 +254,7 @@ def test_an_upgrade_from_the_previous_release_keeps_runs_and_schedules_going(
     story = target.upgrade
     if story is None:
         pytest.skip("the session made no upgrade (a cluster of yours: SUNDIAL_E2E_KUBECONFIG)")
+    print(f"upgraded from {story.previous[:7]}: helm upgrade ran at {story.started_at}")
     assert story.operators_after and not story.operators_after & story.operators_before
     namespace = upgrade_story.UPGRADE
 
@@ -263,8 +265,11 @@ def test_an_upgrade_from_the_previous_release_keeps_runs_and_schedules_going(
         )
         return status if status.get("phase") in ENDED else None
 
-    ended = _until(pod_run, within=upgrade_story.POD_SECONDS + 120, what="the Pod job to end")
+    ended = until(pod_run, within=upgrade_story.POD_SECONDS + 120, what="the Pod job to end")
     assert (ended["phase"], ended["attempt"]) == ("Succeeded", 1), ended
+    # In flight through the upgrade: started under the previous release, ended after.
+    started, finished = _time(ended["startedAt"]), _time(ended["finishedAt"])
+    assert started < story.started_at < story.upgraded_at < finished, (story, ended)
     pods = _json(
         target, "get", "pods", "-n", namespace, "-l", f"sundial.dev/run-id={ended['runId']}"
     )
@@ -277,7 +282,7 @@ def test_an_upgrade_from_the_previous_release_keeps_runs_and_schedules_going(
         succeeded = status.get("lastSuccessfulTime")
         return status if succeeded and _time(succeeded) > story.upgraded_at else None
 
-    _until(fired_after, within=90, what="a fire after the upgrade to succeed")
+    until(fired_after, within=90, what="a fire after the upgrade to succeed")
     runs = _json(
         target, "get", "jobruns", "-n", namespace,
         "-l", f"sundial.dev/scheduledjob={upgrade_story.EVERY}",
@@ -285,16 +290,6 @@ def test_an_upgrade_from_the_previous_release_keeps_runs_and_schedules_going(
     phases = [(r["metadata"]["name"], (r.get("status") or {}).get("phase")) for r in runs]
     assert runs and all(phase not in ENDED - {"Succeeded"} for _, phase in phases), phases
     target.kubectl("delete", "scheduledjobs,jobruns", "--all", "-n", namespace, "--timeout=120s")
-
-
-def _until(check: Any, *, within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"{what} within {within:.0f} s"
-        time.sleep(1)
 
 
 def test_a_scheduled_job_fires_on_its_schedule_and_the_runner_runs_it(

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import yaml
+from waiting import until
 
 #: Namespace of the upgrade's work (the installation watches it beside the stories').
 UPGRADE = "e2e-upgrade"
@@ -99,17 +99,6 @@ def _json(kubectl: Kubectl, *args: str) -> Any:
     return json.loads(kubectl(*args, "-o", "json").stdout)
 
 
-def _until(what: str, within: float, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the upgrade story: {what} within {within:.0f} s")
-        time.sleep(0.5)
-
-
 def start(kubectl: Kubectl, manifest: str) -> None:
     """Apply the work and wait until it is in flight: the Pod job's Pod running, a fire of
     the schedule succeeded on the previous release."""
@@ -124,13 +113,13 @@ def start(kubectl: Kubectl, manifest: str) -> None:
         )["items"]
         return any(pod["status"].get("phase") == "Running" for pod in pods)
 
-    _until("the Pod job's Pod to run on the previous release", 120, pod_running)
-    _until(
-        "a fire to succeed on the previous release",
-        90,
+    until(pod_running, within=120, what="the Pod job's Pod to run on the previous release")
+    until(
         lambda: (
             _json(kubectl, "get", "scheduledjob", EVERY, "-n", UPGRADE).get("status") or {}
         ).get("lastSuccessfulTime"),
+        within=90,
+        what="a fire to succeed on the previous release",
     )
 
 
