@@ -27,6 +27,7 @@ from sundial.cli.options import (
     namespace_weight_option,
     oom_increase_option,
     oom_max_memory_option,
+    reserved_pods_option,
     retention_interval_option,
 )
 
@@ -421,6 +422,7 @@ def runner(
     default=None,
     help="Pods held at once in one namespace (default: only --max-pods bounds them).",
 )
+@reserved_pods_option
 @namespace_weight_option("--namespace-weight", "Pods")
 @click.option("--service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option("--runner-image", default="sundial-runner:latest", show_default=True)
@@ -439,6 +441,7 @@ def pod_launcher(
     poll_seconds: float,
     max_pods: int,
     max_pods_per_namespace: int | None,
+    reserved_pods: int,
     namespace_weights: dict[str, float],
     service_account: str | None,
     runner_image: str,
@@ -481,6 +484,7 @@ def pod_launcher(
         poll_interval_seconds=poll_seconds,
         max_pods=max_pods,
         max_pods_per_namespace=max_pods_per_namespace,
+        reserved_pods=reserved_pods,
         namespace_weights=namespace_weights,
         manifest=manifests.ManifestSettings(
             instance=instance,
@@ -580,6 +584,7 @@ def pod_launcher(
     default=None,
     help="Pods held at once in one namespace (default: only --max-pods bounds them).",
 )
+@reserved_pods_option
 @namespace_weight_option("--pod-namespace-weight", "Pods")
 @click.option("--pod-service-account", default=None, help="ServiceAccount of Pods that name none.")
 @click.option(
@@ -612,6 +617,7 @@ def operator(
     pod_queues: tuple[str, ...],
     max_pods: int,
     max_pods_per_namespace: int | None,
+    reserved_pods: int,
     namespace_weights: dict[str, float],
     pod_service_account: str | None,
     runner_image: str,
@@ -666,6 +672,7 @@ def operator(
         pod_queues=pod_queues,
         max_pods=max_pods,
         max_pods_per_namespace=max_pods_per_namespace,
+        reserved_pods=reserved_pods,
         pod_namespace_weights=namespace_weights,
         active_run_quotas=active_run_quotas,
         active_runs_per_namespace=active_runs_per_namespace,

@@ -311,6 +311,18 @@ def namespace_weight_option(
     )
 
 
+#: The pod launcher's ``--reserved-pods`` (the operator's and ``sundial pod-launcher``'s).
+reserved_pods_option = click.option(
+    "--reserved-pods",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Pods that the namespace the pod launcher holds most of may not take, where it serves"
+    " more than one namespace: a quieter namespace's Pod starts at once beside another's flood"
+    " of long Pods. With fewer than 8 --max-pods it keeps none; 0: none.",
+)
+
+
 def _parse_active_run_quotas(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, int]:

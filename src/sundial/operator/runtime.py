@@ -93,6 +93,8 @@ class OperatorConfig:
     max_pods: int = 200
     #: Pods held at once in one namespace (None: only ``max_pods``).
     max_pods_per_namespace: int | None = None
+    #: Of ``max_pods``, those only a namespace behind the one held most of may take.
+    reserved_pods: int = 1
     #: Per namespace, its share of the Pods against the others' (a namespace not named weighs 1).
     pod_namespace_weights: Mapping[str, float] = field(default_factory=dict)
     #: Runs that have not ended a namespace may hold: by name, and for every other one (None:
@@ -207,6 +209,7 @@ async def _lead(
                 poll_interval_seconds=config.pod_poll.total_seconds(),
                 max_pods=config.max_pods,
                 max_pods_per_namespace=config.max_pods_per_namespace,
+                reserved_pods=config.reserved_pods,
                 namespace_weights=config.pod_namespace_weights,
                 manifest=config.pods,
             ),

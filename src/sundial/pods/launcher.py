@@ -232,20 +232,36 @@ class PodLauncher:
             return
         cap = self._settings.max_pods_per_namespace
         if cap is None:
-            await self._claim_some(min(free, self._settings.claim_batch))
+            limit = min(free, self._settings.claim_batch)
+            await self._claim_some(limit, reserved=self._reserved(free, limit))
             return
         # A claim may hand all it claims to one namespace. So: the namespaces this launcher
         # holds no Pod of, up to ``cap`` at once; then those it holds some of, up to the least
         # room any of them has left. Neither claim can take a namespace past ``cap``.
         held = self._held()
         room = {namespace: cap - count for namespace, count in held.items()}
+        limit = min(free, self._settings.claim_batch, cap)
         free -= await self._claim_some(
-            min(free, self._settings.claim_batch, cap), excluded=sorted(room), held=held
+            limit, excluded=sorted(room), held=held, reserved=self._reserved(free, limit)
         )
         partly = sorted(namespace for namespace, left in room.items() if left > 0)
         if partly and free > 0:
             least = min(room[namespace] for namespace in partly)
-            await self._claim_some(min(free, self._settings.claim_batch, least), only=partly)
+            limit = min(free, self._settings.claim_batch, least)
+            await self._claim_some(limit, only=partly, reserved=self._reserved(free, limit))
+
+    def _reserved(self, free: int, limit: int) -> int:
+        """Of a claim of ``limit`` with ``free`` Pods left, those that only a namespace behind
+        the one this launcher holds most of may take (``LauncherSettings.reserved_pods``): a
+        quieter namespace's Pod starts at once beside a flood of long ones. None where the
+        launcher serves one namespace or may hold fewer than ``claims.RESERVE_FROM_SLOTS`` Pods;
+        Pods free beyond this claim's limit are kept already."""
+        served = self._settings.namespaces
+        if self._settings.max_pods < claims.RESERVE_FROM_SLOTS or (
+            served is not None and len(served) < 2
+        ):
+            return 0
+        return max(0, min(limit, self._settings.reserved_pods - (free - limit)))
 
     def _held(self) -> Counter[str]:
         """The attempts held per namespace: the per-namespace Pod limit, and a claim's fair
@@ -260,10 +276,11 @@ class PodLauncher:
         excluded: Sequence[str] = (),
         only: Sequence[str] | None = None,
         held: Counter[str] | None = None,
+        reserved: int = 0,
     ) -> int:
         """Claim up to ``limit`` pod runs of the namespaces served (``only`` these, none of
         ``excluded``) and track them; how many were claimed. ``held``: ``_held()`` if the
-        caller has just counted it."""
+        caller has just counted it; ``reserved``: ``_reserved``."""
         sent = self._clock.now().timestamp()  # no later than the lease's start
         claimed = await claims.claim(
             self._pool,
@@ -276,6 +293,7 @@ class PodLauncher:
             excluded_namespaces=excluded,
             weights=self._settings.namespace_weights,
             held=self._held() if held is None else held,
+            reserved=reserved,
         )
         if claimed:
             lease = self._settings.lease_seconds

@@ -99,7 +99,7 @@ DEFAULT_CONCURRENCY: Mapping[Model, int] = {
 }
 
 #: An executor with fewer slots keeps none reserved (``Settings.reserved_slots``).
-RESERVE_FROM_SLOTS = 8
+RESERVE_FROM_SLOTS = claims.RESERVE_FROM_SLOTS
 
 #: Where a runner serves /metrics, /healthz and /readyz unless told otherwise: not the
 #: operator's 8080, so a runner beside it on one host (or one network namespace) starts.

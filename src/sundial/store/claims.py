@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_LEASE_SECONDS",
     "FULL_CLAIM_SECONDS",
     "INDEX_ORDER_ONLY",
+    "RESERVE_FROM_SLOTS",
     "ClaimFloors",
     "ClaimedRun",
     "Finish",
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
+#: A claimer (a runner's executor, the pod launcher) of fewer slots keeps none ``reserved``:
+#: one slot would be too large a part of it (ADR 0049).
+RESERVE_FROM_SLOTS = 8
 
 
 class ClaimedRun(NamedTuple):

@@ -790,7 +790,9 @@ def test_pod_namespace_weights_reach_the_operator_as_flags_it_accepts(
     monkeypatch.setenv("SUNDIAL_DSN", "postgresql://unused/sundial")
     params = daemons.operator.make_context("operator", args).params
     assert params["namespace_weights"] == {"team-a": 3.0, "team-b": 0.5}
+    assert params["reserved_pods"] == 1
     assert not [a for a in operator_args() if "--pod-namespace-weight" in a]
+    assert "--reserved-pods=0" in operator_args({"operator": {"podLauncher": {"reservedPods": 0}}})
 
 
 def test_the_operators_metrics_want_a_token_the_pod_monitor_holds(

@@ -466,3 +466,49 @@ async def test_weights_share_the_launchers_pods_between_namespaces(
         for ids in run_ids.values():
             for run_id in ids:
                 await wait_state(pool, run_id, "cancelled", within=30)
+
+
+@pytest.mark.parametrize(("reserved", "starts"), [(1, True), (0, False)])
+async def test_a_quiet_namespaces_pod_starts_beside_a_flood_of_long_pods(
+    pool, api_client, core_api, namespace, neighbour, reserved, starts
+):
+    """Room for 8 Pods, the neighbour's flood of Pods that run until cancelled: with one Pod
+    reserved the flood holds 7 and the quiet namespace's run gets a Pod at once; without, the
+    flood holds all 8 and the quiet run waits for one of them to end."""
+    flood = Job(pool, neighbour)
+    await flood.define(template({OUTCOME: "run-forever"}))
+    flooding = [await flood.submit() for _ in range(12)]
+    quiet = Job(pool, namespace)
+    await quiet.define(template({OUTCOME: "run-forever"}))
+
+    async def running(run_ids: list[int]) -> int:
+        return sum([(await run_row(pool, run_id))["state"] == "running" for run_id in run_ids])
+
+    busy = 8 - reserved
+    shared = settings(
+        namespace,
+        worker(),
+        namespaces=[namespace, neighbour],
+        max_pods=8,
+        claim_batch=8,
+        reserved_pods=reserved,
+    )
+    async with maintenance(pool), running_launcher(pool, api_client, shared):
+
+        async def filled() -> bool:
+            return await running(flooding) == busy
+
+        await wait_until_async(filled, within=30, what=f"the flood in {busy} Pods")
+        await asyncio.sleep(1)  # five claims at the launcher's 0.2 s poll
+        assert await running(flooding) == busy
+        quiet_run = await quiet.submit()
+        if starts:
+            await wait_state(pool, quiet_run, "running", within=5)
+            assert await running(flooding) == busy  # the flood never took the kept Pod
+        else:
+            await asyncio.sleep(3)
+            assert (await run_row(pool, quiet_run))["state"] == "pending"
+        for run_id in [*flooding, quiet_run]:
+            await runs.cancel(pool, run_id, reason="test over")
+        for run_id in [*flooding, quiet_run]:
+            await wait_state(pool, run_id, "cancelled", within=30)

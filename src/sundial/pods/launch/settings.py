@@ -33,6 +33,11 @@ class LauncherSettings:
     #: Per namespace, its share of the Pods claimed against the others' while several have
     #: pod runs waiting (a namespace not named weighs 1), as a runner's ``--namespace-weight``.
     namespace_weights: Mapping[str, float] = field(default_factory=dict)
+    #: Of ``max_pods`` (``claims.RESERVE_FROM_SLOTS`` or more), the Pods that only a namespace
+    #: behind the one this launcher holds most of may take, where it serves several: beside
+    #: another namespace's flood of long Pods, a quieter namespace's Pod starts at once
+    #: instead of waiting for one of them to end (``claims.claim``'s ``reserved``).
+    reserved_pods: int = 1
     claim_batch: int = 50
     #: Used when the job sets no startTimeoutSeconds.
     default_start_timeout_seconds: float = 300.0
