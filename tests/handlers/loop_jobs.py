@@ -102,6 +102,12 @@ async def explode(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     raise ValueError(f"attempt {ctx.attempt} exploded")
 
 
+@sundial.job("loop.raise_message")
+async def raise_message(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Fails with ``args["message"]`` as its error text: what a handler's own words leak."""
+    raise RuntimeError(str(args["message"]))
+
+
 @sundial.job("loop.flaky_downstream", dependency="flaky-api")
 async def flaky_downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     raise ConnectionError("flaky-api is down")

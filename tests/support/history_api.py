@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.operator import OperatorProcess, wait_until
+from support.operator import OperatorProcess, apply, running, wait_until
 
 API_SERVICE = "v1alpha1.history.sundial.dev"
 
@@ -148,3 +149,49 @@ def host_endpoints(
             ],
         },
     ]
+
+
+def host_address() -> str | None:
+    """This host's address on its default route (a UDP connect sends no packet)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.254.254.254", 9))
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def served_on_this_host(
+    dsn: str,
+    kubeconfig: Path,
+    kubectl: Callable[..., Any],
+    namespace: str,
+    directory: Path,
+    *,
+    address: str,
+    operator_args: tuple[str, ...] = (),
+) -> Iterator[int]:
+    """An operator for ``namespace`` (and what ``operator_args`` add), and ``sundial
+    history-api`` beside it on this host at ``address``, registered with the test cluster's
+    aggregation layer as v1alpha1.history.sundial.dev through a Service in ``namespace``.
+    Yields the history API's port."""
+    service = "sundial-history-test"
+    port = _free_port()
+    certificate = serving_certificate(directory / "tls", service, namespace)
+    items = host_endpoints(service, address, port, "history-host", namespace)
+    apply(kubectl, namespace, json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    operator = OperatorProcess(
+        dsn, kubeconfig, namespace, directory, extra_args=list(operator_args)
+    )
+    history = HistoryApiProcess(dsn, kubeconfig, directory, port, certificate.cert, certificate.key)
+    manifest = api_service(service, namespace, certificate.ca_bundle)
+    with running(operator), running(history), registered(kubectl, manifest):
+        yield port

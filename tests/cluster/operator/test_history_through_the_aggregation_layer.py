@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -26,11 +25,9 @@ import yaml
 
 from support import history_api
 from support.operator import (
-    OperatorProcess,
     StoreWorker,
     apply,
     get_json,
-    running,
     scheduled_job_manifest,
     wait_until,
 )
@@ -38,24 +35,6 @@ from support.operator import (
 pytestmark = pytest.mark.timeout(300)
 
 PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
-SERVICE = "sundial-history-test"
-
-
-def _host_address() -> str | None:
-    """This host's address on its default route (a UDP connect sends no packet)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.254.254.254", 9))
-            address = str(probe.getsockname()[0])
-        except OSError:
-            return None
-    return None if address.startswith("127.") else address
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("0.0.0.0", 0))
-        return int(sock.getsockname()[1])
 
 
 def _plugin(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -94,19 +73,12 @@ def history_port(
     kubectl: Any,
 ) -> Iterator[int]:
     """An operator, and the history API beside it registered as v1alpha1.history.sundial.dev."""
-    address = _host_address()
+    address = history_api.host_address()
     if address is None:
         pytest.skip("no non-loopback IPv4 address: the API server cannot reach this host")
-    port = _free_port()
-    certificate = history_api.serving_certificate(tmp_path / "tls", SERVICE, namespace)
-    items = history_api.host_endpoints(SERVICE, address, port, "history-host", namespace)
-    apply(kubectl, namespace, json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    operator = OperatorProcess(operator_dsn, kubeconfig, namespace, tmp_path)
-    history = history_api.HistoryApiProcess(
-        operator_dsn, kubeconfig, tmp_path, port, certificate.cert, certificate.key
-    )
-    manifest = history_api.api_service(SERVICE, namespace, certificate.ca_bundle)
-    with running(operator), running(history), history_api.registered(kubectl, manifest):
+    with history_api.served_on_this_host(
+        operator_dsn, kubeconfig, kubectl, namespace, tmp_path, address=address
+    ) as port:
         yield port
 
 

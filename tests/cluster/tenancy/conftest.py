@@ -38,7 +38,7 @@ def team_a(core_api: client.CoreV1Api, namespace: str) -> str:
 @pytest.fixture
 def team_b(core_api: client.CoreV1Api) -> Iterator[str]:
     """The attacker's namespace, where ``bob`` has the built-in ``edit`` and what the chart's
-    aggregated roles add to it (Sundial's kinds)."""
+    aggregated roles add to it (Sundial's kinds, and reading the namespace's run history)."""
     rbac = client.RbacAuthorizationV1Api(core_api.api_client)
     for name in _namespace(core_api, "team-b"):
         rbac.create_namespaced_role(
@@ -50,7 +50,12 @@ def team_b(core_api: client.CoreV1Api) -> Iterator[str]:
                         api_groups=["sundial.dev"],
                         resources=["scheduledjobs", "jobruns"],
                         verbs=["get", "list", "watch", "create", "update", "patch", "delete"],
-                    )
+                    ),
+                    client.V1PolicyRule(
+                        api_groups=["history.sundial.dev"],
+                        resources=["runs"],
+                        verbs=["get", "list"],
+                    ),
                 ],
             ),
         )
