@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from sundial.localdev import cluster
+from support.chart import RENDER_FOR_THE_TEST_CLUSTER
 from support.crds import apply_sundial_crds
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -89,7 +90,7 @@ def _render_application(application: dict[str, Any], tmp_path: Path) -> None:
         [
             str(cluster.bin_dir() / "helm"), "template", application["metadata"]["name"],
             str(chart), "--namespace", application["spec"]["destination"]["namespace"],
-            "--values", str(values),
+            "--values", str(values), *RENDER_FOR_THE_TEST_CLUSTER,
         ],
         capture_output=True, text=True, check=False,
     )  # fmt: skip

@@ -8,6 +8,19 @@ from typing import Any
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 CHART = REPOSITORY / "charts" / "sundial"
 
+
+def _cluster_version() -> str:
+    for line in (REPOSITORY / "hack" / "cluster" / "versions.env").read_text().splitlines():
+        if line.startswith("KUBE_VERSION="):
+            return line.partition("=")[2].strip()
+    raise AssertionError("hack/cluster/versions.env names no KUBE_VERSION")
+
+
+#: ``helm template`` renders for Kubernetes 1.20 unless told otherwise, which the chart's
+#: kubeVersion refuses; the tests render for the test cluster's version, as Argo CD renders
+#: for its cluster's.
+RENDER_FOR_THE_TEST_CLUSTER = ("--kube-version", _cluster_version())
+
 #: Non-default values that turn every optional part on.
 EVERYTHING: dict[str, Any] = {
     "watchNamespaces": ["team-a", "team-b"],

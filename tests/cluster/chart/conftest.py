@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from support.chart import CHART
+from support.chart import CHART, RENDER_FOR_THE_TEST_CLUSTER
 
 
 @pytest.fixture(scope="session")
@@ -20,6 +20,7 @@ def render(
 
     def run(values: dict[str, Any] | None = None, *, namespace: str = "sundial") -> list[Any]:
         arguments = ["template", "release", str(CHART), "--namespace", namespace]
+        arguments += RENDER_FOR_THE_TEST_CLUSTER
         if values:
             path = directory / f"values-{len(list(directory.iterdir()))}.yaml"
             path.write_text(yaml.safe_dump(values))

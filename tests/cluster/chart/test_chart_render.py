@@ -16,7 +16,7 @@ import yaml
 
 from sundial.pods import manifests
 from sundial.store import server
-from support.chart import CHART, EVERYTHING
+from support.chart import CHART, EVERYTHING, RENDER_FOR_THE_TEST_CLUSTER
 
 
 def _kinds(objects: list[dict[str, Any]]) -> dict[str, int]:
@@ -44,6 +44,32 @@ def test_the_chart_lints_strictly(helm: Callable[..., Any], tmp_path: Any) -> No
     values = tmp_path / "everything.yaml"
     values.write_text(yaml.safe_dump(EVERYTHING))
     helm("lint", "--strict", str(CHART), "--values", str(values))
+
+
+def test_the_chart_names_the_kubernetes_it_needs_and_where_it_comes_from(
+    helm: Callable[..., Any],
+) -> None:
+    """Chart.yaml's kubeVersion is the README's minimum, an older cluster is refused before
+    anything is made, and its sources and icon point at the repository its images come from."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    readme = (CHART.parents[1] / "README.md").read_text()
+    [minimum] = re.findall(r"Kubernetes (\d+\.\d+) or newer", readme)
+    assert chart["kubeVersion"] == f">={minimum}.0-0"
+    major, minor = (int(part) for part in minimum.split("."))
+    older = helm(
+        "template", "release", str(CHART), "--kube-version", f"{major}.{minor - 1}.0", check=False
+    )
+    assert older.returncode != 0
+    assert f"chart requires kubeVersion: >={minimum}.0-0" in older.stderr, older.stderr
+    helm("template", "release", str(CHART), "--kube-version", f"{major}.{minor}.0")
+
+    [source] = chart["sources"]
+    owner = source.removeprefix("https://github.com/").split("/")[0]
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["imageRegistry"] == f"ghcr.io/{owner}"
+    prefix = f"https://raw.githubusercontent.com/{owner}/sundial/main/"
+    assert chart["icon"].startswith(prefix)
+    assert (CHART.parents[1] / chart["icon"].removeprefix(prefix)).is_file()
 
 
 def test_default_values_render_the_core_of_an_installation(render: Callable[..., Any]) -> None:
@@ -602,7 +628,10 @@ def test_bad_values_are_refused_naming_the_key(
 ) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump(values))
-    result = helm("template", "release", str(CHART), "--values", str(path), check=False)
+    result = helm(
+        "template", "release", str(CHART), "--values", str(path),
+        *RENDER_FOR_THE_TEST_CLUSTER, check=False,
+    )  # fmt: skip
     assert result.returncode != 0
     assert "values don't meet the specifications of the schema" in result.stderr
     assert message in result.stderr, result.stderr
@@ -871,6 +900,9 @@ def test_a_release_of_runners_only_with_a_bundled_database_is_refused_saying_why
             {"operator": {"enabled": False}, "postgresql": {"bundled": {"enabled": True}}}
         )
     )
-    result = helm("template", "release", str(CHART), "--values", str(path), check=False)
+    result = helm(
+        "template", "release", str(CHART), "--values", str(path),
+        *RENDER_FOR_THE_TEST_CLUSTER, check=False,
+    )  # fmt: skip
     assert result.returncode != 0
     assert "set postgresql.bundled.enabled=false" in result.stderr, result.stderr

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from sundial.localdev import dist
-from support.chart import REPOSITORY
+from support.chart import RENDER_FOR_THE_TEST_CLUSTER, REPOSITORY
 
 README = REPOSITORY / "README.md"
 
@@ -73,7 +73,7 @@ def test_the_readmes_helm_install_renders_with_the_packaged_chart(
     )
     flags = words[4:]
     namespace = _option(flags, "--namespace")
-    rendered = helm("template", release, str(packaged), *flags).stdout
+    rendered = helm("template", release, str(packaged), *flags, *RENDER_FOR_THE_TEST_CLUSTER).stdout
     objects = [document for document in yaml.safe_load_all(rendered) if document]
     workloads = [o for o in objects if o["kind"] in {"Deployment", "Job", "Secret"}]
     assert workloads and {o["metadata"].get("namespace") for o in workloads} == {namespace}
@@ -96,7 +96,9 @@ def test_the_readmes_secret_is_the_one_the_chart_reads(
     key = _option(secret, "--from-literal").split("=", 1)[0]
     install = _command("helm", "install")
     assert _option(install[4:], "--namespace") == namespace
-    rendered = helm("template", install[2], str(packaged), *install[4:]).stdout
+    rendered = helm(
+        "template", install[2], str(packaged), *install[4:], *RENDER_FOR_THE_TEST_CLUSTER
+    ).stdout
     references = {
         (env["valueFrom"]["secretKeyRef"]["name"], env["valueFrom"]["secretKeyRef"]["key"])
         for o in yaml.safe_load_all(rendered)

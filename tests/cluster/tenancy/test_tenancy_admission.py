@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from support.chart import CHART
+from support.chart import CHART, RENDER_FOR_THE_TEST_CLUSTER
 from support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -81,7 +81,14 @@ def policy(helm: Callable[..., Any], kubectl: Any, sundial_crds_applied: None) -
     """The chart's policy and binding, applied for every namespace; removed afterwards."""
     release = f"t{uuid.uuid4().hex[:6]}"
     rendered = helm(
-        "template", release, str(CHART), "--namespace", "sundial", "--api-versions", VAP
+        "template",
+        release,
+        str(CHART),
+        "--namespace",
+        "sundial",
+        "--api-versions",
+        VAP,
+        *RENDER_FOR_THE_TEST_CLUSTER,
     )
     objects = [
         document
