@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test demo lint unit integration cluster realnode e2e clean venv images dist lock
+.PHONY: test demo lint unit integration cluster realnode e2e clean venv images dist lock chart-readme
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,11 @@ lock:
 	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_TOOLS)/bin/pip-compile --quiet $(LOCK_ARGS) \
 		--generate-hashes --strip-extras --allow-unsafe --all-build-deps \
 		--no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
+
+## charts/sundial/README.md's table of every value, from values.yaml and its `# --` comments
+## (a unit test fails while it is stale).
+chart-readme: $(VENV)/.installed
+	$(PY) -m sundial.localdev.chart_readme
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
