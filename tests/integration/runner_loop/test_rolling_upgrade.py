@@ -7,7 +7,8 @@ The earlier release is a pinned commit of main (``BASELINE``, docs/operations.md
 names it), taken out of this repository's history with ``git archive`` into a cache outside
 the clone and run from its own source tree with this environment's dependencies. Its
 migrations are a prefix of this release's, so the upgrade applies real migrations under
-running code: a migration that drops or renames what the earlier runners use fails this test.
+running code: a migration that drops or renames what the earlier runners use fails this test
+(the second test shows it does).
 """
 
 from __future__ import annotations
@@ -71,9 +72,32 @@ def _executions(path: pathlib.Path) -> dict[int, list[tuple[int, int]]]:
     return found
 
 
-def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
-    make_database: Any, runners: Runners, tmp_path: pathlib.Path
+def _this_release_with(directory: pathlib.Path, migration: str, sql: str) -> dict[str, str]:
+    """This release's ``src/`` copied with one more migration: the environment that runs it."""
+    source = directory / "src"
+    shutil.copytree(
+        ROOT / "src" / "sundial", source / "sundial", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (source / "sundial" / "store" / "migrations" / migration).write_text(sql)
+    return {"PYTHONPATH": f"{source}{os.pathsep}{TESTS_DIR}"}
+
+
+def _versions(env: dict[str, str]) -> list[int]:
+    """The migrations the release run by ``env`` ships."""
+    listed = subprocess.run(
+        [sys.executable, "-c", "from sundial.store import migrate\n"
+         "print(*(m.version for m in migrate.available()))"],
+        env={**os.environ, **env}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return [int(version) for version in listed.stdout.split()]
+
+
+def _roll(
+    make_database: Any, runners: Runners, tmp_path: pathlib.Path, new: dict[str, str]
 ) -> None:
+    """From the baseline to the release ``new`` runs (its environment; ``{}``: this checkout):
+    the new release's migrate while the earlier runners serve, then the roll. Fails the
+    caller's test at the first sign of a lost run or an earlier runner broken by the schema."""
     earlier = {"PYTHONPATH": f"{_baseline_source()}{os.pathsep}{TESTS_DIR}"}
     dsn = make_database()
     subprocess.run(
@@ -82,7 +106,7 @@ def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
         check=True,
         capture_output=True,
     )
-    shipped = [m.version for m in migrate.available()]
+    shipped = _versions(new) if new else [m.version for m in migrate.available()]
     before = migrate.applied_versions(dsn)
     assert before and before == shipped[: len(before)] and len(before) < len(shipped), (
         "the baseline's migrations must be a prefix of this release's, and fewer"
@@ -97,7 +121,10 @@ def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
 
     # The new release's migrate hook, while the earlier runners hold runs.
     done = subprocess.run(
-        [sys.executable, "-m", "sundial", "migrate", "--dsn", dsn], capture_output=True, text=True
+        [sys.executable, "-m", "sundial", "migrate", "--dsn", dsn],
+        env={**os.environ, **new},
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert migrate.applied_versions(dsn) == shipped
@@ -116,7 +143,7 @@ def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
     )
 
     # The roll: new runners start, the earlier ones drain on SIGTERM and exit 0.
-    new = [runners.start(dsn, *serving) for _ in range(2)]
+    new_runners = [runners.start(dsn, *serving, env=new) for _ in range(2)]
     for runner in old:
         assert runner.terminate_and_wait(60) == 0, runner.log_path.read_text()[-3000:]
     third = _submit(dsn, job, path, 120, 0.2)
@@ -134,7 +161,7 @@ def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
             ).fetchall()
         )
     executions = _executions(path)
-    new_pids = {runner.process.pid for runner in new}
+    new_pids = {runner.process.pid for runner in new_runners}
     assert sorted(final) == sorted(everything)
     # Each run completed under an attempt that really ran (a finish by a superseded attempt
     # would leave a completed run whose final attempt never executed).
@@ -142,3 +169,24 @@ def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
     assert any(pid in new_pids for run in third for _, pid in executions[run])
     assert in_flight_at_migration > 0
     assert [runner.process.returncode for runner in old] == [0, 0]
+
+
+def test_a_rolling_upgrade_with_runs_in_flight_loses_nothing(
+    make_database: Any, runners: Runners, tmp_path: pathlib.Path
+) -> None:
+    _roll(make_database, runners, tmp_path, new={})
+
+
+def test_a_migration_that_renames_what_earlier_runners_use_fails_the_upgrade(
+    make_database: Any, runners: Runners, tmp_path: pathlib.Path
+) -> None:
+    """The test above can fail: a release whose newest migration renames a column that the
+    earlier release's claim and finish use, without the ``-- compatible-from`` marker a
+    contract step carries, breaks the earlier runners while they serve, and the roll says so."""
+    broken = _this_release_with(
+        tmp_path / "broken",
+        "9990_lease_expiry_renamed.sql",
+        "ALTER TABLE job_runs RENAME COLUMN lease_until TO lease_expires_at;\n",
+    )
+    with pytest.raises(AssertionError, match="the earlier runners to finish runs submitted"):
+        _roll(make_database, runners, tmp_path, new=broken)
