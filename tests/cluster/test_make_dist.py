@@ -34,8 +34,13 @@ def test_one_version_names_the_wheel_the_sdist_the_chart_and_the_sbom(tmp_path: 
             f"sundial-{chart_version}.tgz",
             wheel,
             f"sundial_scheduler-{release}.tar.gz",
+            f"kubectl_sundial-{release}-py3-none-any.whl",
+            f"kubectl-sundial-{release}.tar.gz",
+            "sundial.yaml",
         ]
     )
+    krew = yaml.safe_load((out / "krew" / "sundial.yaml").read_text())
+    assert krew["spec"]["version"] == f"v{chart_version}"
     with tarfile.open(out / f"sundial-{chart_version}.tgz") as chart:
         member = chart.extractfile("sundial/Chart.yaml")
         assert member is not None

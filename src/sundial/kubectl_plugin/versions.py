@@ -17,15 +17,18 @@ __all__ = ["version"]
 
 _GROUP = "sundial.dev"
 _HISTORY_GROUP = "history.sundial.dev"
-#: The distribution the plugin is installed from (``pip install sundial-scheduler``).
-DISTRIBUTION = "sundial-scheduler"
+#: The distributions the plugin is installed from: with the server (``pip install
+#: sundial-scheduler``), or alone (``pipx install kubectl-sundial``, krew).
+DISTRIBUTIONS = ("sundial-scheduler", "kubectl-sundial")
 
 
 def client_version() -> str:
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return f"unknown (run from a source tree; {DISTRIBUTION} is not installed)"
+    for distribution in DISTRIBUTIONS:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return f"unknown (run from a source tree; neither {' nor '.join(DISTRIBUTIONS)} is installed)"
 
 
 @click.command("version")

@@ -1,6 +1,8 @@
 """``make dist``: what a release of Sundial publishes, built here into ``dist/``.
 
 - the Python distribution, wheel and sdist (``python -m build``);
+- the kubectl plugin alone: its wheel, ``kubectl-sundial``, and for krew an archive and the
+  manifest naming it (``krew/``; ``sundial.localdev.plugin_dist``);
 - the Helm chart, packaged with ``version`` and ``appVersion`` set to the project's version
   (``pyproject.toml`` is the one place the version is written) and, when the images are
   built, the operator image's digest in ``operator.image.digest``, so an installation of the
@@ -34,7 +36,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from sundial.localdev import cluster
+from sundial.localdev import cluster, plugin_dist
 
 __all__ = ["build_all", "main", "package_chart", "pin_digest", "sbom", "version"]
 
@@ -55,6 +57,7 @@ def build_all(out: Path, *, images: bool = True, root: Path = ROOT) -> list[Path
     out.mkdir(parents=True)
     release = version(root)
     _python(root, out)
+    plugin_dist.build(out, root=root, semver=_chart_version(release))
     digests = _images(root, out, release) if images else {}
     package_chart(out, release, digests.get("operator", ""), root=root)
     (out / "sbom.cdx.json").write_text(json.dumps(sbom(release), indent=2) + "\n")
