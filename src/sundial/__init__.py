@@ -13,4 +13,4 @@ from sundial.runner.registry import job
 
 __all__ = ["JobContext", "__version__", "job"]
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"

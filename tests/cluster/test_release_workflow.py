@@ -85,3 +85,23 @@ def test_the_workflows_chart_version_is_make_dists(version: str, chart_version: 
         ["sed", "-E", expression], input=version, capture_output=True, text=True, check=True
     ).stdout.strip()
     assert converted == chart_version == dist._chart_version(version)
+
+
+def test_the_release_notes_are_the_changelogs_section_of_the_version() -> None:
+    """The notes step, run as the workflow runs it, on the version ``make dist`` builds: the
+    CHANGELOG section of that version (a version without one would publish empty notes)."""
+    workflow = yaml.safe_load(RELEASE.read_text())
+    [step] = [
+        s for s in workflow["jobs"]["github-release"]["steps"] if "notes.md" in s.get("run", "")
+    ]
+    script = step["run"].split("gh release create", 1)[0]
+    release = dist.version()
+    notes = subprocess.run(
+        ["bash", "-c", script.replace("notes.md", "/dev/stdout")],
+        env={"VERSION": release, "PATH": "/usr/bin:/bin"},
+        cwd=dist.ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    changelog = (dist.ROOT / "CHANGELOG.md").read_text()
+    assert f"\n## [{release}] - " in changelog, f"CHANGELOG.md has no section for {release}"
+    section = changelog.split(f"\n## [{release}] - ", 1)[1].split("\n", 1)[1].split("\n## ", 1)[0]
+    assert notes.strip() and notes.strip() == section.strip()
