@@ -59,6 +59,12 @@ def _documents(text: str, source: str) -> list[Any]:
         loaded = [document for document in yaml.safe_load_all(text) if document is not None]
     except yaml.YAMLError as error:
         raise outcome.PluginError(f"{source}: not YAML: {error}") from error
+    except RecursionError:
+        # PyYAML parses nesting recursively: a few hundred levels of [ or { exhaust the stack.
+        raise outcome.PluginError(
+            f"{source}: nested too deeply to read (hundreds of levels of lists or maps):"
+            " a manifest's values nest a few levels"
+        ) from None
     flat: list[Any] = []
     for document in loaded:
         if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):

@@ -208,6 +208,22 @@ def cel_available() -> bool:
     return True
 
 
+def _first_huge_integer(data: Any, where: str) -> tuple[str, int] | None:
+    """The path and value of the first integer in ``data`` that 64 bits cannot hold."""
+    if isinstance(data, int) and not isinstance(data, bool):
+        return (where, data) if not -(2**63) <= data < 2**64 else None
+    if isinstance(data, dict):
+        children = [(_join(where, str(key)), child) for key, child in data.items()]
+    elif isinstance(data, list):
+        children = [(f"{where}[{index}]", child) for index, child in enumerate(data)]
+    else:
+        return None
+    for inner, child in children:
+        if (found := _first_huge_integer(child, inner)) is not None:
+            return found
+    return None
+
+
 def cel_problems(schema: dict[str, Any], value: Any, path: str = "") -> Iterator[str]:
     """The message of every CEL rule ``value`` breaks, with the API server's field path."""
     import celpy  # an optional extra: callers check cel_available() first
@@ -224,7 +240,16 @@ def cel_problems(schema: dict[str, Any], value: Any, path: str = "") -> Iterator
                 continue  # a transition rule: only an update has an old object
             program = environment.program(environment.compile(rule["rule"]))
             try:
-                result = program.evaluate({"self": to_cel(data)})
+                converted = to_cel(data)
+            except (ValueError, OverflowError):
+                # celpy refuses an integer past 64 bits, as the API server's CEL does.
+                field, number = _first_huge_integer(data, where) or (where, 0)
+                digits = str(number)
+                shown = f"{digits[:12]}... ({len(digits)} digits)" if len(digits) > 24 else digits
+                yield f"{field or '<root>'}: Invalid value: {shown}: past CEL's 64-bit integers"
+                return
+            try:
+                result = program.evaluate({"self": converted})
             except eval_error as error:
                 yield f"{where or '<root>'}: the rule {rule['rule']!r} could not run: {error}"
                 continue

@@ -149,3 +149,20 @@ def test_the_schema_checker_knows_every_keyword_the_crds_use() -> None:
         unknown = keywords(schema) - schema_check.KEYWORDS
         # Rule fields sit inside x-kubernetes-validations entries, not schema nodes.
         assert unknown <= {"rule", "message", "fieldPath"}, unknown
+
+
+def test_a_number_past_64_bits_is_named_not_a_traceback() -> None:
+    found = problems(job(handler={"name": "etl.run", "args": {"rows": [1, 10**400]}}))
+    assert found == [
+        "spec.handler.args.rows[1]: Invalid value: 100000000000... (401 digits):"
+        " past CEL's 64-bit integers"
+    ]
+
+
+def test_a_file_nested_too_deeply_to_read_says_so(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("spec: " + "[" * 2000 + "]" * 2000 + "\n")
+    result = CliRunner().invoke(main.cli, ["lint", "-f", str(deep)])
+    assert result.exit_code != 0
+    assert "nested too deeply to read" in result.output, result.output
+    assert "Traceback" not in result.output
