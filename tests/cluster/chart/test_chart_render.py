@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -906,3 +908,48 @@ def test_a_release_of_runners_only_with_a_bundled_database_is_refused_saying_why
     )  # fmt: skip
     assert result.returncode != 0
     assert "set postgresql.bundled.enabled=false" in result.stderr, result.stderr
+
+
+def _check_script(objects: list[dict[str, Any]], container: str) -> str:
+    [check] = _pod_specs([_one(objects, "Pod")])
+    [found] = [c for c in check["containers"] if c["name"] == container]
+    return str(found["args"][0])
+
+
+def test_helm_tests_apiserver_check_answers_against_a_real_api_server(
+    render: Callable[..., Any], local_cluster: Any, kubeconfig: Any, tmp_path: Any
+) -> None:
+    """The ``helm test`` Pod's API server check, run here against the test cluster's API server
+    as the Pod runs it (where operator.extraEnv points, the cluster's CA): it passes; with
+    another CA it fails, saying it could not reach the API server."""
+    if local_cluster.state_dir is None:
+        pytest.skip("the cluster's CA is the test cluster's own (hack/cluster)")
+    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    values = {"operator": {"extraEnv": [
+        {"name": "KUBERNETES_SERVICE_HOST", "value": host},
+        {"name": "KUBERNETES_SERVICE_PORT", "value": port},
+    ]}}  # fmt: skip
+    objects = render(values)
+    [check] = _pod_specs([_one(objects, "Pod")])
+    assert check["automountServiceAccountToken"] is False
+    assert {"name": "kube-root-ca", "configMap": {"name": "kube-root-ca.crt"}} in check["volumes"]
+    [apiserver] = [c for c in check["containers"] if c["name"] == "apiserver"]
+    assert apiserver["env"] == values["operator"]["extraEnv"]
+    script = _check_script(objects, "apiserver").replace("range(30)", "range(2)")
+
+    def run(ca: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script.replace("/etc/sundial/kube-root-ca/ca.crt", ca)],
+            env={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    answered = run(str(local_cluster.state_dir / "pki" / "ca.crt"))
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    assert "/readyz 200" in answered.stdout or " 401 " in answered.stdout, answered.stdout
+    stranger = tmp_path / "other-ca.crt"
+    stranger.write_text((local_cluster.state_dir / "pki" / "front-proxy-ca.crt").read_text())
+    refused = run(str(stranger))
+    assert refused.returncode != 0
+    assert "the API server did not answer" in refused.stderr, refused.stderr
