@@ -162,3 +162,32 @@ async def test_floors_start_past_what_was_claimed_and_a_full_walk_comes_each_sec
     now = datetime.now(UTC)
     floors.claimed([_run(1, now)], LIMIT, floored=True)  # fewer than asked for
     assert floors.for_claim() is None
+
+
+async def test_the_index_order_settings_last_for_their_statement_only(store_dsn: str) -> None:
+    """The claim's settings and the claim go out in one round trip, as one transaction: in
+    force for the statement, gone from the pooled connection after it, and an error in the
+    statement rolls back what it wrote and leaves the connection usable."""
+    pool = await store_pool.open_pool(store_dsn, min_size=1, max_size=1)
+    settings = (
+        "SELECT current_setting('enable_sort'), current_setting('enable_bitmapscan'),"
+        " txid_current_if_assigned() IS NULL"
+    )
+    try:
+        async with pool.connection() as conn:
+            during = await claims.fetch_in_index_order(conn, settings, {})
+            after = await (await conn.execute(settings)).fetchall()
+            assert during == [("off", "off", True)]
+            assert after == [("on", "on", True)]
+            await conn.execute("CREATE TABLE written (n int)")
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                await claims.fetch_in_index_order(
+                    conn,
+                    "WITH w AS (INSERT INTO written VALUES (1) RETURNING n)"
+                    " SELECT 1 / (n - 1) FROM w",
+                    {},
+                )
+            assert await (await conn.execute("SELECT count(*) FROM written")).fetchall() == [(0,)]
+            assert await (await conn.execute(settings)).fetchall() == [("on", "on", True)]
+    finally:
+        await pool.close()
