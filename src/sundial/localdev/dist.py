@@ -29,14 +29,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tomllib
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from sundial.localdev import cluster, plugin_dist
+from sundial.localdev import cluster, plugin_dist, pyproject
 
 __all__ = ["build_all", "main", "package_chart", "pin_digest", "sbom", "version"]
 
@@ -46,8 +45,7 @@ IMAGES = ("operator", "runner")
 
 def version(root: Path = ROOT) -> str:
     """The project's version, from ``pyproject.toml``."""
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return str(project["version"])
+    return str(pyproject.project(root)["version"])
 
 
 def build_all(out: Path, *, images: bool = True, root: Path = ROOT) -> list[Path]:

@@ -25,8 +25,9 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tomllib
 from pathlib import Path
+
+from sundial.localdev import pyproject
 
 __all__ = [
     "DEPENDENCIES",
@@ -75,10 +76,6 @@ if [ ! -f "$venv/.installed" ]; then
 fi
 exec "$venv/bin/kubectl-sundial" "$@"
 """
-
-
-def _project(root: Path) -> dict[str, object]:
-    return dict(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"])
 
 
 def _requirements(project: dict[str, object]) -> list[str]:
@@ -149,7 +146,7 @@ def _stage(root: Path, stage: Path, project: dict[str, object]) -> None:
 def build(out: Path, *, root: Path, semver: str) -> list[Path]:
     """The plugin's wheel into ``out`` and its krew archive and manifest into ``out/krew``;
     ``semver``: the version as SemVer, which krew wants (the chart's version)."""
-    project = _project(root)
+    project = pyproject.project(root)
     stage = out / ".plugin-source"
     _stage(root, stage, project)
     try:
@@ -176,7 +173,7 @@ def build(out: Path, *, root: Path, semver: str) -> list[Path]:
         wheel.name: (wheel.read_bytes(), 0o644),
         "LICENSE": ((root / "LICENSE").read_bytes(), 0o644),
     })  # fmt: skip
-    source = str(dict(project.get("urls") or {})["Source"])  # type: ignore[call-overload]
+    source = str(dict(project.get("urls") or {})["Source"])
     manifest = krew / "sundial.yaml"
     manifest.write_text(krew_manifest(release, semver, source, archive), encoding="utf-8")
     return [wheel, archive, manifest]

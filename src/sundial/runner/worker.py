@@ -98,9 +98,6 @@ DEFAULT_CONCURRENCY: Mapping[Model, int] = {
     Model.SUBPROCESS: 8,
 }
 
-#: An executor with fewer slots keeps none reserved (``Settings.reserved_slots``).
-RESERVE_FROM_SLOTS = claims.RESERVE_FROM_SLOTS
-
 #: Where a runner serves /metrics, /healthz and /readyz unless told otherwise: not the
 #: operator's 8080, so a runner beside it on one host (or one network namespace) starts.
 DEFAULT_METRICS_PORT = 8081
@@ -416,9 +413,9 @@ class Worker:
         """The slots of ``model`` that only a namespace behind the one this runner runs most of
         may take (``claims.claim``'s ``reserved``): a quiet namespace's run starts at once
         beside another's flood, instead of waiting for a slot to free. An executor of fewer
-        than ``RESERVE_FROM_SLOTS`` slots keeps none: one slot would be too large a part of
-        it."""
-        if self.executors[model].size < RESERVE_FROM_SLOTS:
+        than ``claims.RESERVE_FROM_SLOTS`` slots keeps none: one slot would be too large a
+        part of it."""
+        if self.executors[model].size < claims.RESERVE_FROM_SLOTS:
             return 0
         return self.settings.reserved_slots
 
