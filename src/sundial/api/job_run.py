@@ -8,6 +8,7 @@ runs are written by the status mirror. Either way ``status`` follows the run in 
 
 from __future__ import annotations
 
+import datetime
 import math
 from typing import Annotated, Final, Literal
 
@@ -34,6 +35,10 @@ ENDED_PHASES: frozenset[str] = frozenset(
 """Phases a run never leaves."""
 
 MAX_DEPENDENCIES = 32
+#: How far after its creation a JobRun may start, by ``runAt`` as by ``delaySeconds``. A run
+#: waits as a row of the hot table; one due next year or later belongs to a ScheduledJob, whose
+#: schedule is stored as a rule and fires when due.
+MAX_AHEAD: Final = datetime.timedelta(days=366)
 #: ``status.waiting`` is a sentence or two (an unclaimable reason is at most 2 KiB).
 MAX_WAITING_CHARS = 2048
 
@@ -112,9 +117,13 @@ class JobRunSpec(common.ApiModel):
     run_at: common.Timestamp | None = pydantic.Field(
         default=None, json_schema_extra=common.cel_rules(IMMUTABLE)
     )
-    """Do not start before this time (RFC 3339)."""
+    """Do not start before this time (RFC 3339): at most 366 days after the JobRun was
+    created, as ``delaySeconds``."""
     delay_seconds: int | None = pydantic.Field(
-        default=None, ge=0, le=366 * 86400, json_schema_extra=common.cel_rules(IMMUTABLE)
+        default=None,
+        ge=0,
+        le=int(MAX_AHEAD.total_seconds()),
+        json_schema_extra=common.cel_rules(IMMUTABLE),
     )
     """Do not start before this many seconds after the JobRun was created."""
     fire_time: common.Timestamp | None = pydantic.Field(
@@ -159,6 +168,19 @@ class JobRunSpec(common.ApiModel):
         if self.depends_on is not None and len(set(self.depends_on)) != len(self.depends_on):
             raise ValueError("dependsOn must not name a JobRun twice")
         return self
+
+
+def run_at_problem(spec: JobRunSpec, created: datetime.datetime) -> str | None:
+    """Why ``spec.runAt`` may not be used by a JobRun created at ``created``; None: it may.
+    A check of its own, not a rule of the model: it needs the creation time, which the
+    spec does not hold (the operator passes the object's, ``kubectl sundial lint`` now)."""
+    if spec.run_at is None or spec.run_at - created <= MAX_AHEAD:
+        return None
+    return (
+        f"spec.runAt: {common.rfc3339(spec.run_at)} is more than 366 days after the JobRun was"
+        f" created ({common.rfc3339(created)}); a run that far out belongs to a ScheduledJob"
+        " (a schedule waits as a rule, not as a run)"
+    )
 
 
 class JobRunStatus(common.ApiModel):

@@ -17,6 +17,7 @@ as the operator does (it marks each member, and each JobRun waiting on one, Stal
 
 from __future__ import annotations
 
+import datetime
 import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -111,10 +112,15 @@ def _operator_problems(kind: str, document: Mapping[str, Any]) -> Iterator[str]:
             yield scheduled_job.NAME_LENGTH.message
         return
     try:
-        job_run.JobRunSpec.model_validate(spec_body)
+        run_spec = job_run.JobRunSpec.model_validate(spec_body)
     except pydantic.ValidationError as error:
         problem = messages.describe(error)
         yield f"{problem} (the operator sets Stalled with reason InvalidSpec)"
+        return
+    # Applied now, the JobRun would be created now.
+    too_far = job_run.run_at_problem(run_spec, datetime.datetime.now(datetime.UTC))
+    if too_far is not None:
+        yield f"{too_far} (the operator sets Stalled with reason InvalidSpec)"
 
 
 def lint_documents(documents: Sequence[Any], source: str, *, cel: bool) -> list[Problem]:

@@ -204,9 +204,15 @@ async def _submit(
             await _wait_for_upstream(ctx, body, spec, name)
             return None
         upstream.append(int(parent_run))
+    created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
+    too_far = job_run.run_at_problem(spec, created)
+    if too_far is not None:
+        await _report(
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, too_far)
+        )
+        return None
     run_at = spec.run_at
     if run_at is None and spec.delay_seconds:
-        created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
         run_at = created + datetime.timedelta(seconds=spec.delay_seconds)
     key = run_key(metadata, spec.idempotency_key)
     try:

@@ -19,12 +19,12 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from sundial.api import validate
+from sundial.api import job_run, validate
 from sundial.scheduling import run_state
 from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import dependencies, errors, queries
@@ -203,6 +203,18 @@ def _validate(
         )
     if delay_seconds < 0:
         raise errors.InvalidSubmissionError(f"delay_seconds must be >= 0, got {delay_seconds}")
+    # A run waits as a row of the hot table; one due next year or later belongs to a schedule.
+    ahead = job_run.MAX_AHEAD
+    if delay_seconds > ahead.total_seconds():
+        raise errors.InvalidSubmissionError(
+            f"delay_seconds must be at most {ahead.total_seconds():.0f} (366 days), got"
+            f" {delay_seconds}; a run further out belongs to a schedule"
+        )
+    if run_at is not None and run_at > datetime.now(UTC) + ahead:
+        raise errors.InvalidSubmissionError(
+            f"run_at {run_at.isoformat()} is more than 366 days ahead; a run further out"
+            " belongs to a schedule"
+        )
     # A fire_time alone is the logical time of a one-off run (a backfilled day); only a
     # schedule_id makes the run a schedule fire, deduplicated on (schedule_id, fire_time).
     if schedule_id is not None and fire_time is None:

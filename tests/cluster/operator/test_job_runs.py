@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,48 @@ def test_a_job_run_naming_a_missing_scheduled_job_is_stalled(
     found = wait_until(stalled, within=20, what="Stalled=True JobNotFound")
     assert found["reason"] == "JobNotFound"
     assert "nobody" in found["message"]
+
+
+def test_a_job_run_due_more_than_a_year_after_it_was_made_is_stalled_not_stored(
+    sundial_operator: OperatorProcess, kubectl: Any, namespace: str
+):
+    """``runAt`` is bounded as ``delaySeconds`` is, from the JobRun's creation: a run due in
+    the year 9999 would wait as a row of the hot table for ever. One due within the year is
+    stored and waits."""
+    kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        stdin=scheduled_job_manifest("yearly", suspend=True),
+    )  # fmt: skip
+    within = (datetime.now(UTC) + timedelta(days=300)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        stdin=manifests(
+            job_run("far", jobRef={"name": "yearly"}, runAt="9999-12-31T23:59:59Z"),
+            job_run("within", jobRef={"name": "yearly"}, runAt=within),
+        ),
+    )  # fmt: skip
+
+    def status_of(name: str) -> dict[str, Any]:
+        sundial_operator.assert_alive()
+        return get_json(kubectl, "-n", namespace, "jr", name).get("status") or {}
+
+    stored = wait_until(
+        lambda: status_of("within") if status_of("within").get("runId") else None,
+        within=30,
+        what="the JobRun due within the year stored",
+    )
+    assert stored["phase"] == "Pending"
+
+    def stalled() -> Any:
+        for found in status_of("far").get("conditions") or ():
+            if found["type"] == "Stalled" and found["status"] == "True":
+                return found
+        return None
+
+    found = wait_until(stalled, within=20, what="Stalled=True InvalidSpec")
+    assert found["reason"] == "InvalidSpec"
+    assert "spec.runAt" in found["message"] and "366 days" in found["message"]
+    assert "runId" not in status_of("far")
 
 
 def test_a_finished_job_run_is_deleted_after_its_ttl_and_its_run_stays(

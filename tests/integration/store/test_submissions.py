@@ -101,6 +101,13 @@ async def test_a_fire_time_alone_is_a_one_off_runs_logical_time(
     assert snapshot(store_dsn) == before
 
 
+async def test_a_run_may_wait_up_to_366_days(pool: store_pool.Pool, job: uuid.UUID) -> None:
+    """The bound on how far ahead a run may be due refuses only past it."""
+    by_time = await runs.submit(pool, job, run_at=datetime.now(UTC) + timedelta(days=365))
+    by_delay = await runs.submit(pool, job, delay_seconds=366 * 86400)
+    assert (by_time.state, by_delay.state) == ("scheduled", "scheduled")
+
+
 async def test_future_runs_wait_outside_the_dispatch_index(
     pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
 ) -> None:
@@ -161,6 +168,12 @@ async def test_claim_serves_only_the_queues_and_handlers_asked_for(
         ({"depends_on": [999_999]}, errors.MissingDependencyError, "submit the upstream"),
         ({"run_at": datetime(2030, 1, 1)}, errors.InvalidSubmissionError, "timezone-aware"),
         ({"delay_seconds": -1}, errors.InvalidSubmissionError, "delay_seconds"),
+        ({"delay_seconds": 367 * 86400}, errors.InvalidSubmissionError, "at most 31622400"),
+        (
+            {"run_at": datetime.now(UTC) + timedelta(days=367)},
+            errors.InvalidSubmissionError,
+            "more than 366 days ahead",
+        ),
     ],
 )
 async def test_bad_input_is_refused_and_nothing_changes(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from sundial.api import crd, scheduled_job
+from sundial.api import crd, job_run, scheduled_job
 from sundial.kubectl_plugin import linting, main, schema_check
 from sundial.scheduling import dependency_cycles
 
@@ -94,6 +95,21 @@ def test_the_operators_own_checks_give_the_operators_messages() -> None:
     operator_says = scheduled_job.parse(stored)[1]
     assert operator_says is not None and "spec.handler.args" in operator_says
     assert too_big == f"{operator_says} (the operator reports this as InvalidSpec)"
+
+
+def test_a_run_at_more_than_a_year_out_is_what_the_operator_stalls() -> None:
+    """Applied now, a JobRun is created now: its ``runAt`` may be 366 days after that, as
+    ``delaySeconds`` may; the message is the operator's."""
+    now = datetime.now(UTC)
+    soon = (now + timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert problems(run("soon", runAt=soon)) == []
+    [far] = problems(run("far", runAt="9999-12-31T23:59:59Z"))
+    spec = job_run.JobRunSpec.model_validate(run("far", runAt="9999-12-31T23:59:59Z")["spec"])
+    operator_says = job_run.run_at_problem(spec, now)
+    assert operator_says is not None
+    assert far.startswith("spec.runAt: 9999-12-31T23:59:59Z is more than 366 days after")
+    assert far.endswith("(the operator sets Stalled with reason InvalidSpec)")
+    assert job_run.run_at_problem(spec, datetime(9999, 1, 1, tzinfo=UTC)) is None
 
 
 def test_depends_on_cycles_in_one_file_stall_what_the_operator_stalls() -> None:
