@@ -207,3 +207,7 @@ where the operator served the history gets a new pair for the new name.
 {{- define "sundial.historyTlsSecret" -}}
 {{- .Values.historyApi.tls.existingSecret | default (include "sundial.componentName" (dict "root" . "component" "history-api-tls")) -}}
 {{- end }}
+
+{{- define "sundial.operatorMetricsTlsSecret" -}}
+{{- .Values.operator.metricsTls.existingSecret | default (include "sundial.componentName" (dict "root" . "component" "operator-metrics-tls")) -}}
+{{- end }}

@@ -7,6 +7,8 @@ fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from sundial.cli import serve as serve_module
@@ -543,6 +545,27 @@ def pod_launcher(
     " /healthz stays open. Off: anyone who reaches the port reads them.",
 )
 @click.option(
+    "--metrics-tls-cert",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Serve /metrics over HTTPS with this certificate (PEM, the chain), on --metrics-port,"
+    " so the scrape's token never crosses the network in clear; the liveness port then"
+    " serves /healthz only. Needs --metrics-tls-key.",
+)
+@click.option(
+    "--metrics-tls-key",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The key of --metrics-tls-cert (PEM).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=8443,
+    show_default=True,
+    help="Port of GET /metrics over HTTPS, with --metrics-tls-cert.",
+)
+@click.option(
     "--holder",
     default=None,
     help="Lease holder name (default: host-pid); a restart with the same name leads at once.",
@@ -608,6 +631,9 @@ def operator(
     all_namespaces: bool,
     liveness_port: int,
     metrics_auth: bool,
+    metrics_tls_cert: str | None,
+    metrics_tls_key: str | None,
+    metrics_port: int,
     holder: str | None,
     lease_ttl: float,
     mirror_seconds: float,
@@ -651,6 +677,7 @@ def operator(
 
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    metrics_tls = _metrics_tls(metrics_tls_cert, metrics_tls_key, metrics_port, liveness_port)
     maintenance = _maintainer_settings(
         hot_window, archive_retention_days, retention_interval, key_retention
     )
@@ -661,6 +688,7 @@ def operator(
         namespaces=None if all_namespaces or not namespaces else namespaces,
         liveness_port=liveness_port,
         metrics_auth=metrics_auth,
+        metrics_tls=metrics_tls,
         holder=holder or trigger.default_holder(),
         lease_ttl_seconds=lease_ttl,
         mirror_interval=datetime.timedelta(seconds=mirror_seconds),
@@ -687,6 +715,34 @@ def operator(
     )
     with serve_module.refused_at_start("sundial operator"):
         sys.exit(asyncio.run(runtime.serve(config)))
+
+
+def _metrics_tls(
+    cert: str | None, key: str | None, port: int, liveness_port: int
+) -> tuple[int, Any] | None:
+    """The operator's HTTPS metrics port and its TLS context, or None (metrics on the
+    liveness port). A pair that cannot be loaded is refused here, before anything starts."""
+    import ssl
+
+    from sundial.operator import liveness
+
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise click.UsageError("--metrics-tls-cert and --metrics-tls-key go together")
+    if port == liveness_port:
+        raise click.UsageError(
+            f"--metrics-port {port} is the liveness port: give the HTTPS metrics a port of"
+            " their own"
+        )
+    try:
+        return port, liveness.metrics_tls_context(cert, key)
+    except (OSError, ssl.SSLError) as error:
+        raise click.BadParameter(
+            f"cannot serve TLS with {cert} and {key}: {error}. Give a PEM certificate and"
+            " the PEM key it was made for.",
+            param_hint="--metrics-tls-cert/--metrics-tls-key",
+        ) from None
 
 
 @main.command("history-api")

@@ -152,6 +152,7 @@ def real_node_values(
         "operator": {
             "image": _split_ref(node.images["OPERATOR"]),
             "healthPort": free_port(),
+            "metricsTls": {"port": free_port()},
             "extraEnv": to_apiserver,
             "mirrorSeconds": 1,
             **on_node,
@@ -179,6 +180,21 @@ def real_node_values(
     return _merged(values, extra or {})
 
 
+#: Values of this checkout's chart that an earlier chart (the previous release's, which the
+#: e2e session installs first) does not have, and its schema would refuse: (component, key).
+_NEWER_VALUES = (("operator", "metricsTls"),)
+
+
+def _for_chart(values: dict[str, Any], chart: Path) -> dict[str, Any]:
+    """``values`` without the keys ``chart``'s own values.yaml does not know (``_NEWER_VALUES``)."""
+    defaults = yaml.safe_load((chart / "values.yaml").read_text(encoding="utf-8"))
+    kept = dict(values)
+    for component, key in _NEWER_VALUES:
+        if key in kept.get(component, {}) and key not in defaults.get(component, {}):
+            kept[component] = {k: v for k, v in kept[component].items() if k != key}
+    return kept
+
+
 def _merged(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in extra.items():
@@ -203,8 +219,9 @@ def install(
     """``helm install`` the chart (``chart``, else this checkout's) for ``node`` and wait until
     every component is rolled out."""
     helm_path = local.kubectl_path.parent / "helm"
-    values = real_node_values(
-        node, local.kubeconfig, job_namespaces=job_namespaces, extra=extra_values
+    values = _for_chart(
+        real_node_values(node, local.kubeconfig, job_namespaces=job_namespaces, extra=extra_values),
+        chart or chart_dir(),
     )
     for job_namespace in job_namespaces:
         if local.kubectl("get", "namespace", job_namespace, check=False).returncode != 0:
@@ -257,6 +274,10 @@ def upgrade(
             "historyApi": {"updateStrategy": one_at_a_time},
         },
     )
+    if "metricsTls" not in values.get("operator", {}):
+        # Made by a release whose chart had no HTTPS metrics port: one of the node's, free.
+        values = _merged(values, {"operator": {"metricsTls": {"port": free_port()}}})
+    values = _for_chart(values, chart or chart_dir())
     values = _merged(
         values,
         {

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -74,6 +75,9 @@ class OperatorConfig:
     liveness_port: int = 8080
     #: Serve /metrics only to callers the API server authenticates and authorizes.
     metrics_auth: bool = True
+    #: Serve /metrics over HTTPS on this port with this context (``liveness.metrics_tls_context``)
+    #: instead of on the liveness port over HTTP. None: on the liveness port.
+    metrics_tls: tuple[int, ssl.SSLContext] | None = None
     holder: str = field(default_factory=trigger.default_holder)
     lease_ttl_seconds: float = 15.0
     mirror_interval: timedelta = timedelta(seconds=3)
@@ -122,15 +126,17 @@ async def serve(config: OperatorConfig) -> int:
     )
     lead = leadership.Leadership(lease_pool, config.holder, ttl_seconds=config.lease_ttl_seconds)
     role = "standby"
-    access_api = kube.KubeApi() if config.liveness_port and config.metrics_auth else None
+    serving = bool(config.liveness_port or config.metrics_tls)
+    access_api = kube.KubeApi() if serving and config.metrics_auth else None
     probe = liveness.LivenessServer(
         config.liveness_port,
         lambda: role,
         metrics_access=None
         if access_api is None
         else metrics_access.MetricsAccess(access_api.review_token, access_api.may_get_path),
+        metrics_tls=config.metrics_tls,
     )
-    if config.liveness_port:
+    if serving:
         await probe.start()
     try:
         if not await lead.acquire(stop):

@@ -6,11 +6,13 @@ sends the rendered objects to the apiserver.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,7 +91,7 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
         "NetworkPolicy": 2,  # job Pods' egress, the history API's ingress
         "Service": 2,  # the operator's health and metrics, the history API's
         "APIService": 1,  # v1alpha1.history.sundial.dev
-        "Secret": 1,  # the history API's serving certificate
+        "Secret": 2,  # the serving certificates: the history API's, the operator's metrics
         "PodDisruptionBudget": 1,  # the history API's: one replica always answers
         "Pod": 1,  # `helm test`'s check
     }
@@ -163,7 +165,7 @@ def test_the_history_api_is_registered_served_and_read_under_namespace_rbac(
     assert container["args"][:2] == ["history-api", "--port=8443"]
     assert {"name": "history", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
     assert container["readinessProbe"]["tcpSocket"] == {"port": "history"}
-    secret = _one(objects, "Secret")
+    secret = _one(objects, "Secret", "history-api-tls")
     assert secret["type"] == "kubernetes.io/tls"
     [volume] = [v for v in pod["volumes"] if v["name"] == "history-tls"]
     assert volume["secret"]["secretName"] == secret["metadata"]["name"]
@@ -195,10 +197,10 @@ def test_the_history_api_is_registered_served_and_read_under_namespace_rbac(
     assert policy["spec"]["ingress"] == [{"ports": [{"port": "history", "protocol": "TCP"}]}]
 
     off = render({"historyApi": {"enabled": False}})
-    assert not [o for o in off if o["kind"] in ("APIService", "Secret")]
-    assert not [o for o in off if o["metadata"]["name"].endswith("history-api")]
+    assert not [o for o in off if o["kind"] == "APIService"]
+    assert not [o for o in off if "history-api" in o["metadata"]["name"]]
     given = render({"historyApi": {"tls": {"existingSecret": "history-cert", "caBundle": "Q0E="}}})
-    assert not [o for o in given if o["kind"] == "Secret"]
+    assert not [o for o in given if o["metadata"]["name"].endswith("history-api-tls")]
     assert _one(given, "APIService")["spec"]["caBundle"] == "Q0E="
 
 
@@ -226,7 +228,7 @@ def test_the_history_api_holds_none_of_the_operators_powers(
     assert _dsn_keys(history_api["containers"][0]) == {"SUNDIAL_DSN": "reader-dsn"}
     [container] = operator["containers"]
     assert not [a for a in container["args"] if "history" in a]
-    assert [p["name"] for p in container["ports"]] == ["health"]
+    assert [p["name"] for p in container["ports"]] == ["health", "metrics"]  # no history port
     assert "history-tls" not in {v["name"] for v in operator["volumes"]}
     # Its image is the operator's unless named.
     assert history_api["containers"][0]["image"] == container["image"]
@@ -255,7 +257,8 @@ def test_the_operator_is_scraped_with_its_labels_honoured(render: Callable[..., 
     monitors = {o["metadata"]["name"]: o for o in render(EVERYTHING) if o["kind"] == "PodMonitor"}
     assert sorted(monitors) == ["release-sundial", "release-sundial-operator"]
     [endpoint] = monitors["release-sundial-operator"]["spec"]["podMetricsEndpoints"]
-    assert endpoint["port"] == "health" and endpoint["path"] == "/metrics"
+    assert endpoint["port"] == "metrics" and endpoint["scheme"] == "https"
+    assert endpoint["path"] == "/metrics"
     assert endpoint["honorLabels"] is True  # a ScheduledJob's namespace, not the Pod's
     selector = monitors["release-sundial-operator"]["spec"]["selector"]["matchLabels"]
     assert selector["app.kubernetes.io/component"] == "operator"
@@ -861,6 +864,69 @@ def test_the_operators_metrics_want_a_token_the_pod_monitor_holds(
     ]["args"]
     assert "--no-metrics-auth" in args
     assert not [o for o in open_metrics if o["metadata"]["name"].endswith("metrics-reader")]
+
+
+def test_the_operators_metrics_go_over_https_to_a_pod_monitor_that_verifies_them(
+    render: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The scrape's token crosses the Pod network only inside TLS, to the operator only: the
+    certificate names the operator's Service and is signed by the CA the PodMonitor checks."""
+    objects = render({"metrics": {"podMonitor": {"enabled": True}}}, namespace="ops")
+    spec = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
+    [container] = spec["containers"]
+    assert {"--metrics-tls-cert=/etc/sundial/metrics-tls/tls.crt",
+            "--metrics-tls-key=/etc/sundial/metrics-tls/tls.key",
+            "--metrics-port=8444"} <= set(container["args"])  # fmt: skip
+    assert {"name": "metrics", "containerPort": 8444, "protocol": "TCP"} in container["ports"]
+    secret = _one(objects, "Secret", "operator-metrics-tls")
+    [volume] = [v for v in spec["volumes"] if v["name"] == "metrics-tls"]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    assert {m["key"] for m in volume["secret"]["items"]} == {"tls.crt", "tls.key"}
+    service = _one(objects, "Service", "operator")
+    assert {"name": "metrics", "port": 8444, "targetPort": "metrics", "protocol": "TCP"} in (
+        service["spec"]["ports"]
+    )
+    [monitor] = [
+        o for o in objects
+        if o["kind"] == "PodMonitor" and o["metadata"]["name"].endswith("-operator")
+    ]  # fmt: skip
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics" and endpoint["scheme"] == "https"
+    server_name = f"{service['metadata']['name']}.ops.svc"
+    assert endpoint["tlsConfig"] == {
+        "serverName": server_name,
+        "ca": {"secret": {"name": secret["metadata"]["name"], "key": "ca.crt"}},
+    }
+    assert "credentials" in endpoint["authorization"]
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        (tmp_path / name).write_bytes(base64.b64decode(secret["data"][name]))
+    verify = ["openssl", "verify", "-CAfile", str(tmp_path / "ca.crt"), str(tmp_path / "tls.crt")]
+    assert subprocess.run(verify, capture_output=True, text=True, check=False).returncode == 0
+    names = subprocess.run(
+        ["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in", str(tmp_path / "tls.crt")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert f"DNS:{server_name}" in names
+
+    theirs = render(
+        {"metrics": {"podMonitor": {"enabled": True}},
+         "operator": {"metricsTls": {"existingSecret": "from-cert-manager"}}}
+    )  # fmt: skip
+    assert not [o for o in theirs if o["metadata"]["name"].endswith("operator-metrics-tls")]
+    spec = _one(theirs, "Deployment", "operator")["spec"]["template"]["spec"]
+    [volume] = [v for v in spec["volumes"] if v["name"] == "metrics-tls"]
+    assert volume["secret"]["secretName"] == "from-cert-manager"
+
+    plain = render({"metrics": {"podMonitor": {"enabled": True}},
+                    "operator": {"metricsTls": {"enabled": False}}})  # fmt: skip
+    spec = _one(plain, "Deployment", "operator")["spec"]["template"]["spec"]
+    assert not [a for a in spec["containers"][0]["args"] if a.startswith("--metrics-tls")]
+    assert not [v for v in spec["volumes"] if v["name"] == "metrics-tls"]
+    [monitor] = [
+        o for o in plain
+        if o["kind"] == "PodMonitor" and o["metadata"]["name"].endswith("-operator")
+    ]  # fmt: skip
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "health"
 
 
 def test_a_release_of_runners_only_renders_nothing_beyond_its_namespace(

@@ -4,9 +4,11 @@ runs that ended, from PostgreSQL."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -32,17 +34,26 @@ pytestmark = pytest.mark.timeout(240)
 PLUGIN = Path(sys.executable).parent / "kubectl-sundial"
 
 
-def _get(port: int, path: str, token: str | None = None) -> tuple[int, str]:
-    """The status and body of GET ``path`` on the operator's port (0: not open yet)."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+def _get(
+    port: int,
+    path: str,
+    token: str | None = None,
+    *,
+    context: ssl.SSLContext | None = None,
+    scheme: str | None = None,
+) -> tuple[int, str]:
+    """The status and body of GET ``path`` on the operator's port (0: not open yet, or no
+    connection made); over HTTPS with ``context``."""
+    scheme = scheme or ("https" if context is not None else "http")
+    request = urllib.request.Request(f"{scheme}://127.0.0.1:{port}{path}")
     if token is not None:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-    except urllib.error.URLError:
+    except (OSError, http.client.HTTPException):  # refused, reset, or TLS not trusted
         return 0, ""
 
 
@@ -120,6 +131,47 @@ def test_metrics_are_served_only_to_a_caller_the_api_server_lets_get_them(
         assert f"system:serviceaccount:{namespace}:nosy may not get /metrics" in body, body
         status, body = _get(port, "/metrics", metrics_reader)
         assert status == 200 and "sundial_maintainer_leading" in body, (status, body[:300])
+
+
+def test_with_a_certificate_the_metrics_are_served_over_https_only(
+    metrics_reader: str,
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """The scrape's token crosses the network only inside TLS: the metrics answer on their
+    own port over HTTPS, verified with the certificate's CA, to the token the API server lets
+    get /metrics; the health port keeps /healthz for the probes and sends /metrics away."""
+    cert, key = tmp_path / "metrics.crt", tmp_path / "metrics.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-days", "1", "-subj", "/CN=sundial-operator", "-addext",
+         "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    health, metrics = _free_port(), _free_port()
+    verified = ssl.create_default_context(cafile=str(cert))
+    tls = ["--metrics-tls-cert", str(cert), "--metrics-tls-key", str(key)]
+    with running(
+        OperatorProcess(
+            operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=health,
+            extra_args=[*tls, "--metrics-port", str(metrics)],
+        )
+    ):  # fmt: skip
+        wait_until(lambda: _get(health, "/healthz")[0] == 200, within=60, what="the health port")
+        status, body = _get(health, "/metrics", metrics_reader)
+        assert status == 404 and f"served over HTTPS on port {metrics}" in body, (status, body)
+        status, body = _get(metrics, "/metrics", context=verified)
+        assert status == 401 and "bearer token" in body, (status, body)
+        status, body = _get(metrics, "/metrics", metrics_reader, context=verified)
+        assert status == 200 and "sundial_maintainer_leading" in body, (status, body[:300])
+        # Plain HTTP on the TLS port gets no metrics; another CA's client does not trust it.
+        assert _get(metrics, "/metrics", metrics_reader, scheme="http")[0] != 200
+        assert (
+            _get(metrics, "/metrics", metrics_reader, context=ssl.create_default_context())[0] == 0
+        )
 
 
 def test_the_operator_serves_scheduled_job_gauges_and_the_window_figures(

@@ -50,8 +50,27 @@ def test_values_place_everything_on_the_node_from_local_images(tmp_path: Path) -
     assert bundled["password"] != again["postgresql"]["bundled"]["password"]
     assert len(bundled["password"]) == 32
     ports = {values["postgresql"]["port"], values["operator"]["healthPort"],
-             values["runner"]["metricsPort"]}  # fmt: skip
-    assert len(ports) == 3
+             values["operator"]["metricsTls"]["port"], values["runner"]["metricsPort"]}  # fmt: skip
+    assert len(ports) == 4
+
+
+def test_values_an_earlier_chart_does_not_know_are_left_out_for_it(tmp_path: Path) -> None:
+    """The e2e session installs the previous release's chart, whose schema refuses keys it
+    has no values for; this checkout's chart gets them."""
+    node = real_nodes.RealNode(name="127.0.0.1", images=IMAGES)
+    values = installs.real_node_values(
+        node, kubeconfig(tmp_path, "https://127.0.0.1:6443"), job_namespaces=["jobs"]
+    )
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    defaults = yaml.safe_load((installs.chart_dir() / "values.yaml").read_text())
+    del defaults["operator"]["metricsTls"]
+    (earlier / "values.yaml").write_text(yaml.safe_dump(defaults))
+
+    for_earlier = installs._for_chart(values, earlier)
+    assert "metricsTls" not in for_earlier["operator"]
+    assert for_earlier["operator"]["healthPort"] == values["operator"]["healthPort"]
+    assert installs._for_chart(values, installs.chart_dir()) == values
 
 
 def test_extra_values_merge_into_the_defaults(tmp_path: Path) -> None:
