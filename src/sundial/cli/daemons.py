@@ -7,7 +7,7 @@ fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly
 
 from __future__ import annotations
 
-from typing import Any
+import ssl
 
 import click
 
@@ -561,7 +561,7 @@ def pod_launcher(
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
-    default=8443,
+    default=8444,
     show_default=True,
     help="Port of GET /metrics over HTTPS, with --metrics-tls-cert.",
 )
@@ -719,11 +719,9 @@ def operator(
 
 def _metrics_tls(
     cert: str | None, key: str | None, port: int, liveness_port: int
-) -> tuple[int, Any] | None:
+) -> tuple[int, ssl.SSLContext] | None:
     """The operator's HTTPS metrics port and its TLS context, or None (metrics on the
     liveness port). A pair that cannot be loaded is refused here, before anything starts."""
-    import ssl
-
     from sundial.operator import liveness
 
     if cert is None and key is None:

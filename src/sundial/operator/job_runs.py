@@ -161,6 +161,13 @@ async def _submit(
     metadata = body["metadata"]
     namespace = metadata["namespace"]
     uid = str(metadata["uid"])
+    created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
+    too_far = job_run.run_at_problem(spec, created)
+    if too_far is not None:  # before anything is looked up or stored: nothing will be
+        await _report(
+            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, too_far)
+        )
+        return None
     args: dict[str, Any] = {}
     owner: Mapping[str, Any] | None = None
     if spec.job_ref is not None:
@@ -204,13 +211,6 @@ async def _submit(
             await _wait_for_upstream(ctx, body, spec, name)
             return None
         upstream.append(int(parent_run))
-    created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
-    too_far = job_run.run_at_problem(spec, created)
-    if too_far is not None:
-        await _report(
-            ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, too_far)
-        )
-        return None
     run_at = spec.run_at
     if run_at is None and spec.delay_seconds:
         run_at = created + datetime.timedelta(seconds=spec.delay_seconds)
