@@ -88,7 +88,7 @@ def test_default_values_render_the_core_of_an_installation(render: Callable[...,
         "RoleBinding": 1,  # the history API reads the front proxy's CA in kube-system
         "Deployment": 3,  # operator, history API, runner
         "Job": 1,
-        "NetworkPolicy": 2,  # job Pods' egress, the history API's ingress
+        "NetworkPolicy": 3,  # job Pods' egress, the history API's and the runners' ingress
         "Service": 2,  # the operator's health and metrics, the history API's
         "APIService": 1,  # v1alpha1.history.sundial.dev
         "Secret": 2,  # the serving certificates: the history API's, the operator's metrics
@@ -929,6 +929,30 @@ def test_the_operators_metrics_go_over_https_to_a_pod_monitor_that_verifies_them
     assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "health"
 
 
+def test_no_port_of_a_runner_but_its_metrics_port_is_open_to_other_pods(
+    render: Callable[..., Any],
+) -> None:
+    objects = render()
+    runner = _one(objects, "Deployment", "runner")
+    policy = _one(objects, "NetworkPolicy", "runner")
+    assert (
+        policy["spec"]["podSelector"]["matchLabels"] == (runner["spec"]["selector"]["matchLabels"])
+    )
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": "metrics", "protocol": "TCP"}]}]
+    [container] = runner["spec"]["template"]["spec"]["containers"]
+    assert [p["name"] for p in container["ports"]] == ["metrics"]
+
+    prometheus = [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}]
+    kept = render({"runner": {"networkPolicy": {"metricsFrom": prometheus}}})
+    [rule] = _one(kept, "NetworkPolicy", "runner")["spec"]["ingress"]
+    assert rule["from"] == prometheus
+    off = render({"runner": {"networkPolicy": {"enabled": False}}})
+    assert not [
+        o for o in off if o["kind"] == "NetworkPolicy" and "runner" in o["metadata"]["name"]
+    ]
+
+
 def test_a_release_of_runners_only_renders_nothing_beyond_its_namespace(
     render: Callable[..., Any],
 ) -> None:
@@ -945,6 +969,7 @@ def test_a_release_of_runners_only_renders_nothing_beyond_its_namespace(
     )
     assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
         ("Deployment", "release-sundial-runner"),
+        ("NetworkPolicy", "release-sundial-runner"),
         ("Pod", "release-sundial-test"),
         ("PodMonitor", "release-sundial"),  # the runners'
         ("ServiceAccount", "release-sundial-runner"),
