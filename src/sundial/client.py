@@ -180,8 +180,8 @@ class Client:
     ) -> Submitted:
         """A run of ``job`` (its id, or ``"namespace/name"``). With an ``idempotency_key``, a
         second submission with the same key and args returns the first run (``created``
-        False). ``run_at`` (aware) or ``delay_seconds`` hold it back; ``depends_on`` (run ids)
-        holds it until they completed."""
+        False). ``run_at`` (aware) or ``delay_seconds`` hold it back, by 366 days at most;
+        ``depends_on`` (run ids) holds it until they completed."""
         return await runs.submit(
             self.pool,
             job,

@@ -262,7 +262,8 @@ async def submit(
 ) -> Submitted:
     """Create a run of ``job`` (its uid, or ``"namespace/name"``); see the module docstring.
 
-    ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock.
+    ``run_at`` (aware) wins over ``delay_seconds``; both count from the database clock, and
+    neither may be more than 366 days ahead (``api.job_run.MAX_AHEAD``).
     ``queue`` sends this run to another runner queue than the job's (``spec.queue``).
     ``schedule_id`` + ``fire_time`` make the run a schedule fire, deduplicated as long as its
     fire key is kept (the maintainer's key retention, as for ``idempotency_key``);
