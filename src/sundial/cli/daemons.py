@@ -8,6 +8,7 @@ fast; each logs JSON lines through ``observability.json_logs`` and stops cleanly
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 import click
 
@@ -32,6 +33,9 @@ from sundial.cli.options import (
     reserved_pods_option,
     retention_interval_option,
 )
+
+if TYPE_CHECKING:
+    from sundial.operator.metrics_tls import MetricsTls
 
 
 @main.command()
@@ -719,10 +723,10 @@ def operator(
 
 def _metrics_tls(
     cert: str | None, key: str | None, port: int, liveness_port: int
-) -> tuple[int, ssl.SSLContext] | None:
+) -> MetricsTls | None:
     """The operator's HTTPS metrics port and its TLS context, or None (metrics on the
     liveness port). A pair that cannot be loaded is refused here, before anything starts."""
-    from sundial.operator import liveness
+    from sundial.operator.metrics_tls import MetricsTls
 
     if cert is None and key is None:
         return None
@@ -734,7 +738,7 @@ def _metrics_tls(
             " their own"
         )
     try:
-        return port, liveness.metrics_tls_context(cert, key)
+        return MetricsTls(port, cert, key)
     except (OSError, ssl.SSLError) as error:
         raise click.BadParameter(
             f"cannot serve TLS with {cert} and {key}: {error}. Give a PEM certificate and"

@@ -6,33 +6,26 @@ serves ``GET /metrics``: the process's Prometheus metrics (trigger, maintainer),
 exposition format, to the callers ``metrics_access`` lets through when one is given (they name
 every namespace's ScheduledJobs: ``operator.metrics_access``).
 
-Given a TLS context and a port of their own (``metrics_tls``), the metrics are served there
-over HTTPS only, so the scrape's bearer token never crosses the Pod network in clear; the
-health port then answers ``/metrics`` with 404 naming the HTTPS port, and stays plain HTTP for
-the kubelet's probes (docs/adr/0053-operator-metrics-behind-kubernetes-auth.md).
+Given a certificate and a port of their own (``metrics_tls``, reloaded when its files change),
+the metrics are served there over HTTPS only, so the scrape's bearer token never crosses the
+Pod network in clear; the health port then answers ``/metrics`` with 404 naming the HTTPS port,
+and stays plain HTTP for the kubelet's probes
+(docs/adr/0053-operator-metrics-behind-kubernetes-auth.md).
 """
 
 from __future__ import annotations
 
-import ssl
+import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 
 import prometheus_client
 from aiohttp import web
 
 from sundial.operator.metrics_access import MetricsAccess
+from sundial.operator.metrics_tls import MetricsTls
 
-__all__ = ["LivenessServer", "metrics_tls_context"]
-
-
-def metrics_tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
-    """A server context for the HTTPS metrics port: the certificate chain and key (PEM), TLS
-    1.2 or later, no client certificate asked (the caller proves itself with its token).
-    Raises ``OSError`` or ``ssl.SSLError`` for files that cannot be read or do not match."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert_file, key_file)
-    return context
+__all__ = ["LivenessServer"]
 
 
 class LivenessServer:
@@ -44,10 +37,13 @@ class LivenessServer:
         host: str = "0.0.0.0",
         routes: Sequence[web.RouteDef] = (),
         metrics_access: MetricsAccess | None = None,
-        metrics_tls: tuple[int, ssl.SSLContext] | None = None,
+        metrics_tls: MetricsTls | None = None,
+        reload_seconds: float | None = None,
     ) -> None:
         self.port = port
         self._metrics_tls = metrics_tls
+        self._reload_seconds = reload_seconds
+        self._reloading: asyncio.Task[None] | None = None
         self._access = metrics_access
         self._routes = tuple(routes)
         self.host = host
@@ -59,7 +55,7 @@ class LivenessServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         if self._metrics_tls is not None and not request.secure:
-            text = f"/metrics is served over HTTPS on port {self._metrics_tls[0]}\n"
+            text = f"/metrics is served over HTTPS on port {self._metrics_tls.port}\n"
             return web.Response(status=404, text=text)
         if self._access is not None:
             denial = await self._access.check(request.headers.get("Authorization"))
@@ -81,10 +77,17 @@ class LivenessServer:
         await self._runner.setup()
         if self.port:
             await web.TCPSite(self._runner, self.host, self.port).start()
-        if self._metrics_tls is not None:
-            port, context = self._metrics_tls
-            await web.TCPSite(self._runner, self.host, port, ssl_context=context).start()
+        tls = self._metrics_tls
+        if tls is not None:
+            await web.TCPSite(self._runner, self.host, tls.port, ssl_context=tls.context).start()
+            watch = tls.watch() if self._reload_seconds is None else tls.watch(self._reload_seconds)
+            self._reloading = asyncio.create_task(watch, name="metrics-certificate")
 
     async def stop(self) -> None:
+        if self._reloading is not None:
+            self._reloading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reloading
+            self._reloading = None
         if self._runner is not None:
             await self._runner.cleanup()

@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -55,6 +54,7 @@ from sundial.operator import (
     pod_hooks,
     scheduled_job_metrics,
 )
+from sundial.operator.metrics_tls import MetricsTls
 from sundial.pods import launcher, manifests
 from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
@@ -75,9 +75,9 @@ class OperatorConfig:
     liveness_port: int = 8080
     #: Serve /metrics only to callers the API server authenticates and authorizes.
     metrics_auth: bool = True
-    #: Serve /metrics over HTTPS on this port with this context (``liveness.metrics_tls_context``)
-    #: instead of on the liveness port over HTTP. None: on the liveness port.
-    metrics_tls: tuple[int, ssl.SSLContext] | None = None
+    #: Serve /metrics over HTTPS on its port with its certificate instead of on the liveness
+    #: port over HTTP. None: on the liveness port.
+    metrics_tls: MetricsTls | None = None
     holder: str = field(default_factory=trigger.default_holder)
     lease_ttl_seconds: float = 15.0
     mirror_interval: timedelta = timedelta(seconds=3)
