@@ -155,14 +155,21 @@ async def _submit_unless_cancelled(
     return None
 
 
+def _created(ctx: context.Context, metadata: Mapping[str, Any]) -> datetime.datetime:
+    """When the JobRun was created: the API server's stamp (now, for a body that has none)."""
+    stamp = metadata.get("creationTimestamp")
+    if not stamp:
+        return ctx.clock.now()
+    return datetime.datetime.fromisoformat(str(stamp))
+
+
 async def _submit(
     ctx: context.Context, body: Mapping[str, Any], spec: job_run.JobRunSpec
 ) -> str | None:
     metadata = body["metadata"]
     namespace = metadata["namespace"]
     uid = str(metadata["uid"])
-    created = datetime.datetime.fromisoformat(str(metadata["creationTimestamp"]))
-    too_far = job_run.run_at_problem(spec, created)
+    too_far = job_run.run_at_problem(spec, _created(ctx, metadata))
     if too_far is not None:  # before anything is looked up or stored: nothing will be
         await _report(
             ctx, body, (ConditionType.STALLED, "True", ConditionReason.INVALID_SPEC, too_far)
@@ -213,7 +220,7 @@ async def _submit(
         upstream.append(int(parent_run))
     run_at = spec.run_at
     if run_at is None and spec.delay_seconds:
-        run_at = created + datetime.timedelta(seconds=spec.delay_seconds)
+        run_at = _created(ctx, metadata) + datetime.timedelta(seconds=spec.delay_seconds)
     key = run_key(metadata, spec.idempotency_key)
     try:
         try:

@@ -9,7 +9,7 @@ import pathlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -188,7 +188,9 @@ async def test_a_run_waiting_in_another_namespace_is_released_by_a_kept_runners_
     pool = await store_pool.open_pool(store_dsn, min_size=1, max_size=2)
     try:
         parent = await runs.submit(pool, upstream)
-        foreign_parent = await runs.submit(pool, other, run_at=datetime(2999, 1, 1, tzinfo=UTC))
+        foreign_parent = await runs.submit(
+            pool, other, run_at=datetime.now(UTC) + timedelta(days=300)
+        )
         child = await runs.submit(pool, tenants.team_a, depends_on=[parent.run_id])
         held = await runs.submit(pool, tenants.team_a, depends_on=[foreign_parent.run_id])
     finally:
