@@ -12,13 +12,22 @@ Each migration runs in its own transaction together with its row in ``schema_mig
 checksum catches a file edited after it was applied. Two processes migrating at once serialise
 on a session advisory lock, so `sundial migrate` is safe to run from every replica's init
 container.
+
+A migration runs while the previous release's processes serve (a rolling upgrade), so it waits
+for its table locks a bounded time (``LOCK_TIMEOUT_MS``: while it waits for an exclusive lock,
+every runner's write to that table queues behind it) and is tried again, whole, when that time
+runs out or PostgreSQL picks it as a deadlock's victim (a runner that read a table and then
+writes it, beside a migration that took a share lock and then wants an exclusive one). Its
+transaction rolled back, so trying again is safe; ``patience_seconds`` bounds the tries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import random
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -30,6 +39,7 @@ from sundial.store import errors, pool, roles
 
 __all__ = [
     "ADVISORY_LOCK_KEY",
+    "LOCK_TIMEOUT_MS",
     "Migration",
     "applied_versions",
     "available",
@@ -40,6 +50,14 @@ __all__ = [
 
 # An arbitrary constant ("sundial" in ASCII) so our lock does not collide with other apps'.
 ADVISORY_LOCK_KEY = 0x73756E6469616C
+
+#: How long one try of a migration waits for a lock before it rolls back and tries again: the
+#: longest a rolling upgrade's runners wait behind it for one table.
+LOCK_TIMEOUT_MS = 2000
+#: How long ``migrate`` keeps trying one migration whose locks are busy, by default.
+PATIENCE_SECONDS = 300.0
+#: The errors after which a migration is tried again: its transaction rolled back whole.
+_LOCK_BUSY = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected)
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 #: A migration that older code cannot run against (a contract step: a column, table or function
@@ -149,6 +167,7 @@ def migrate(
     role_prefix: str = roles.DEFAULT_PREFIX,
     logins: Mapping[str, tuple[str, str]] | None = None,
     kept_to_namespaces: Mapping[str, Sequence[str] | None] | None = None,
+    patience_seconds: float = PATIENCE_SECONDS,
 ) -> list[Migration]:
     """Apply every migration not yet applied (up to ``target``); return those applied now.
 
@@ -178,23 +197,7 @@ def migrate(
                             "after it was applied: never edit an applied migration, add a new one"
                         )
                     continue
-                try:
-                    with conn.transaction():
-                        conn.execute(migration.sql.encode())
-                        conn.execute(
-                            "INSERT INTO schema_migrations (version, name, checksum, "
-                            "compatible_from) VALUES (%s, %s, %s, %s)",
-                            (
-                                migration.version,
-                                migration.name,
-                                migration.checksum,
-                                migration.compatible_from,
-                            ),
-                        )
-                except psycopg.Error as error:
-                    raise errors.MigrationError(
-                        f"migration {migration.version:04d}_{migration.name}.sql failed: {error}"
-                    ) from error
+                _apply(conn, migration, patience_seconds)
                 applied_now.append(migration)
             if grant_roles or logins:
                 try:
@@ -211,6 +214,42 @@ def migrate(
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return applied_now
+
+
+def _apply(
+    conn: psycopg.Connection[tuple[Any, ...]], migration: Migration, patience_seconds: float
+) -> None:
+    """Run ``migration`` and record it in one transaction, tried again while its locks are
+    busy; raise ``MigrationError`` naming the file on any other failure or out of patience."""
+    name = f"{migration.version:04d}_{migration.name}.sql"
+    deadline = time.monotonic() + patience_seconds
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+                conn.execute(migration.sql.encode())
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum, compatible_from) "
+                    "VALUES (%s, %s, %s, %s)",
+                    (migration.version, migration.name, migration.checksum,
+                     migration.compatible_from),
+                )  # fmt: skip
+            return
+        except _LOCK_BUSY as error:
+            if time.monotonic() >= deadline:
+                raise errors.MigrationError(
+                    f"migration {name} could not take its locks in {tries} tries over "
+                    f"{patience_seconds:g} s ({type(error).__name__}: "
+                    f"{str(error).splitlines()[0]}): a long transaction holds a table it "
+                    "changes; end it (pg_stat_activity names it) and run `sundial migrate` "
+                    "again"
+                ) from error
+            # A short pause, jittered so two busy tries do not meet the same runner again.
+            time.sleep(min(0.2 * tries, 2.0) * random.uniform(0.5, 1.0))
+        except psycopg.Error as error:
+            raise errors.MigrationError(f"migration {name} failed: {error}") from error
 
 
 def reference_files() -> list[tuple[str, str]]:
