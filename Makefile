@@ -23,6 +23,7 @@ demo: $(VENV)/.installed
 ## The whole suite, as CI runs it: lint, types, layers, then every test tier, e2e/ last.
 test: $(VENV)/.installed
 	hack/ensure-postgres
+	hack/ensure-redis
 	hack/ensure-promtool
 	$(MAKE) lint
 	$(PY) -m pytest tests
@@ -39,6 +40,7 @@ unit: $(VENV)/.installed
 
 integration: $(VENV)/.installed
 	hack/ensure-postgres
+	hack/ensure-redis
 	$(PY) -m pytest tests/integration
 
 cluster: $(VENV)/.installed

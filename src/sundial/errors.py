@@ -50,6 +50,8 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │       │   └── CyclicDependencyError            the graph has a cycle
     │       └── IdempotencyConflictError             a key reused with other args
     ├── PostgresNotFoundError (RuntimeError)         sundial.localdev.postgres: no initdb here
+    ├── RedisNotFoundError (RuntimeError)            sundial.localdev.redis_server: no redis-server
+    ├── RedisReplyError (RuntimeError)               sundial.localdev.redis_server: an error reply
     ├── DemoError (RuntimeError)                     sundial.localdev.demo: a demo step failed
     ├── ArchiveError                                 sundial.localdev.oci_archive: a bad image
     ├── ClusterError (RuntimeError)                  sundial.localdev.cluster: no control plane
