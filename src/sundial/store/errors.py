@@ -85,6 +85,18 @@ class StoreUnavailableError(StoreError):
     a caller that reconnects within its lease loses nothing."""
 
 
+class EpochChangedError(StoreError):
+    """The hot queue's Redis holds no epoch for the server it now is (a failover or a restart
+    since the claimer's epoch was set): take a new epoch from PostgreSQL and set it."""
+
+    def __init__(self, held: str, current: str | None) -> None:
+        super().__init__(
+            f"the hot queue's epoch changed: this claimer holds {held}, the server "
+            f"{'has ' + current if current else 'has none for the server it now is'}"
+        )
+        self.current = current
+
+
 class InvalidDsnError(StoreError, ValueError):
     """The DSN given is not a libpq connection string or URL; nothing was tried."""
 

@@ -1,0 +1,161 @@
+"""The hot queue on Redis: which runs are due, who holds which, until when.
+
+PostgreSQL stays the record (docs/adr/0024-hot-queue-move.md); this module is the Redis half
+of the hot path when a deployment moves it out of PostgreSQL: due runs in one sorted set per
+(queue, namespace) scored by their dispatch key, leases in one sorted set per queue scored by
+when they end, and each run's attempt count. Every step is one Lua script (the ``.lua`` files
+beside this one, each prefixed with ``common.lua``), so each is atomic on the server.
+
+The fencing token of an attempt is ``(epoch, attempt)``. The attempt comes from Redis; the
+epoch from PostgreSQL, set for one Redis server as it is (its run id and replication id): a
+restarted server has a new run id, a promoted replica a new replication id (and so does a
+primary when its first replica attaches), and the claim refuses to hand out attempts
+(``EpochChangedError``) until a new epoch is set, so an attempt number the old primary handed
+out and lost is never handed out again under the same epoch.
+
+Not yet wired: no store function calls this module, and nothing writes an epoch into
+PostgreSQL or relays runs to it yet (docs/adr/0024-hot-queue-move.md lists the slices).
+
+Times (leases) are Redis's own clock (``TIME`` inside the scripts), one clock for every
+claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Cluster slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from sundial.store.errors import EpochChangedError
+
+__all__ = [
+    "Claim",
+    "DueRun",
+    "EpochChangedError",
+    "HotQueue",
+    "Token",
+]
+
+_SCRIPTS = ("set_epoch", "enqueue", "claim", "heartbeat", "release", "expire", "forget")
+
+
+def _script(name: str) -> str:
+    folder = resources.files("sundial.store").joinpath("hot_queue")
+    common = folder.joinpath("common.lua").read_text("utf-8")
+    return common + "\n" + folder.joinpath(f"{name}.lua").read_text("utf-8")
+
+
+@dataclass(frozen=True, order=True)
+class Token:
+    """An attempt's fencing token: a later epoch wins, then a later attempt."""
+
+    epoch: int
+    attempt: int
+
+    def __str__(self) -> str:
+        return f"{self.epoch}:{self.attempt}"
+
+
+@dataclass(frozen=True)
+class DueRun:
+    """A run to make due: its id, dispatch key (ms), namespace, handler and model."""
+
+    id: int
+    dispatch_ms: int
+    namespace: str
+    handler: str
+    model: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed run and the token its attempt runs under."""
+
+    id: int
+    token: Token
+
+
+class HotQueue:
+    """One queue's hot state on one Redis (``client``: a ``redis.asyncio.Redis``)."""
+
+    def __init__(self, client: Any, queue: str) -> None:
+        self._client = client
+        self.queue = queue
+        self._prefix = "{sundial:" + queue + "}"
+        self._scripts = {name: client.register_script(_script(name)) for name in _SCRIPTS}
+
+    async def _call(self, name: str, *args: object) -> Any:
+        return await self._scripts[name](keys=[self._prefix], args=list(args))
+
+    async def set_epoch(self, epoch: int) -> int:
+        """Set ``epoch`` (issued by PostgreSQL) for this server unless one is set for its
+        replication id already; return the epoch in force (another process's may have won)."""
+        return int(await self._call("set_epoch", epoch))
+
+    async def enqueue(self, runs: Iterable[DueRun]) -> int:
+        """Make ``runs`` due (idempotent by run id; a held run is left alone); how many were
+        not due before."""
+        args: list[object] = []
+        for run in runs:
+            args += [run.id, run.dispatch_ms, run.namespace, run.handler, run.model]
+        return int(await self._call("enqueue", *args)) if args else 0
+
+    async def claim(
+        self,
+        epoch: int,
+        *,
+        lease_ms: int,
+        limit: int,
+        handlers: Iterable[tuple[str, str]],
+        namespaces: Sequence[str] | None = None,
+    ) -> list[Claim]:
+        """Up to ``limit`` due runs of the (handler, model) pairs given, dealt fairly over the
+        namespaces (``namespaces``: only those), each leased for ``lease_ms``. Raises
+        ``EpochChangedError`` when ``epoch`` is not this server's."""
+        pairs = "\n".join(f"{handler}\t{model}" for handler, model in handlers)
+        served = "\n".join(namespaces) if namespaces is not None else ""
+        if namespaces is not None and not namespaces:
+            return []
+        reply = await self._call("claim", epoch, lease_ms, limit, pairs, served)
+        status = _text(reply[0])
+        if status == "EPOCH":
+            raise EpochChangedError(str(epoch), _text(reply[1]) if reply[1] else None)
+        in_force = int(reply[1])
+        return [
+            Claim(int(reply[i]), Token(in_force, int(reply[i + 1])))
+            for i in range(2, len(reply), 2)
+        ]
+
+    async def heartbeat(self, lease_ms: int, held: Sequence[Claim]) -> list[bool]:
+        """Extend each held lease; ``False`` where that attempt lost its run."""
+        if not held:
+            return []
+        args: list[object] = [lease_ms]
+        for claim in held:
+            args += [claim.id, str(claim.token)]
+        return [bool(flag) for flag in await self._call("heartbeat", *args)]
+
+    async def release(self, claim: Claim) -> bool:
+        """End the lease if ``claim`` still holds it (then write the finish to PostgreSQL);
+        ``False``: a stale attempt, whose finish must not be written."""
+        return bool(await self._call("release", claim.id, str(claim.token)))
+
+    async def expire(self, limit: int) -> list[tuple[int, Token | None]]:
+        """Take back up to ``limit`` ended leases: (run id, the token that lost it)."""
+        reply = await self._call("expire", limit)
+        lost = []
+        for i in range(0, len(reply), 2):
+            token = _text(reply[i + 1])
+            epoch, _, attempt = token.partition(":")
+            lost.append((int(reply[i]), Token(int(epoch), int(attempt)) if attempt else None))
+        return lost
+
+    async def forget(self, run_ids: Iterable[int]) -> int:
+        """Drop the attempt counts of runs whose finish PostgreSQL recorded."""
+        ids = list(run_ids)
+        return int(await self._call("forget", *ids)) if ids else 0
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
