@@ -54,6 +54,8 @@ functions::
     monitoring.schedule_lag / pending_depth / finished_runs_by_job /
                attempts_per_completed_run / lease_expiries
     reconnect.Backoff(message, logger=) / reconnect.ERRORS   # every loop's wait for the database
+    hot_queue.HotQueue(redis_client, queue)   # the Redis hot queue's half, not yet wired:
+        .enqueue / .claim / .heartbeat / .release / .expire / .forget / .renew_epoch(pool)
 
 Run states (``job_runs.state``, a CHECK-constrained enum; in Python ``sundial.scheduling.run_state``
 with its sets ACTIVE, FINISHED and FAILED)::

@@ -107,6 +107,7 @@ COMPONENTS: dict[str, Grants] = {
             "idempotency_keys": ("SELECT", "INSERT"),
             "runners": _ALL,
             "circuits": _ALL,
+            "hot_queue_epochs": ("SELECT", "INSERT"),
         },
         sequences=True,
         # A finish records a failed attempt in this month's partition, making it if missing.

@@ -324,3 +324,19 @@ def test_the_drop_function_drops_only_history_month_partitions(store_dsn: str) -
         gone = conn.execute("SELECT sundial_drop_month_partition('finished_runs_199001')")
         assert gone.fetchone() == (False,)
         assert conn.execute("SELECT to_regclass('job_runs') IS NOT NULL").fetchone() == (True,)
+
+
+def test_a_runner_may_take_a_hot_queue_epoch_and_never_rewrite_one(logins: Logins) -> None:
+    """Epochs only grow: a runner takes the next one (a failover of the hot queue's Redis),
+    and no component rewrites or removes one; a reader takes none."""
+    runner, reader = logins.dsns["runner"], logins.dsns["reader"]
+    with psycopg.connect(runner, autocommit=True) as conn:
+        conn.execute("INSERT INTO hot_queue_epochs (queue) VALUES ('default')")
+    for statement in (
+        "UPDATE hot_queue_epochs SET queue = 'other'",
+        "DELETE FROM hot_queue_epochs",
+    ):
+        assert refused(runner, statement), statement
+    with psycopg.connect(runner) as conn, pytest.raises(pg_errors.GeneratedAlways):
+        conn.execute("INSERT INTO hot_queue_epochs (epoch, queue) VALUES (1000000, 'default')")
+    assert refused(reader, "INSERT INTO hot_queue_epochs (queue) VALUES ('default')")

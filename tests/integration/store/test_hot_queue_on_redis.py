@@ -14,6 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.store import migrate, pool
 from sundial.store.hot_queue import Claim, DueRun, EpochChangedError, HotQueue, Token
 
 HANDLERS = [("work", "async")]
@@ -212,3 +213,22 @@ async def test_a_restarted_server_needs_a_new_epoch(persistence: str) -> None:
             assert [c.id for c in found] == ([1] if persistence == "aof" else [])
         finally:
             await client.aclose()
+
+
+async def test_epochs_come_from_postgresql_and_only_grow(
+    client: aioredis.Redis, make_database: Callable[..., str]
+) -> None:
+    """Every process that meets a changed epoch may ask PostgreSQL for the next one at once:
+    one is set, all of them claim under it, and each later one is larger."""
+    dsn = make_database()
+    migrate.migrate(dsn)
+    store = await pool.open_pool(dsn, max_size=8)
+    try:
+        queue = HotQueue(client, "default")
+        in_force = set(await asyncio.gather(*(queue.renew_epoch(store) for _ in range(8))))
+        assert len(in_force) == 1
+        [first] = in_force
+        await client.delete("{sundial:default}:epoch")  # as a server that lost everything
+        assert await queue.renew_epoch(store) > first
+    finally:
+        await store.close()

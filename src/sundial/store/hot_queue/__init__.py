@@ -13,8 +13,8 @@ primary when its first replica attaches), and the claim refuses to hand out atte
 (``EpochChangedError``) until a new epoch is set, so an attempt number the old primary handed
 out and lost is never handed out again under the same epoch.
 
-Not yet wired: no store function calls this module, and nothing writes an epoch into
-PostgreSQL or relays runs to it yet (docs/adr/0024-hot-queue-move.md lists the slices).
+Not yet wired: no store function above calls this module, and nothing relays runs to it yet
+(docs/adr/0024-hot-queue-move.md lists the slices).
 
 Times (leases) are Redis's own clock (``TIME`` inside the scripts), one clock for every
 claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Cluster slot.
@@ -28,6 +28,7 @@ from importlib import resources
 from typing import Any
 
 from sundial.store.errors import EpochChangedError
+from sundial.store.pool import Pool
 
 __all__ = [
     "Claim",
@@ -92,6 +93,18 @@ class HotQueue:
         """Set ``epoch`` (issued by PostgreSQL) for this server unless one is set for its
         replication id already; return the epoch in force (another process's may have won)."""
         return int(await self._call("set_epoch", epoch))
+
+    async def renew_epoch(self, pool: Pool) -> int:
+        """After ``EpochChangedError``: take the next epoch from PostgreSQL (migration 0350)
+        and set it for this server; return the epoch in force, another process's when it set
+        one first (the epoch taken here is then never used, which is harmless)."""
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO hot_queue_epochs (queue) VALUES (%s) RETURNING epoch", (self.queue,)
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return await self.set_epoch(int(row[0]))
 
     async def enqueue(self, runs: Iterable[DueRun]) -> int:
         """Make ``runs`` due (idempotent by run id; a held run is left alone); how many were
