@@ -142,9 +142,8 @@ async def test_an_expired_lease_fences_out_the_attempt_that_lost_it(
     await queue.enqueue(_runs(range(first.id, first.id + 1)))
     [retry] = await queue.claim(1, lease_ms=LEASE_MS, limit=1, handlers=HANDLERS)
     assert retry.id == first.id and retry.token == Token(1, 2) > first.token
-    assert await queue.release(first) is False, "the late finisher writes nothing"
-    assert await queue.release(retry) is True
-    assert await queue.release(retry) is False, "a finish is released once"
+    assert await queue.release([first, retry]) == [False, True], "the late one writes nothing"
+    assert await queue.release([retry]) == [False], "a finish is released once"
     assert await queue.forget([retry.id, kept.id]) == 1, "a held run's count stays"
 
 

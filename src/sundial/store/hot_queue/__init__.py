@@ -149,10 +149,15 @@ class HotQueue:
             args += [claim.id, str(claim.token)]
         return [bool(flag) for flag in await self._call("heartbeat", *args)]
 
-    async def release(self, claim: Claim) -> bool:
-        """End the lease if ``claim`` still holds it (then write the finish to PostgreSQL);
-        ``False``: a stale attempt, whose finish must not be written."""
-        return bool(await self._call("release", claim.id, str(claim.token)))
+    async def release(self, claims: Sequence[Claim]) -> list[bool]:
+        """End each lease its claim still holds (then write those finishes to PostgreSQL);
+        ``False`` for a stale attempt, whose finish must not be written."""
+        if not claims:
+            return []
+        args: list[object] = []
+        for claim in claims:
+            args += [claim.id, str(claim.token)]
+        return [bool(flag) for flag in await self._call("release", *args)]
 
     async def expire(self, limit: int) -> list[tuple[int, Token | None]]:
         """Take back up to ``limit`` ended leases: (run id, the token that lost it)."""

@@ -8,8 +8,8 @@
 -- Slots are dealt round-robin over the namespaces with due runs (in random order each claim),
 -- each namespace's runs taken from its head in dispatch order, so one flooding namespace
 -- cannot hold another's back; slots a namespace cannot fill go to the others. A run of a
--- handler or model the claimer does not register is stepped over (a bounded look-ahead per
--- namespace), as the PostgreSQL claim does.
+-- handler or model the claimer does not register is stepped over (up to four pages of runs per
+-- namespace), as the PostgreSQL claim steps over them.
 local epoch = current_epoch()
 if epoch ~= ARGV[1] then return {'EPOCH', epoch or false} end
 local now, lease, limit = now_ms(), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -31,19 +31,25 @@ for i = #spaces, 2, -1 do  -- Fisher-Yates: which namespace goes first is random
     spaces[i], spaces[j] = spaces[j], spaces[i]
 end
 
--- Each namespace's candidates: its due runs in dispatch order that this claimer may run.
-local look_ahead = limit * 4 + 16
+-- Each namespace's candidates: its due runs in dispatch order that this claimer may run, at
+-- most ``limit`` (no namespace can take more), read a page of ``limit`` at a time; runs of
+-- other handlers or models are stepped over for at most four pages.
 local candidates = {}
 for n, namespace in ipairs(spaces) do
     local mine = {}
-    local due = redis.call('ZRANGE', due_key(namespace), '-inf', now, 'BYSCORE', 'LIMIT', 0, look_ahead)
-    for _, id in ipairs(due) do
-        local meta = redis.call('HGET', key('meta'), id)
-        local _, _, handler, model = string.find(meta or '', '^[^\t]*\t([^\t]*)\t([^\t]*)$')
-        if handler and allowed[handler .. '\t' .. model] then
-            table.insert(mine, id)
-            if #mine == limit then break end
+    local offset = 0
+    for _ = 1, 4 do
+        local due = redis.call('ZRANGE', due_key(namespace), '-inf', now, 'BYSCORE', 'LIMIT', offset, limit)
+        for _, id in ipairs(due) do
+            local meta = redis.call('HGET', key('meta'), id)
+            local _, _, handler, model = string.find(meta or '', '^[^\t]*\t([^\t]*)\t([^\t]*)$')
+            if handler and allowed[handler .. '\t' .. model] then
+                table.insert(mine, id)
+                if #mine == limit then break end
+            end
         end
+        if #mine == limit or #due < limit then break end
+        offset = offset + limit
     end
     candidates[n] = mine
 end
