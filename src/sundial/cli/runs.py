@@ -529,6 +529,9 @@ def runs_submit(
     database = _require_dsn(ctx, dsn)
     if delay is not None and run_at is not None:
         raise click.UsageError("give --delay or --run-at, not both")
+    far = _too_far_ahead(delay, run_at, "--delay", "--run-at")
+    if far:
+        raise click.UsageError(far)
     args = _json_args(args_text, "--args")
     default = runs.BatchItem(
         args=args,
@@ -589,6 +592,28 @@ def _json_args(text: str | None, where: str) -> dict[str, Any] | None:
 
 
 #: The keys an item of --from-file may have, with the JobRun spec's spelling.
+def _too_far_ahead(
+    delay: float | None, run_at: datetime.datetime | None, delay_name: str, run_at_name: str
+) -> str | None:
+    """What is wrong, in the option's or key's own name, with a run due more than a year and a
+    day ahead (the bound the store keeps: such a run belongs to a schedule); ``None``: fine."""
+    from sundial.api import job_run
+
+    ahead = job_run.MAX_AHEAD
+    if delay is not None and delay > ahead.total_seconds():
+        return (
+            f"{delay_name} is at most {ahead.days} days ({ahead.total_seconds():.0f} s); a run"
+            " further out belongs to a ScheduledJob"
+        )
+    now = datetime.datetime.now(datetime.UTC)
+    if run_at is not None and run_at > now + ahead:
+        return (
+            f"{run_at_name} {run_at.isoformat()} is more than {ahead.days} days ahead; a run"
+            " further out belongs to a ScheduledJob"
+        )
+    return None
+
+
 _ITEM_KEYS = frozenset({"args", "queue", "priority", "delaySeconds", "runAt", "idempotencyKey"})
 
 
@@ -637,6 +662,12 @@ def _batch_items(source: TextIO, default: Any) -> list[Any]:
                     "runAt must be an RFC 3339 time with its offset, like 2026-12-01T09:00:00Z",
                     param_hint=where,
                 )
+        far = _too_far_ahead(
+            delay if "delaySeconds" in raw else None, run_at if "runAt" in raw else None,
+            "delaySeconds", "runAt",
+        )  # fmt: skip
+        if far:
+            raise click.BadParameter(far, param_hint=where)
         priority = raw.get("priority", default.priority)
         if priority is not None and (
             isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 9

@@ -131,6 +131,29 @@ async def test_submit_of_an_unknown_job_exits_3_and_usage_errors_exit_2(pool, st
     assert duration.exit_code == 2 and "use --delay" in duration.output
 
 
+async def test_a_run_due_past_a_year_is_refused_in_the_options_own_name(pool, store_dsn, tmp_path):
+    uid = await job(pool, "far-off")
+    delay = await invoke("runs", "submit", "far-off", "--delay", "400d", "--dsn", store_dsn)
+    run_at = await invoke(
+        "runs", "submit", "far-off", "--run-at", "2999-01-01T00:00:00Z", "--dsn", store_dsn
+    )
+    items = tmp_path / "runs.jsonl"
+    items.write_text('{"delaySeconds": 60}\n{"delaySeconds": 40000000}\n')
+    from_file = await invoke(
+        "runs", "submit", "far-off", "--from-file", str(items), "--dsn", store_dsn
+    )
+    assert delay.exit_code == 2 and "--delay is at most 366 days" in delay.output
+    assert run_at.exit_code == 2 and "--run-at 2999-01-01T00:00:00+00:00 is more" in run_at.output
+    assert from_file.exit_code == 2
+    assert "item 2" in from_file.output and "delaySeconds is at most 366" in from_file.output
+    assert "delay_seconds" not in delay.output + run_at.output + from_file.output
+    async with pool.connection() as conn:
+        cursor = await conn.execute("SELECT count(*) FROM job_runs WHERE job_id = %s", (uid,))
+        assert await cursor.fetchone() == (0,), "nothing stored, the good item neither"
+    near = await invoke("runs", "submit", "far-off", "--delay", "365d", "--dsn", store_dsn)
+    assert near.exit_code == 0, near.output
+
+
 async def test_state_since_and_job_filter_the_list(pool, store_dsn):
     await job(pool, "a")
     await job(pool, "b")
