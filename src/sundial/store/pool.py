@@ -53,6 +53,15 @@ for _logger in ("psycopg", "psycopg.pool"):
     logging.getLogger(_logger).addFilter(dsns.LogFilter())
 
 
+#: A statement ended by a lock, not by the database going away: the deadlock's victim, a lock
+#: timeout, a serialization failure (a migration beside serving runners can cause the first).
+_LOCK_LOST: tuple[type[psycopg.Error], ...] = (
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.SerializationFailure,
+)
+
+
 #: The name the quota trigger raises its refusal under (migration 0270).
 QUOTA_CONSTRAINT = "namespace_quotas_active_runs"
 
@@ -61,6 +70,11 @@ def store_error(error: psycopg.Error, dsn: str = "") -> errors.StoreError:
     """The store error a psycopg error becomes at the edge; never with a password in it."""
     text = dsns.redact(str(error), dsn).strip().splitlines()
     message = f"{type(error).__name__}: {text[0] if text else ''}"
+    if isinstance(error, _LOCK_LOST):
+        # Also an OperationalError, and as passing: the caller's loop waits and tries again.
+        return errors.StoreUnavailableError(
+            f"PostgreSQL ended the statement over a lock ({message}); it is tried again"
+        )
     if isinstance(error, UNAVAILABLE):
         return errors.StoreUnavailableError(f"PostgreSQL is unreachable ({message})")
     if isinstance(error, psycopg.DataError):
