@@ -346,7 +346,10 @@ async def _wait_for_quota(
     ctx: context.Context, body: Mapping[str, Any], error: store_errors.QuotaExceededError
 ) -> None:
     """The namespace is at its active-run quota: wait, submitted by a later mirror pass once
-    the maintenance pass has counted the runs that ended. One Warning Event per wait."""
+    the maintenance pass has counted the runs that ended. One Warning Event per wait: two
+    passes may both read a body from before the condition was written (the create handler and
+    a mirror pass side by side), so the Event is keyed by the JobRun's uid (a JobRun waits for
+    the quota at most once: it is never unsubmitted) and the second report is the same Event."""
     message = (
         f"namespace {error.namespace} holds as many active runs as its quota allows "
         f"({error.quota}); this JobRun is submitted once some have ended"
@@ -358,7 +361,13 @@ async def _wait_for_quota(
         for c in ((body.get("status") or {}).get("conditions") or [])
     )
     if not waiting:
-        ctx.recorder.record(body, events.WARNING, conditions.EventReason.QUOTA_EXCEEDED, str(error))
+        ctx.recorder.record(
+            body,
+            events.WARNING,
+            conditions.EventReason.QUOTA_EXCEEDED,
+            str(error),
+            key=str(body["metadata"].get("uid") or body["metadata"]["name"]),
+        )
     await _report(
         ctx,
         body,
