@@ -108,6 +108,8 @@ COMPONENTS: dict[str, Grants] = {
             "runners": _ALL,
             "circuits": _ALL,
             "hot_queue_epochs": ("SELECT", "INSERT"),
+            # The relay takes entries off the outbox (its triggers write them as the owner).
+            "hot_queue_outbox": ("SELECT", "DELETE"),
         },
         sequences=True,
         # A finish records a failed attempt in this month's partition, making it if missing.

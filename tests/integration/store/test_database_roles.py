@@ -4,6 +4,7 @@ more (alter the schema, delete runs, change jobs, write as a reader)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
 import subprocess
@@ -23,6 +24,7 @@ from sundial.store import errors as store_errors
 from sundial.store import history as store_history
 from sundial.store import maintenance, migrate, roles, runs
 from sundial.store import pool as store_pool
+from sundial.store.hot_queue import outbox
 from support import runner_loop
 from support.database_logins import drop_roles, sundial_migrate
 from support.databases import PostgresServer
@@ -340,3 +342,27 @@ def test_a_runner_may_take_a_hot_queue_epoch_and_never_rewrite_one(logins: Login
     with psycopg.connect(runner) as conn, pytest.raises(pg_errors.GeneratedAlways):
         conn.execute("INSERT INTO hot_queue_epochs (epoch, queue) VALUES (1000000, 'default')")
     assert refused(reader, "INSERT INTO hot_queue_epochs (queue) VALUES ('default')")
+
+
+def test_the_outbox_is_written_by_its_triggers_for_any_writer_and_emptied_by_the_relay(
+    logins: Logins, store_dsn: str
+) -> None:
+    """A runner that makes a run pending gets its entry written (the triggers run as the
+    owner), may take entries off (it relays) but not write them itself; a reader neither."""
+    runner, reader = logins.dsns["runner"], logins.dsns["reader"]
+    job = create_job(store_dsn)
+    outbox.switch(store_dsn, on=True)
+
+    async def submit_as_runner() -> int:
+        opened = await store_pool.open_pool(runner, min_size=1, max_size=1)
+        try:
+            return (await runs.submit(opened, job)).run_id
+        finally:
+            await opened.close()
+
+    run_id = asyncio.run(submit_as_runner())
+    with psycopg.connect(runner, autocommit=True) as conn:
+        taken = conn.execute("DELETE FROM hot_queue_outbox RETURNING run_id").fetchall()
+    assert taken == [(run_id,)]
+    assert refused(runner, f"INSERT INTO hot_queue_outbox (run_id) VALUES ({run_id})")
+    assert refused(reader, "DELETE FROM hot_queue_outbox")

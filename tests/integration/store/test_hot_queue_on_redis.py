@@ -138,8 +138,10 @@ async def test_an_expired_lease_fences_out_the_attempt_that_lost_it(
     await asyncio.sleep(0.4)
     assert await queue.expire(100) == [(first.id, first.token)], "only the one not renewed"
     assert await queue.heartbeat(60_000, [first]) == [False], "it learns it lost its run"
-    # Its retry is made due again (by PostgreSQL's retry policy, here directly) and claimed.
-    await queue.enqueue(_runs(range(first.id, first.id + 1)))
+    # Its retry is made due again (by PostgreSQL's retry policy, here directly) and claimed;
+    # the record counted the lost attempt, and so does the delivery.
+    lost = first.token.attempt
+    await queue.enqueue([DueRun(first.id, first.id, "team-a", "work", "async", attempt=lost)])
     [retry] = await queue.claim(1, lease_ms=LEASE_MS, limit=1, handlers=HANDLERS)
     assert retry.id == first.id and retry.token == Token(1, 2) > first.token
     assert await queue.release([first, retry]) == [False, True], "the late one writes nothing"

@@ -13,8 +13,8 @@ primary when its first replica attaches), and the claim refuses to hand out atte
 (``EpochChangedError``) until a new epoch is set, so an attempt number the old primary handed
 out and lost is never handed out again under the same epoch.
 
-Not yet wired: no store function above calls this module, and nothing relays runs to it yet
-(docs/adr/0024-hot-queue-move.md lists the slices).
+Not yet wired: no store function above calls this module, and no process runs the relay
+(``outbox``) yet (docs/adr/0024-hot-queue-move.md lists the slices).
 
 Times (leases) are Redis's own clock (``TIME`` inside the scripts), one clock for every
 claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Cluster slot.
@@ -60,13 +60,16 @@ class Token:
 
 @dataclass(frozen=True)
 class DueRun:
-    """A run to make due: its id, dispatch key (ms), namespace, handler and model."""
+    """A run to make due: its id, dispatch key (ms), namespace, handler and model, and the
+    last attempt the record had counted when the run became pending (``attempt``: a delivery
+    older than a claim Redis made since changes nothing)."""
 
     id: int
     dispatch_ms: int
     namespace: str
     handler: str
     model: str
+    attempt: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,11 +110,11 @@ class HotQueue:
         return await self.set_epoch(int(row[0]))
 
     async def enqueue(self, runs: Iterable[DueRun]) -> int:
-        """Make ``runs`` due (idempotent by run id; a held run is left alone); how many were
-        not due before."""
+        """Make ``runs`` due (idempotent by run id; a held run, or one claimed past the
+        delivery's ``attempt``, is left alone); how many were not due before."""
         args: list[object] = []
         for run in runs:
-            args += [run.id, run.dispatch_ms, run.namespace, run.handler, run.model]
+            args += [run.id, run.dispatch_ms, run.namespace, run.handler, run.model, run.attempt]
         return int(await self._call("enqueue", *args)) if args else 0
 
     async def claim(
@@ -170,7 +173,10 @@ class HotQueue:
         return lost
 
     async def forget(self, run_ids: Iterable[int]) -> int:
-        """Drop the attempt counts of runs whose finish PostgreSQL recorded."""
+        """Drop the attempt counts of runs whose finish PostgreSQL recorded. Only once no
+        relay can still deliver their pending: a delivery read before the finish would make a
+        forgotten run due again (the relay's transaction is bounded; forget runs finished
+        minutes ago, not now)."""
         ids = list(run_ids)
         return int(await self._call("forget", *ids)) if ids else 0
 

@@ -1,0 +1,192 @@
+"""The hot queue's outbox and relay against a real PostgreSQL and a real Redis: off, nothing is
+written; on, every path by which a run becomes pending leaves one entry in the same
+transaction, the relay moves the pending runs to Redis at least once and never makes a run
+due again after Redis handed out a later attempt, a relay that fails leaves its entries, and
+relays side by side deliver every run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import psycopg
+import pytest
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.scheduling.failures import FailureClass
+from sundial.store import claims, pool, reaper, runs
+from sundial.store.hot_queue import HotQueue, outbox
+
+LEASE_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThrowawayRedis]:
+    with throwaway_redis() as started:
+        yield started
+
+
+@pytest.fixture
+async def client(server: ThrowawayRedis) -> AsyncIterator[aioredis.Redis]:
+    connection = aioredis.Redis.from_url(server.url)
+    await connection.flushall()
+    yield connection
+    await connection.aclose()
+
+
+@pytest.fixture
+async def store(store_dsn: str) -> AsyncIterator[pool.Pool]:
+    opened = await pool.open_pool(store_dsn, max_size=8)
+    yield opened
+    await opened.close()
+
+
+def _entries(dsn: str) -> list[int]:
+    with psycopg.connect(dsn) as conn:
+        return [row[0] for row in conn.execute("SELECT run_id FROM hot_queue_outbox ORDER BY id")]
+
+
+async def _due_in_redis(client: aioredis.Redis, namespace: str = "default") -> list[int]:
+    return [int(i) for i in await client.zrange("{sundial:default}:due:" + namespace, 0, -1)]
+
+
+async def _claim_in_redis(client: aioredis.Redis, handler: str, limit: int = 100):
+    queue = HotQueue(client, "default")
+    epoch = await queue.set_epoch(1)
+    return await queue.claim(
+        epoch, lease_ms=LEASE_MS, limit=limit, handlers=[(handler, ""), (handler, "async")]
+    )
+
+
+async def test_off_by_default_nothing_is_written(store: pool.Pool, store_dsn: str, job: uuid.UUID):
+    assert not await outbox.is_on(store)
+    await runs.submit(store, job)
+    assert _entries(store_dsn) == []
+
+
+async def test_every_path_to_pending_leaves_one_entry_and_the_relay_makes_the_run_due(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, make_job: Callable[..., uuid.UUID]
+) -> None:
+    work = make_job("work", max_retries=2)
+    before = (await runs.submit(store, work)).run_id  # pending before the switch
+    outbox.switch(store_dsn, on=True)
+    assert await outbox.is_on(store)
+    assert _entries(store_dsn) == [before]
+
+    submitted = (await runs.submit(store, work)).run_id
+    delayed = (await runs.submit(store, work, delay_seconds=0.3)).run_id
+    downstream = (await runs.submit(store, work, depends_on=[submitted])).run_id
+    assert _entries(store_dsn) == [before, submitted]  # scheduled and blocked runs: not yet
+
+    relay = outbox.Relay(store, client)
+    assert await relay.once() == outbox.Relayed(runs=2, delivered=2)
+    assert _entries(store_dsn) == []
+    assert sorted(await _due_in_redis(client)) == [before, submitted]
+
+    await asyncio.sleep(0.4)
+    assert await reaper.promote_due(store) == 1  # the delay is over
+    assert _entries(store_dsn) == [delayed]
+
+    # PostgreSQL's claim (the hot queue is not wired to it yet) takes all three pending runs:
+    # the upstream completes, and its dependent becomes pending in the finish's transaction,
+    # with its entry; the first run fails, waits out a backoff of 0 and is promoted again.
+    held = {c.id: c for c in await claims.claim(store, "w", limit=10)}
+    assert set(held) == {before, submitted, delayed}
+    await claims.finish(
+        store,
+        "w",
+        [
+            claims.Finish(submitted, held[submitted].attempt),
+            claims.Finish(before, held[before].attempt, FailureClass.ERROR, "boom", 0.0),
+        ],
+    )
+    assert await reaper.promote_due(store) == 1
+    assert _entries(store_dsn) == [delayed, downstream, before]
+
+    # The delayed run is running on PostgreSQL's claim: its entry goes, nothing is delivered.
+    assert await relay.once() == outbox.Relayed(runs=3, delivered=2)
+    assert _entries(store_dsn) == []
+    by_id = {c.id: c for c in await _claim_in_redis(client, "handlers.work")}
+    # The upstream is still due there too: with both claims live side by side (only in this
+    # test) nothing tells Redis that PostgreSQL's claim ran it.
+    assert by_id.keys() == {submitted, downstream, before}
+    # The retried run's next attempt in Redis continues the record's count.
+    assert by_id[before].token.attempt == held[before].attempt + 1
+
+
+async def test_a_repeated_delivery_after_redis_handed_out_the_run_changes_nothing(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    outbox.switch(store_dsn, on=True)
+    run_id = (await runs.submit(store, job)).run_id
+    # A relay that took the entry and reached Redis, then died before its commit.
+    relay = outbox.Relay(store, client)
+    async with store.connection() as conn:
+        await conn.execute("BEGIN")
+        named, due = await outbox.take(conn, 10)
+        assert named == 1
+        await relay.deliver(due)
+        await conn.execute("ROLLBACK")
+    assert _entries(store_dsn) == [run_id]  # the entry is back
+
+    [claim] = await _claim_in_redis(client, "handlers.job")
+    assert await HotQueue(client, "default").release([claim]) == [True]
+    # The next relay delivers the entry again: the run stays out of the due set.
+    assert await relay.once() == outbox.Relayed(runs=1, delivered=1)
+    assert await _due_in_redis(client) == []
+    assert await _claim_in_redis(client, "handlers.job") == []
+
+
+async def test_a_relay_that_cannot_reach_redis_leaves_its_entries(
+    store: pool.Pool, store_dsn: str, server: ThrowawayRedis, job: uuid.UUID
+) -> None:
+    outbox.switch(store_dsn, on=True)
+    submitted = [(await runs.submit(store, job)).run_id for _ in range(3)]
+    server.kill()
+    try:
+        down = aioredis.Redis.from_url(server.url, socket_connect_timeout=1)
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await outbox.Relay(store, down).once()
+        await down.aclose()
+        assert _entries(store_dsn) == submitted
+    finally:
+        server.restart()
+    up = aioredis.Redis.from_url(server.url)
+    try:
+        assert await outbox.Relay(store, up).once() == outbox.Relayed(runs=3, delivered=3)
+        assert sorted(await _due_in_redis(up)) == submitted
+    finally:
+        await up.aclose()
+
+
+async def test_relays_side_by_side_deliver_every_run_once_taken(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    outbox.switch(store_dsn, on=True)
+    submitted = await runs.submit_many(store, job, [runs.BatchItem() for _ in range(2_000)])
+    relayed: list[outbox.Relayed] = []
+
+    async def relay() -> None:
+        one = outbox.Relay(store, client)
+        while (moved := await one.once(limit=150)).runs:
+            relayed.append(moved)
+
+    await asyncio.gather(*(relay() for _ in range(4)))
+    assert sum(r.runs for r in relayed) == 2_000
+    assert _entries(store_dsn) == []
+    assert sorted(await _due_in_redis(client)) == sorted(s.run_id for s in submitted)
+
+
+async def test_switched_off_the_outbox_is_emptied_and_stays_empty(
+    store: pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    outbox.switch(store_dsn, on=True)
+    await runs.submit(store, job)
+    outbox.switch(store_dsn, on=False)
+    outbox.switch(store_dsn, on=False)  # idempotent
+    assert not await outbox.is_on(store)
+    await runs.submit(store, job)
+    assert _entries(store_dsn) == []
