@@ -1,16 +1,79 @@
 """Fair share between namespaces: a claim deals its slots round-robin over the namespaces that
 have due runs, priority orders runs within a namespace, and a namespace flooding at the top
-priority cannot hold another's runs back."""
+priority cannot hold another's runs back.
+
+The fair-share tests are the claim's contract and run against both claims: PostgreSQL's
+(``claims.claim``) and the hot queue's on a real Redis, fed as a deployment feeds it (the
+runs submitted to PostgreSQL, the outbox relayed before each claim)."""
 
 from __future__ import annotations
 
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, NamedTuple, Protocol
 
+import pytest
+import redis.asyncio as aioredis
+
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.store import claims, queries, runs
 from sundial.store import pool as store_pool
+from sundial.store.hot_queue import HotQueue, outbox
+
+
+class Claimed(NamedTuple):
+    id: int
+    namespace: str | None
+
+
+class Claim(Protocol):
+    def __call__(self, **arguments: Any) -> Awaitable[list[Claimed]]: ...
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[ThrowawayRedis]:
+    with throwaway_redis() as started:
+        yield started
+
+
+@pytest.fixture(params=["postgresql", "redis"])
+async def claim(
+    request: pytest.FixtureRequest, pool: store_pool.Pool, store_dsn: str
+) -> AsyncIterator[Claim]:
+    """``claim(limit=..., namespaces=..., ...)`` on the claim this test is run against."""
+    if request.param == "postgresql":
+
+        async def on_postgresql(**arguments: Any) -> list[Claimed]:
+            return [Claimed(r.id, r.namespace) for r in await claims.claim(pool, "w", **arguments)]
+
+        yield on_postgresql
+        return
+    server: ThrowawayRedis = request.getfixturevalue("redis_server")
+    client = aioredis.Redis.from_url(server.url)
+    await client.flushall()
+    outbox.switch(store_dsn, on=True)
+    relay, queue = outbox.Relay(pool, client), HotQueue(client, "default")
+    epoch = await queue.set_epoch(1)
+
+    async def on_redis(**arguments: Any) -> list[Claimed]:
+        while (await relay.once()).runs:
+            pass
+        got = await queue.claim(
+            epoch, lease_ms=30_000, handlers=[("work.do", ""), ("work.do", "async")], **arguments
+        )
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT id, namespace FROM job_runs WHERE id = ANY(%s)", ([c.id for c in got],)
+            )
+            namespaces = dict(await cursor.fetchall())
+        return [Claimed(c.id, namespaces[c.id]) for c in got]
+
+    try:
+        yield on_redis
+    finally:
+        await client.aclose()
 
 
 async def _flood(
@@ -26,12 +89,12 @@ async def _flood(
 
 
 async def test_a_flood_at_top_priority_leaves_another_namespace_its_share(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     await _flood(pool, make_job, "team-b", 500, priority=9)
     quiet = await _flood(pool, make_job, "team-a", 5, priority=1)
 
-    claimed = await claims.claim(pool, "w", limit=10)
+    claimed = await claim(limit=10)
     by_namespace = Counter(run.namespace for run in claimed)
     # team-a has 5, fewer than its share (5 of 10): all of them; team-b fills the rest.
     assert by_namespace == {"team-a": 5, "team-b": 5}
@@ -39,29 +102,27 @@ async def test_a_flood_at_top_priority_leaves_another_namespace_its_share(
 
 
 async def test_an_excluded_namespace_is_claimed_neither_by_its_share_nor_by_the_rest(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     """The pod launcher at a namespace's Pod limit leaves it out: the others' runs fill every
     slot, in any mode of serving (every namespace, or a list naming the excluded one)."""
     await _flood(pool, make_job, "team-b", 50, priority=9)
     quiet = await _flood(pool, make_job, "team-a", 3, priority=1)
     for namespaces in (None, ["team-a", "team-b"]):
-        claimed = await claims.claim(
-            pool, "w", limit=10, namespaces=namespaces, excluded_namespaces=["team-b"]
-        )
+        claimed = await claim(limit=10, namespaces=namespaces, excluded_namespaces=["team-b"])
         assert sorted(run.id for run in claimed) == (quiet if namespaces is None else [])
-    claimed = await claims.claim(pool, "w", limit=10, excluded_namespaces=["team-a"])
+    claimed = await claim(limit=10, excluded_namespaces=["team-a"])
     assert len(claimed) == 10 and {run.namespace for run in claimed} == {"team-b"}
 
 
 async def test_slots_a_namespace_cannot_fill_go_to_the_others_in_priority_order(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     low = await _flood(pool, make_job, "team-b", 20, priority=1)
     high = await _flood(pool, make_job, "team-b", 20, priority=5)
     await _flood(pool, make_job, "team-a", 2, priority=1)
 
-    claimed = await claims.claim(pool, "w", limit=12)
+    claimed = await claim(limit=12)
     assert len(claimed) == 12
     team_b = [run.id for run in claimed if run.namespace == "team-b"]
     # Within team-b, aged priority still orders: its 10 are the priority-5 runs, oldest first.
@@ -69,7 +130,7 @@ async def test_slots_a_namespace_cannot_fill_go_to_the_others_in_priority_order(
 
 
 async def test_one_slot_at_a_time_still_reaches_the_quiet_namespace(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     """A busy runner frees one slot at a time: each claim of one run goes to one of the
     namespaces with work at random, so team-a's first run is not behind all of team-b's
@@ -79,7 +140,7 @@ async def test_one_slot_at_a_time_still_reaches_the_quiet_namespace(
 
     seen: list[str | None] = []
     for _ in range(30):
-        [run] = await claims.claim(pool, "w", limit=1)
+        [run] = await claim(limit=1)
         seen.append(run.namespace)
         if run.namespace == "team-a":
             break
@@ -87,37 +148,37 @@ async def test_one_slot_at_a_time_still_reaches_the_quiet_namespace(
 
 
 async def test_a_reserved_slot_is_kept_from_the_namespace_the_claimer_runs_most_of(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     """A runner of 64 slots busy with team-b's flood keeps its last slot from team-b: a
     namespace behind it (holding, with the run, no more than team-b for its weight) takes it at
     once; team-b alone never does."""
     await _flood(pool, make_job, "team-b", 500, priority=9)
-    claimed = await claims.claim(pool, "w", limit=10, held={"team-b": 54}, reserved=1)
+    claimed = await claim(limit=10, held={"team-b": 54}, reserved=1)
     assert Counter(run.namespace for run in claimed) == {"team-b": 9}
-    assert await claims.claim(pool, "w", limit=1, held={"team-b": 63}, reserved=1) == []
+    assert await claim(limit=1, held={"team-b": 63}, reserved=1) == []
 
     quiet = await _flood(pool, make_job, "team-a", 4, priority=1)
-    claimed = await claims.claim(pool, "w", limit=1, held={"team-b": 63}, reserved=1)
+    claimed = await claim(limit=1, held={"team-b": 63}, reserved=1)
     assert [run.id for run in claimed] == quiet[:1]
     # team-a holds one and stays behind team-b with its second.
-    claimed = await claims.claim(pool, "w", limit=1, held={"team-b": 63, "team-a": 1}, reserved=1)
+    claimed = await claim(limit=1, held={"team-b": 63, "team-a": 1}, reserved=1)
     assert [run.id for run in claimed] == quiet[1:2]
     # Weighed: team-a of weight 0.1 holding 10 is the one held most (100 against 63), so
     # team-b is behind it and takes the slot.
     held = {"team-b": 63, "team-a": 10}
     weighed = {"team-a": 0.1}
-    claimed = await claims.claim(pool, "w", limit=1, held=held, weights=weighed, reserved=1)
+    claimed = await claim(limit=1, held=held, weights=weighed, reserved=1)
     assert [run.namespace for run in claimed] == ["team-b"]
-    claimed = await claims.claim(pool, "w", limit=1, held=held, reserved=1)
+    claimed = await claim(limit=1, held=held, reserved=1)
     assert [run.id for run in claimed] == quiet[2:3]
     # Without reserved slots every slot is anyone's: team-b takes the one team-a leaves.
-    claimed = await claims.claim(pool, "w", limit=2, held={"team-b": 62, "team-a": 11})
+    claimed = await claim(limit=2, held={"team-b": 62, "team-a": 11})
     assert Counter(run.namespace for run in claimed) == {"team-a": 1, "team-b": 1}
 
 
 async def test_a_freed_slot_goes_to_the_namespace_the_claimer_runs_least_of(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     """A runner full of team-b's runs frees one slot at a time: each goes to team-a, which it
     runs nothing of, not to a draw, until team-a holds as many; from then on no namespace gets
@@ -127,7 +188,7 @@ async def test_a_freed_slot_goes_to_the_namespace_the_claimer_runs_least_of(
 
     held = Counter({"team-b": 8})
     for turn in range(28):
-        [run] = await claims.claim(pool, "w", limit=1, held=held)
+        [run] = await claim(limit=1, held=held)
         assert run.namespace is not None
         if turn < 8:
             assert run.namespace == "team-a", (turn, held)
@@ -137,42 +198,42 @@ async def test_a_freed_slot_goes_to_the_namespace_the_claimer_runs_least_of(
 
 
 async def test_more_namespaces_than_slots_gives_each_slot_to_a_different_namespace(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     for team in ("a", "b", "c", "d", "e"):
         await _flood(pool, make_job, f"team-{team}", 10, priority=1)
 
-    claimed = await claims.claim(pool, "w", limit=3)
+    claimed = await claim(limit=3)
     assert len({run.namespace for run in claimed}) == 3
 
     # Over many claims every namespace is served, none twice before all once per round.
     everything = Counter(run.namespace for run in claimed)
     for _ in range(9):
-        everything.update(run.namespace for run in await claims.claim(pool, "w", limit=5))
+        everything.update(run.namespace for run in await claim(limit=5))
     assert sum(everything.values()) == 48
     assert set(everything.values()) <= {9, 10}, everything
 
 
 async def test_a_runner_that_serves_some_namespaces_shares_its_slots_between_them(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     await _flood(pool, make_job, "team-a", 30, priority=9)
     await _flood(pool, make_job, "team-b", 30, priority=1)
     await _flood(pool, make_job, "team-c", 30, priority=9)
 
-    claimed = await claims.claim(pool, "w", namespaces=["team-a", "team-b"], limit=10)
+    claimed = await claim(namespaces=["team-a", "team-b"], limit=10)
     assert Counter(run.namespace for run in claimed) == {"team-a": 5, "team-b": 5}
 
 
 async def test_weights_share_a_claims_slots_in_their_proportion(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     await _flood(pool, make_job, "team-a", 400, priority=1)
     await _flood(pool, make_job, "team-b", 400, priority=9)
     await _flood(pool, make_job, "team-c", 400, priority=9)
 
     weights = {"team-a": 3, "team-b": 1}  # team-c is not named: it weighs 1
-    claimed = await claims.claim(pool, "w", limit=10, weights=weights)
+    claimed = await claim(limit=10, weights=weights)
     assert Counter(run.namespace for run in claimed) == {"team-a": 6, "team-b": 2, "team-c": 2}
 
     # Over many claims of a few slots, the shares hold too, and nobody is left out: team-a
@@ -180,15 +241,13 @@ async def test_weights_share_a_claims_slots_in_their_proportion(
     # 1.5, which it misses over 100 claims about once in 10**7).
     over_time: Counter[str | None] = Counter()
     for _ in range(100):
-        over_time.update(
-            run.namespace for run in await claims.claim(pool, "w", limit=3, weights=weights)
-        )
+        over_time.update(run.namespace for run in await claim(limit=3, weights=weights))
     assert over_time["team-b"] > 0 and over_time["team-c"] > 0
     assert over_time["team-a"] > over_time["team-b"] + over_time["team-c"], over_time
 
 
 async def test_one_slot_at_a_time_a_light_namespace_still_gets_its_turn(
-    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+    pool: store_pool.Pool, make_job: Callable[..., uuid.UUID], claim: Claim
 ) -> None:
     """Weights tilt the single-slot draw; they never make it certain. Against weight 4,
     weight 1 wins a draw one time in eight (its rank is uniform on [0, 1), the other's on
@@ -198,7 +257,7 @@ async def test_one_slot_at_a_time_a_light_namespace_still_gets_its_turn(
 
     seen: Counter[str | None] = Counter()
     for _ in range(120):
-        [run] = await claims.claim(pool, "w", limit=1, weights={"team-a": 4})
+        [run] = await claim(limit=1, weights={"team-a": 4})
         seen[run.namespace] += 1
     assert seen["team-b"] > 0 and seen["team-a"] > seen["team-b"], seen
 

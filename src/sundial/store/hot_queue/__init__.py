@@ -22,7 +22,8 @@ claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Clu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -125,15 +126,36 @@ class HotQueue:
         limit: int,
         handlers: Iterable[tuple[str, str]],
         namespaces: Sequence[str] | None = None,
+        excluded_namespaces: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+        held: Mapping[str, int] | None = None,
+        reserved: int = 0,
     ) -> list[Claim]:
         """Up to ``limit`` due runs of the (handler, model) pairs given, dealt fairly over the
-        namespaces (``namespaces``: only those), each leased for ``lease_ms``. Raises
-        ``EpochChangedError`` when ``epoch`` is not this server's."""
-        pairs = "\n".join(f"{handler}\t{model}" for handler, model in handlers)
-        served = "\n".join(namespaces) if namespaces is not None else ""
-        if namespaces is not None and not namespaces:
+        namespaces (``namespaces``: only those; never ``excluded_namespaces``), each leased for
+        ``lease_ms``. ``weights``, ``held`` and ``reserved`` mean what they mean to the
+        PostgreSQL claim (``sundial.store.claims.claim``). Raises ``EpochChangedError`` when
+        ``epoch`` is not this server's."""
+        if limit <= 0 or (namespaces is not None and not namespaces):
             return []
-        reply = await self._call("claim", epoch, lease_ms, limit, pairs, served)
+        if not 0 <= reserved <= limit:
+            raise ValueError(
+                f"reserved slots must be between 0 and the limit {limit}, got {reserved}"
+            )
+        if weights and not all(0 < weight < math.inf for weight in weights.values()):
+            raise ValueError(f"namespace weights must be numbers above 0, got {dict(weights)}")
+        reply = await self._call(
+            "claim",
+            epoch,
+            lease_ms,
+            limit,
+            "\n".join(f"{handler}\t{model}" for handler, model in handlers),
+            "\n".join(namespaces) if namespaces is not None else "",
+            "\n".join(f"{name}\t{weight!r}" for name, weight in (weights or {}).items()),
+            "\n".join(f"{name}\t{int(count)}" for name, count in (held or {}).items()),
+            reserved,
+            "\n".join(excluded_namespaces or ()),
+        )
         status = _text(reply[0])
         if status == "EPOCH":
             raise EpochChangedError(str(epoch), _text(reply[1]) if reply[1] else None)
