@@ -14,7 +14,8 @@ primary when its first replica attaches), and the claim refuses to hand out atte
 out and lost is never handed out again under the same epoch.
 
 Not yet wired: no store function above calls this module, and no process runs the relay
-(``outbox``) yet (docs/adr/0024-hot-queue-move.md lists the slices).
+(``outbox``) or the reconciler (``reconciler``) yet (docs/adr/0024-hot-queue-move.md lists the
+slices).
 
 Times (leases) are Redis's own clock (``TIME`` inside the scripts), one clock for every
 claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Cluster slot.
@@ -72,6 +73,22 @@ class DueRun:
     model: str
     attempt: int = 0
 
+    @classmethod
+    def from_record(
+        cls,
+        run_id: int,
+        namespace: str | None,
+        handler: str,
+        model: str | None,
+        dispatch_key: float,
+        attempt: int,
+    ) -> DueRun:
+        """From a ``job_runs`` row: its dispatch key in seconds, a run of no namespace under
+        ``""``, no model named as ``""`` (the handler's registered model)."""
+        return cls(
+            run_id, round(dispatch_key * 1000), namespace or "", handler, model or "", attempt
+        )
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -117,6 +134,18 @@ class HotQueue:
         for run in runs:
             args += [run.id, run.dispatch_ms, run.namespace, run.handler, run.model, run.attempt]
         return int(await self._call("enqueue", *args)) if args else 0
+
+    async def held_nowhere(self, runs: Sequence[DueRun]) -> list[DueRun]:
+        """Those of ``runs`` neither due nor leased here (one pipelined round trip): what the
+        reconciler delivers again."""
+        pipeline = self._client.pipeline(transaction=False)
+        for run in runs:
+            pipeline.zscore(f"{self._prefix}:due:{run.namespace}", run.id)
+            pipeline.zscore(f"{self._prefix}:leases", run.id)
+        scores = await pipeline.execute()
+        return [
+            run for i, run in enumerate(runs) if scores[2 * i] is None and scores[2 * i + 1] is None
+        ]
 
     async def claim(
         self,

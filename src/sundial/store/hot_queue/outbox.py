@@ -113,13 +113,6 @@ async def take(conn: Connection, limit: int) -> tuple[int, dict[str, list[DueRun
         if queue is None:
             continue  # no longer pending: nothing to make due
         due[queue].append(
-            DueRun(
-                id=run_id,
-                dispatch_ms=round(dispatch_key * 1000),
-                namespace=namespace or "",
-                handler=handler,
-                model=model or "",  # none named: the handler's registered model
-                attempt=attempt,
-            )
+            DueRun.from_record(run_id, namespace, handler, model, dispatch_key, attempt)
         )
     return len(rows), dict(due)

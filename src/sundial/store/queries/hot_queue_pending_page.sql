@@ -1,0 +1,7 @@
+-- A page of the record's pending runs, in id order after %(after)s, as the hot queue's
+-- reconciler compares them with what Redis holds (sundial.store.hot_queue.reconciler).
+SELECT id, queue, namespace, handler, execution_model, dispatch_key, attempt
+FROM job_runs
+WHERE state = 'pending' AND id > %(after)s
+ORDER BY id
+LIMIT %(limit)s
