@@ -49,6 +49,8 @@ __all__ = [
     "claim",
     "fetch_in_index_order",
     "finish",
+    "finish_parameters",
+    "finish_result",
     "heartbeat",
 ]
 
@@ -310,6 +312,15 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Finish]) -> FinishR
     """Record ``outcomes`` in one transaction; see the module docstring for the guarantees."""
     if not outcomes:
         return FinishResult()
+    async with pool.connection() as conn:
+        # One statement: the outcome, its dependents and the attempt history commit together.
+        cursor = await conn.execute(queries.get("finish"), finish_parameters(worker, outcomes))
+        rows = await cursor.fetchall()
+    return finish_result(outcomes, rows)
+
+
+def finish_parameters(worker: str, outcomes: Sequence[Finish]) -> dict[str, Any]:
+    """The finish statement's parameters for ``outcomes`` (shared with the hot queue's)."""
     params: dict[str, Any] = {
         "worker": worker,
         "ids": [o.run_id for o in outcomes],
@@ -339,10 +350,12 @@ async def finish(pool: Pool, worker: str, outcomes: Sequence[Finish]) -> FinishR
             finished_states=[None if r is None else r.finished_state for r in rules],
             details=[o.detail for o in outcomes],
         )
-    async with pool.connection() as conn:
-        # One statement: the outcome, its dependents and the attempt history commit together.
-        cursor = await conn.execute(queries.get("finish"), params)
-        rows = await cursor.fetchall()
+    return params
+
+
+def finish_result(outcomes: Sequence[Finish], rows: Sequence[tuple[Any, ...]]) -> FinishResult:
+    """What the finish statement's rows say: the outcomes written, those fenced out, and the
+    dependents whose state changed."""
     states = {run_id: state for run_id, state, is_dependent in rows if not is_dependent}
     released = {run_id: state for run_id, state, is_dependent in rows if is_dependent}
     return FinishResult(

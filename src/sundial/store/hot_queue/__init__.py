@@ -14,7 +14,8 @@ primary when its first replica attaches), and the claim refuses to hand out atte
 out and lost is never handed out again under the same epoch.
 
 Not yet wired: no store function above calls this module, and no process runs the relay
-(``outbox``) or the reconciler (``reconciler``) yet (docs/adr/0024-hot-queue-move.md lists the
+(``outbox``) or the reconciler (``reconciler``), and the runner does not finish through
+``finishes`` yet (docs/adr/0024-hot-queue-move.md lists the
 slices).
 
 Times (leases) are Redis's own clock (``TIME`` inside the scripts), one clock for every

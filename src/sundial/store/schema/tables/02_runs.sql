@@ -49,6 +49,7 @@ CREATE TABLE job_runs (
     namespace text,
     pod_uid text,
     concurrency_key text,
+    hot_epoch bigint,
     CONSTRAINT job_runs_args_check CHECK ((octet_length((args)::text) <= 131072)),
     CONSTRAINT job_runs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT job_runs_cancel_reason_check CHECK ((octet_length(cancel_reason) <= 8192)),
