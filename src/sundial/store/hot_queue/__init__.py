@@ -41,7 +41,7 @@ __all__ = [
     "Token",
 ]
 
-_SCRIPTS = ("set_epoch", "enqueue", "claim", "heartbeat", "release", "expire", "forget")
+_SCRIPTS = ("epoch", "set_epoch", "enqueue", "claim", "heartbeat", "release", "expire", "forget")
 
 
 def _script(name: str) -> str:
@@ -115,6 +115,19 @@ class HotQueue:
         """Set ``epoch`` (issued by PostgreSQL) for this server unless one is set for its
         replication id already; return the epoch in force (another process's may have won)."""
         return int(await self._call("set_epoch", epoch))
+
+    async def epoch(self) -> int | None:
+        """The epoch in force on this server, ``None`` when it has none for the server it now
+        is (a failover or a restart since it was set)."""
+        found = await self._call("epoch")
+        return int(found) if found else None
+
+    async def attempts(self, run_ids: Sequence[int]) -> list[int]:
+        """The last attempt handed out for each run (0: none it remembers)."""
+        if not run_ids:
+            return []
+        counts = await self._client.hmget(f"{self._prefix}:attempts", list(run_ids))
+        return [int(count or 0) for count in counts]
 
     async def renew_epoch(self, pool: Pool) -> int:
         """After ``EpochChangedError``: take the next epoch from PostgreSQL (migration 0350)

@@ -1,11 +1,20 @@
-"""The hot queue's reconciler: what the record says is pending, Redis must hold.
+"""The hot queue's reconciler: what the record says is pending, Redis must hold; what Redis
+took back from a silent claimer, the record must say.
 
 The outbox delivers every run that becomes pending, at least once; what it cannot cover is a
-Redis that forgets after taking them: a restart without persistence, a failover that lost the
-last acknowledged writes, a flush. The reconciler walks the record's pending runs a page at a
-time and delivers again each one Redis holds in no set (neither due nor leased); the enqueue
-is idempotent and ignores a delivery older than an attempt Redis handed out since, so a run
-claimed and released while the page was read is not made due again.
+Redis that forgets after taking them (a restart without persistence, a failover that lost the
+last acknowledged writes, a flush), or a process that died between a step in Redis and its
+write to PostgreSQL (a finisher after its release, an expiry after it took the lease back).
+``Reconciler.once`` walks the record's pending runs a page at a time and delivers again each
+one Redis has held in no set (neither due nor leased) on two passes running: a run is briefly
+in no set while its finish goes from Redis to PostgreSQL, and one pass would take that for a
+loss. Before delivering, it raises the run's recorded token to the last attempt Redis handed
+out under the epoch in force, so that attempt's finisher, if it is still on its way, is refused.
+
+``expire_leases`` takes back the leases whose claimers stopped heartbeating and records each
+lost attempt in PostgreSQL as running under its token with an ended lease; the reaper then
+handles it as any lost lease (requeued with the lost-lease budget spent, or ended), and the
+outbox delivers the requeued run again.
 
 Not yet run by any process (docs/adr/0024-hot-queue-move.md lists the slices).
 """
@@ -13,35 +22,91 @@ Not yet run by any process (docs/adr/0024-hot-queue-move.md lists the slices).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
-from sundial.store import queries
+from sundial.store import queries, reaper
 from sundial.store.hot_queue import DueRun, HotQueue
 from sundial.store.pool import Pool
 
-__all__ = ["reconcile"]
+__all__ = ["LOST_LEASE_OWNER", "Reconciler", "expire_leases"]
+
+#: The lease owner recorded for an attempt whose lease the hot queue took back: Redis keeps
+#: the attempt's token, not which worker held it.
+LOST_LEASE_OWNER = "a hot-queue claimer"
 
 
-async def reconcile(pool: Pool, client: Any, *, page: int = 1000) -> int:
-    """Deliver again every pending run of the record that Redis holds in no set; return how
-    many were made due again."""
-    delivered, after = 0, 0
-    while True:
-        async with pool.connection() as conn:
+class Reconciler:
+    """Delivers again the pending runs Redis lost (``client``: a ``redis.asyncio.Redis``).
+    Keeps, between passes, the runs it found in no set."""
+
+    def __init__(self, pool: Pool, client: Any) -> None:
+        self._pool = pool
+        self._client = client
+        self._missing: dict[int, int] = {}  # run id -> its record's attempt, last pass
+
+    async def once(self, *, page: int = 1000) -> int:
+        """One pass over the record's pending runs; return how many were made due again."""
+        delivered, after = 0, 0
+        missing: dict[int, int] = {}
+        while True:
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(
+                    queries.get("hot_queue_pending_page"), {"after": after, "limit": page}
+                )
+                rows = await cursor.fetchall()
+            if not rows:
+                self._missing = missing
+                return delivered
+            after = rows[-1][0]
+            by_queue: dict[str, list[DueRun]] = defaultdict(list)
+            for run_id, queue, namespace, handler, model, dispatch_key, attempt in rows:
+                by_queue[queue].append(
+                    DueRun.from_record(run_id, namespace, handler, model, dispatch_key, attempt)
+                )
+            for queue, runs in by_queue.items():
+                hot_queue = HotQueue(self._client, queue)
+                lost = []
+                for run in await hot_queue.held_nowhere(runs):
+                    missing[run.id] = run.attempt
+                    if self._missing.get(run.id) == run.attempt:
+                        lost.append(run)
+                if lost:
+                    delivered += await self._deliver_again(hot_queue, lost)
+
+    async def _deliver_again(self, hot_queue: HotQueue, lost: list[DueRun]) -> int:
+        epoch = await hot_queue.epoch() or await hot_queue.renew_epoch(self._pool)
+        handed_out = await hot_queue.attempts([run.id for run in lost])
+        async with self._pool.connection() as conn, conn.transaction():
             cursor = await conn.execute(
-                queries.get("hot_queue_pending_page"), {"after": after, "limit": page}
+                queries.get("hot_queue_raise_tokens"),
+                {
+                    "epoch": epoch,
+                    "ids": [run.id for run in lost],
+                    "attempts": handed_out,
+                },
             )
-            rows = await cursor.fetchall()
-        if not rows:
-            return delivered
-        after = rows[-1][0]
-        by_queue: dict[str, list[DueRun]] = defaultdict(list)
-        for run_id, queue, namespace, handler, model, dispatch_key, attempt in rows:
-            by_queue[queue].append(
-                DueRun.from_record(run_id, namespace, handler, model, dispatch_key, attempt)
-            )
-        for queue, runs in by_queue.items():
-            hot_queue = HotQueue(client, queue)
-            missing = await hot_queue.held_nowhere(runs)
-            if missing:
-                delivered += await hot_queue.enqueue(missing)
+            pending = dict(await cursor.fetchall())
+        again = [replace(run, attempt=pending[run.id]) for run in lost if run.id in pending]
+        return await hot_queue.enqueue(again)
+
+
+async def expire_leases(pool: Pool, queue: HotQueue, *, limit: int = 1000) -> int:
+    """Take back up to ``limit`` ended leases, record their attempts as lost, and reap them;
+    return how many attempts were recorded."""
+    lost = [(run_id, token) for run_id, token in await queue.expire(limit) if token is not None]
+    if not lost:
+        return 0
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            queries.get("hot_queue_lease_lost"),
+            {
+                "owner": LOST_LEASE_OWNER,
+                "ids": [run_id for run_id, _ in lost],
+                "epochs": [token.epoch for _, token in lost],
+                "attempts": [token.attempt for _, token in lost],
+            },
+        )
+        recorded = len(await cursor.fetchall())
+    await reaper.reap(pool, limit=limit)
+    return recorded
