@@ -161,3 +161,60 @@ async def test_a_completed_upstream_releases_its_dependents_to_redis(
     assert result.released == {downstream: "pending"}
     [next_one] = await bed.claim()
     assert next_one.id == downstream
+
+
+_COMPARED = (
+    "state, attempt, retries_used, infra_retries_used, oom_retries_used, failure_reason,"
+    " failure_detail, last_error, finished_at IS NULL AS unfinished, lease_until IS NULL AS free"
+)
+
+
+async def test_each_outcome_leaves_the_row_postgresqls_own_finish_leaves(
+    bed: Bed, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """The hot queue's finish writes an outcome in one row version with its own fenced update;
+    for every kind of end it must leave what PostgreSQL's claim and finish leave: the next
+    state, the retry counters, the failure, the error, the attempt history."""
+    ends: list[tuple[FailureClass | None, str | None]] = [(None, None)]
+    ends += [(failure, f"{failure.value} happened") for failure in FailureClass]
+    hot_job, pg_job = make_job("work", max_retries=1), make_job("pg", max_retries=1)
+    hot_runs = [(await runs.submit(bed.store, hot_job)).run_id for _ in ends]
+    pg_runs = [(await runs.submit(bed.store, pg_job)).run_id for _ in ends]
+
+    by_id = {c.id: c for c in await bed.claim()}
+    assert set(by_id) == set(hot_runs)
+    await bed.finish(
+        *(
+            (by_id[run_id], claims.Finish(run_id, 1, failure, error, 5.0, "Detail"))
+            for run_id, (failure, error) in zip(hot_runs, ends, strict=True)
+        )
+    )
+    held = await claims.claim(bed.store, "runner-1", handlers=["handlers.pg"], limit=100)
+    assert {c.id for c in held} == set(pg_runs)
+    await claims.finish(
+        bed.store,
+        "runner-1",
+        [
+            claims.Finish(run_id, 1, failure, error, 5.0, "Detail")
+            for run_id, (failure, error) in zip(pg_runs, ends, strict=True)
+        ],
+    )
+
+    with psycopg.connect(bed.dsn) as conn:
+
+        def row(run_id: int) -> tuple[Any, ...]:
+            found = conn.execute(f"SELECT {_COMPARED} FROM job_runs WHERE id = %s", (run_id,))
+            return tuple(found.fetchone() or ())
+
+        def history(run_id: int) -> list[tuple[Any, ...]]:
+            return list(
+                conn.execute(
+                    "SELECT attempt, worker, outcome, failure_reason, error, started_at IS NULL"
+                    " FROM job_run_attempts WHERE run_id = %s ORDER BY attempt",
+                    (run_id,),
+                )
+            )
+
+        for hot, pg, end in zip(hot_runs, pg_runs, ends, strict=True):
+            assert row(hot) == row(pg), end
+            assert history(hot) == history(pg), end

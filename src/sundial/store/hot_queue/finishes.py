@@ -6,8 +6,9 @@ another attempt holds the run. Each finish first ends its lease in Redis only if
 holder is its token (``HotQueue.release``); after that no reaper takes the run back and no
 other attempt holds it. Then the outcomes released are written to PostgreSQL in one statement
 (``sundial_finish_hot``), which requires the row still pending and its recorded token older
-than the outcome's, and decides the next state, retries, attempt history and dependents as the
-PostgreSQL claim's finish does. A finish whose lease was lost is written nowhere (``lost``).
+than the outcome's, takes it from pending to its next state in one row version, and decides
+the next state, retries, attempt history and dependents as the PostgreSQL claim's finish does.
+A finish whose lease was lost is written nowhere (``lost``).
 
 Not yet called by the runner (docs/adr/0024-hot-queue-move.md lists the slices).
 """

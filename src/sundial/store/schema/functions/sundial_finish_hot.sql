@@ -1,10 +1,8 @@
--- Current definition; last changed by migrations/0370_hot_queue_finish.sql.
--- Record a batch of hot-queue outcomes (docs/adr/0024-hot-queue-move.md): each run still
--- pending whose recorded token (hot_epoch, attempt) is older than its outcome's is started
--- under that token (running, its attempt, this worker's lease), then everything goes through
--- sundial_finish as a claimed attempt's outcome would, in the same statement: the next state,
--- the retries, the attempt history and the dependents are decided in one place for both
--- claims. The intermediate row version is the price of that one place.
+-- Current definition; last changed by migrations/0380_hot_queue_finish_in_one_write.sql.
+-- Record a batch of hot-queue outcomes (docs/adr/0024-hot-queue-move.md), each fenced on its
+-- token (sundial_apply_hot_outcomes), with everything that follows from them, in one
+-- statement: sundial_finish's steps after the update, unchanged (the attempt history, the
+-- dependents released or failed). Returns what sundial_finish returns.
 CREATE OR REPLACE FUNCTION sundial_finish_hot(
     p_worker text, p_ids bigint[], p_epochs bigint[], p_attempts integer[],
     p_started timestamptz[], p_failure_classes text[], p_errors text[],
@@ -14,32 +12,55 @@ RETURNS TABLE (run_id bigint, state text, is_dependent boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    started bigint[];
+    u_ids bigint[];
+    u_attempts integer[];
+    u_states text[];
+    u_has_dependents boolean[];
+    u_started timestamptz[];
+    u_owners text[];
+    u_failures text[];
+    u_errors text[];
 BEGIN
-    WITH moved AS (
-        UPDATE job_runs r
-        SET state = 'running', attempt = f.attempt, hot_epoch = f.epoch,
-            lease_owner = p_worker, lease_until = now(),
-            started_at = coalesce(f.started, now())
-        FROM unnest(p_ids, p_epochs, p_attempts, p_started) AS f(id, epoch, attempt, started)
-        WHERE r.id = ANY(p_ids)
-          AND r.id = f.id
-          AND r.state = 'pending'
-          AND f.attempt >= r.attempt
-          AND (f.epoch, f.attempt) > (coalesce(r.hot_epoch, 0), r.attempt)
-        RETURNING r.id
-    )
-    SELECT array_agg(m.id) INTO started FROM moved m;
-    IF started IS NULL THEN
+    SELECT array_agg(u.run_id), array_agg(u.attempt), array_agg(u.state),
+           array_agg(u.has_dependents), array_agg(u.started_at), array_agg(u.lease_owner),
+           array_agg(u.failure_class), array_agg(u.error)
+    INTO u_ids, u_attempts, u_states, u_has_dependents, u_started, u_owners, u_failures,
+         u_errors
+    FROM sundial_apply_hot_outcomes(p_worker, p_ids, p_epochs, p_attempts, p_started,
+                                    p_failure_classes, p_errors, p_delays, p_retryable,
+                                    p_counts, p_terminal_states, p_infra_limit, p_details) u;
+
+    IF u_ids IS NULL THEN
         RETURN;
     END IF;
-    -- The outcomes of runs not started here are left out (their ids NULL): fenced out.
-    RETURN QUERY
-        SELECT * FROM sundial_finish(
-            p_worker,
-            ARRAY(SELECT CASE WHEN t.id = ANY(started) THEN t.id END
-                  FROM unnest(p_ids) WITH ORDINALITY AS t(id, n) ORDER BY t.n),
-            p_attempts, p_failure_classes, p_errors, p_delays, p_retryable, p_counts,
-            p_terminal_states, p_infra_limit, p_details);
+    RETURN QUERY SELECT t.id, t.state, false FROM unnest(u_ids, u_states) AS t(id, state);
+
+    IF EXISTS (SELECT 1 FROM unnest(u_failures) AS t(failure) WHERE t.failure IS NOT NULL) THEN
+        PERFORM sundial_record_attempts(
+            array_agg(t.id), array_agg(t.attempt), array_agg(t.owner), array_agg(t.started),
+            array_agg(t.state), array_agg(t.failure), array_agg(t.error))
+        FROM unnest(u_ids, u_attempts, u_owners, u_started, u_states, u_failures, u_errors)
+             AS t(id, attempt, owner, started, state, failure, error)
+        WHERE t.failure IS NOT NULL;
+    END IF;
+
+    IF true = ANY(u_has_dependents) THEN
+        RETURN QUERY
+            SELECT d.run_id, d.state, true
+            FROM sundial_release_dependents(ARRAY(
+                SELECT t.id FROM unnest(u_ids, u_states, u_has_dependents) AS t(id, state, deps)
+                WHERE t.deps AND t.state = 'completed')) AS d;
+        RETURN QUERY
+            SELECT d.run_id, d.state, true
+            FROM sundial_fail_dependents(
+                ARRAY(SELECT t.id FROM unnest(u_ids, u_states, u_has_dependents)
+                          AS t(id, state, deps)
+                      WHERE t.deps AND t.state NOT IN ('completed', 'retry_wait')
+                      ORDER BY t.id),
+                ARRAY(SELECT t.state FROM unnest(u_ids, u_states, u_has_dependents)
+                          AS t(id, state, deps)
+                      WHERE t.deps AND t.state NOT IN ('completed', 'retry_wait')
+                      ORDER BY t.id)) AS d;
+    END IF;
 END
 $$;
