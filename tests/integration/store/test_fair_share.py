@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NamedTuple, Protocol
 
 import pytest
 import redis.asyncio as aioredis
 
-from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.localdev.redis_server import ThrowawayRedis
 from sundial.store import claims, queries, runs
 from sundial.store import pool as store_pool
 from sundial.store.hot_queue import HotQueue, outbox
@@ -32,15 +32,12 @@ class Claim(Protocol):
     def __call__(self, **arguments: Any) -> Awaitable[list[Claimed]]: ...
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[ThrowawayRedis]:
-    with throwaway_redis() as started:
-        yield started
-
-
 @pytest.fixture(params=["postgresql", "redis"])
 async def claim(
-    request: pytest.FixtureRequest, pool: store_pool.Pool, store_dsn: str
+    request: pytest.FixtureRequest,
+    pool: store_pool.Pool,
+    store_dsn: str,
+    redis_server: ThrowawayRedis,
 ) -> AsyncIterator[Claim]:
     """``claim(limit=..., namespaces=..., ...)`` on the claim this test is run against."""
     if request.param == "postgresql":
@@ -50,8 +47,7 @@ async def claim(
 
         yield on_postgresql
         return
-    server: ThrowawayRedis = request.getfixturevalue("redis_server")
-    client = aioredis.Redis.from_url(server.url)
+    client = aioredis.Redis.from_url(redis_server.url)
     await client.flushall()
     outbox.switch(store_dsn, on=True)
     relay, queue = outbox.Relay(pool, client), HotQueue(client, "default")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,18 +16,11 @@ import psycopg
 import pytest
 import redis.asyncio as aioredis
 
-from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.scheduling.failures import FailureClass
 from sundial.store import claims, pool, reaper, runs
 from sundial.store.hot_queue import Claim, DueRun, HotQueue, finishes, outbox
 
 HANDLERS = [("handlers.work", ""), ("handlers.work", "async")]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThrowawayRedis]:
-    with throwaway_redis() as started:
-        yield started
 
 
 class Bed:
@@ -68,13 +61,10 @@ class Bed:
 
 
 @pytest.fixture
-async def bed(store_dsn: str, server: ThrowawayRedis) -> AsyncIterator[Bed]:
+async def bed(store_dsn: str, client: aioredis.Redis) -> AsyncIterator[Bed]:
     store = await pool.open_pool(store_dsn, max_size=4)
-    client = aioredis.Redis.from_url(server.url)
-    await client.flushall()
     outbox.switch(store_dsn, on=True)
     yield Bed(store, store_dsn, client)
-    await client.aclose()
     await store.close()
 
 

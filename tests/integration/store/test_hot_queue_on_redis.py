@@ -7,32 +7,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
-from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.localdev.redis_server import throwaway_redis
 from sundial.store import migrate, pool
 from sundial.store.hot_queue import Claim, DueRun, EpochChangedError, HotQueue, Token
 
 HANDLERS = [("work", "async")]
 LEASE_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThrowawayRedis]:
-    with throwaway_redis() as started:
-        yield started
-
-
-@pytest.fixture
-async def client(server: ThrowawayRedis) -> AsyncIterator[aioredis.Redis]:
-    connection = aioredis.Redis.from_url(server.url)
-    await connection.flushall()
-    yield connection
-    await connection.aclose()
 
 
 async def _queue(client: aioredis.Redis, epoch: int = 1) -> HotQueue:

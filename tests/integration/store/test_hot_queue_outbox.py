@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import psycopg
 import pytest
@@ -21,20 +21,6 @@ from sundial.store import claims, pool, reaper, runs
 from sundial.store.hot_queue import HotQueue, outbox
 
 LEASE_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThrowawayRedis]:
-    with throwaway_redis() as started:
-        yield started
-
-
-@pytest.fixture
-async def client(server: ThrowawayRedis) -> AsyncIterator[aioredis.Redis]:
-    connection = aioredis.Redis.from_url(server.url)
-    await connection.flushall()
-    yield connection
-    await connection.aclose()
 
 
 @pytest.fixture
@@ -141,6 +127,13 @@ async def test_a_repeated_delivery_after_redis_handed_out_the_run_changes_nothin
 
 
 async def test_a_relay_that_cannot_reach_redis_leaves_its_entries(
+    store: pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    with throwaway_redis() as server:  # its own: this test kills it
+        await _relay_across_a_dead_redis(store, store_dsn, server, job)
+
+
+async def _relay_across_a_dead_redis(
     store: pool.Pool, store_dsn: str, server: ThrowawayRedis, job: uuid.UUID
 ) -> None:
     outbox.switch(store_dsn, on=True)
