@@ -36,6 +36,7 @@ stops its work; a finished run is left as it is. The run itself stays in Postgre
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 import uuid
 from collections.abc import Mapping
@@ -442,7 +443,9 @@ async def _report(
     ctx: context.Context, body: Mapping[str, Any], condition: Wanted, *others: Wanted
 ) -> None:
     """Write ``condition`` (and ``others``); a new Stalled reason or message also gets a
-    Warning Event."""
+    Warning Event. Two passes may both read a body from before the condition was written (the
+    create handler beside a mirror pass), so the Event is keyed by the JobRun's uid and what
+    it says: the second report of the same fact is the same Event, not a second one."""
     before = ((body.get("status") or {}).get("conditions")) or []
     seen = any(
         isinstance(c, Mapping)
@@ -453,8 +456,21 @@ async def _report(
         for c in before
     )
     if condition[0] == ConditionType.STALLED and condition[1] == "True" and not seen:
-        ctx.recorder.record(body, events.WARNING, condition[2], condition[3])
+        ctx.recorder.record(
+            body,
+            events.WARNING,
+            condition[2],
+            condition[3],
+            key=_fact_key(body, condition[2], condition[3]),
+        )
     await _write(ctx, body, {}, [condition, *others])
+
+
+def _fact_key(body: Mapping[str, Any], reason: str, message: str) -> str:
+    """This JobRun (by uid, so a JobRun made again under its name is told apart) saying this."""
+    metadata = body["metadata"]
+    said = hashlib.sha256(f"{reason}\n{message}".encode()).hexdigest()[:12]
+    return f"{metadata.get('uid') or metadata['name']}.{said}"
 
 
 async def _write(
