@@ -33,7 +33,9 @@ import it. The tree (a test checks that it lists every error class in ``sundial`
     │   ├── SchemaMismatchError                      the schema is behind or too new for us
     │   ├── LoginNamespacesError                     the login is kept to other namespaces
     │   ├── StoreUnavailableError                    PostgreSQL unreachable: retry later
+    │   │   └── HotQueueUnavailableError             the hot queue's Redis unreachable: retry
     │   ├── EpochChangedError                        the hot queue's Redis changed: new epoch
+    │   ├── HotQueueModeError                        --hot-queue-url and the database disagree
     │   ├── InvalidDsnError (ValueError)             the DSN is not a libpq string or URL
     │   ├── StatementError                           PostgreSQL refused a statement: a bug
     │   │   └── PermissionDeniedError                the login's role lacks the grant

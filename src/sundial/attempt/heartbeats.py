@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -62,6 +62,14 @@ class Beat(Generic[A]):
     cancel_requested: list[A] = field(default_factory=list)
 
 
+class Extend(Protocol):
+    """Extends leases as ``claims.heartbeat`` does (``Dispatch.heartbeat``)."""
+
+    def __call__(
+        self, worker: str, runs: Sequence[tuple[int, int]], *, lease_seconds: float
+    ) -> Awaitable[claims.HeartbeatResult]: ...
+
+
 class Heartbeats(Generic[A]):
     def __init__(
         self,
@@ -74,10 +82,12 @@ class Heartbeats(Generic[A]):
         tick_seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         beats: Callable[[A], bool] = lambda attempt: True,
+        extend: Extend | None = None,
     ) -> None:
         """``attempts``: run id -> attempt, the holder's live map (read at every beat);
         ``beats``: whether an attempt is still extended (the runner stops extending one it
-        gave back or lost)."""
+        gave back or lost); ``extend``: how leases are extended (the runner's ``Dispatch``
+        heartbeat; default ``claims.heartbeat`` on ``pool``)."""
         self._pool = pool
         self._worker = worker
         self._attempts = attempts
@@ -86,6 +96,7 @@ class Heartbeats(Generic[A]):
         self.tick_seconds = tick_seconds or self.interval_seconds / 10
         self._clock = clock
         self._beats = beats
+        self._extend = extend
 
     async def run(
         self,
@@ -123,9 +134,13 @@ class Heartbeats(Generic[A]):
         ]
         if not batch:
             return Beat()
-        result = await claims.heartbeat(
-            self._pool(), self._worker, [a.key for a in batch], lease_seconds=self._lease_seconds
-        )
+        keys = [a.key for a in batch]
+        if self._extend is not None:
+            result = await self._extend(self._worker, keys, lease_seconds=self._lease_seconds)
+        else:
+            result = await claims.heartbeat(
+                self._pool(), self._worker, keys, lease_seconds=self._lease_seconds
+            )
         found: Beat[A] = Beat(extended=len(result.extended))
         for attempt in batch:
             run_id = attempt.key[0]

@@ -119,6 +119,15 @@ def exec_(
     " and lets it change no other run, whatever its handler code does. LOGIN=* lifts it."
     " Repeatable.",
 )
+@click.option(
+    "--hot-queue",
+    type=click.Choice(["on", "off"]),
+    default=None,
+    help="Turn the Redis hot queue on for this database (every run pending now, and every run"
+    " that becomes pending from now on, is handed to Redis by the runners' relays) or off"
+    " (PostgreSQL's claim serves the pending runs again). Runners must be restarted with"
+    " --hot-queue-url given (on) or not (off). Left as it is when not given.",
+)
 def migrate(
     dsn: str,
     target: int | None,
@@ -126,6 +135,7 @@ def migrate(
     role_prefix: str,
     logins: tuple[str, ...],
     kept: tuple[str, ...],
+    hot_queue: str | None,
 ) -> None:
     """Apply the database migrations that are not applied yet (safe to run concurrently),
     then make the components' database roles."""
@@ -156,6 +166,16 @@ def migrate(
         click.echo(f"applied {migration.version:04d}_{migration.name}")
     if not applied:
         click.echo("schema is up to date")
+    if hot_queue is not None:
+        from sundial.store.hot_queue import outbox
+
+        try:
+            outbox.switch(dsn, on=hot_queue == "on")
+        except store_errors.StoreError as error:
+            raise click.ClickException(
+                f"could not turn the hot queue {hot_queue}: {error}"
+            ) from error
+        click.echo(f"hot queue is {hot_queue}")
     for component, (login, _) in wanted.items():
         click.echo(f"login {login} has the {component} grants")
     for login, namespaces in kept_to.items():

@@ -309,6 +309,14 @@ def _parse_namespaces(
 )
 @click.option("--metrics-host", default="0.0.0.0", show_default=True)
 @click.option("--worker-id", default=None, help="Lease owner name; defaults to host:pid.")
+@click.option(
+    "--hot-queue-url",
+    envvar="SUNDIAL_HOT_QUEUE_URL",
+    default=None,
+    help="The hot queue's Redis (redis://, rediss://): claim, heartbeat and give back runs there,"
+    " and relay the outbox to it. Required when the database's hot queue is on (`sundial"
+    " migrate --hot-queue on`), refused when it is off.",
+)
 @log_level_option
 def runner(
     dsn: str,
@@ -330,6 +338,7 @@ def runner(
     metrics_port: int | None,
     metrics_host: str,
     worker_id: str | None,
+    hot_queue_url: str | None,
     log_level: str,
 ) -> None:
     """Claim and execute runs of the registered handlers until SIGTERM; then drain, exit 0."""
@@ -386,10 +395,13 @@ def runner(
             else (None if metrics_port < 0 else metrics_port)
         ),
         metrics_port_fallback=metrics_port is None,
+        hot_queue_url=hot_queue_url or None,
     )
-    # The DSN is in settings now: the process pool's workers (spawned with this environment)
-    # need none, and the runner's own /proc/PID/environ is closed to its handlers.
+    # The DSN (and the Redis URL, which may hold a password) are in settings now: the process
+    # pool's workers (spawned with this environment) need neither, and the runner's own
+    # /proc/PID/environ is closed to its handlers.
     os.environ.pop("SUNDIAL_DSN", None)
+    os.environ.pop("SUNDIAL_HOT_QUEUE_URL", None)
     lifeline.keep_environment_private()
     runner_worker = worker.Worker(settings, handlers)
     try:

@@ -38,11 +38,16 @@ def stop_on_signals() -> asyncio.Event:
 
 @contextlib.contextmanager
 def refused_at_start(command: str) -> Iterator[None]:
-    """A daemon whose code cannot run against the database's schema, or whose database login
-    may not see what it was told to serve, exits 1 with the store's message (what to change)
+    """A daemon whose code cannot run against the database's schema, whose database login
+    may not see what it was told to serve, or whose hot-queue setting disagrees with the
+    database's, exits 1 with the store's message (what to change)
     as its last line, not a traceback: under Kubernetes that line is what ``kubectl logs
     --previous`` shows."""
     try:
         yield
-    except (store_errors.SchemaMismatchError, store_errors.LoginNamespacesError) as error:
+    except (
+        store_errors.SchemaMismatchError,
+        store_errors.LoginNamespacesError,
+        store_errors.HotQueueModeError,
+    ) as error:
         raise click.ClickException(f"{command} does not start: {error}") from None

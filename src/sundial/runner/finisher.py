@@ -2,8 +2,9 @@
 
 Outcomes are queued as attempts end and written together: the writer waits ``linger_seconds``
 (a few milliseconds) after the first queued result, or until ``max_batch`` results are queued,
-then records them all in one ``claims.finish`` (and one ``releases.release`` when there are
-releases). At thousands of jobs per second that is one round trip per hundreds of runs.
+then records them all in one finish of the runner's ``Dispatch`` (``claims.finish`` on
+PostgreSQL alone), and one ``release`` when there are releases. At thousands of jobs per
+second that is one round trip per hundreds of runs.
 
 Guarantees:
 
@@ -26,8 +27,7 @@ from typing import Union
 
 from sundial.observability import metrics
 from sundial.runner import in_flight
-from sundial.store import claims, reconnect, releases
-from sundial.store.pool import Pool
+from sundial.store import claims, dispatch, reconnect, releases
 
 log = logging.getLogger("sundial.runner.finisher")
 
@@ -38,7 +38,7 @@ Settled = Callable[[in_flight.Attempt], None]
 class Finisher:
     def __init__(
         self,
-        pool: Callable[[], Pool],
+        store: dispatch.Dispatch,
         worker: str,
         runner_metrics: metrics.RunnerMetrics,
         *,
@@ -47,7 +47,7 @@ class Finisher:
         linger_seconds: float = 0.002,
         max_batch: int = 1000,
     ) -> None:
-        self._pool = pool
+        self._store = store
         self._worker = worker
         self._metrics = runner_metrics
         self._settled = settled
@@ -98,11 +98,11 @@ class Finisher:
         while finished or released:
             try:
                 if finished:
-                    done = await claims.finish(self._pool(), self._worker, finishes)
+                    done = await self._store.finish(self._worker, finishes)
                     self._settle(finished, done.lost, retry.failures > 0)
                     finished = []
                 if released:
-                    answer = await releases.release(self._pool(), self._worker, release_list)
+                    answer = await self._store.release(self._worker, release_list)
                     self._settle(released, answer.lost, retry.failures > 0)
                     released = []
                 self._on_connection(None)

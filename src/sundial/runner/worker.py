@@ -45,6 +45,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from sundial.attempt import heartbeats
 from sundial.observability import metrics
@@ -56,6 +57,7 @@ from sundial.runner import (
     crash_quarantine,
     finisher,
     health,
+    hot_queue,
     in_flight,
     invocation,
     loop_lag,
@@ -77,6 +79,7 @@ from sundial.runner.executors import (
 from sundial.scheduling import waiting
 from sundial.store import (
     claims,
+    dispatch,
     errors,
     reaper,
     reconnect,
@@ -88,6 +91,10 @@ from sundial.store import (
 from sundial.store import pool as store_pool
 
 log = logging.getLogger("sundial.runner")
+
+#: How often a runner on the hot queue looks for runs when nothing woke it: the runs a NOTIFY
+#: announces reach Redis a moment later, by a relay (``runner.hot_queue``).
+HOT_QUEUE_POLL_SECONDS = 0.1
 
 Model = registry.ExecutionModel
 
@@ -141,6 +148,9 @@ class Settings:
     #: it for its default port only: a second runner on a host then still starts).
     metrics_port_fallback: bool = False
     pool_size: int = 6
+    #: The hot queue's Redis (``redis://...``): claims, heartbeats and give-backs go there
+    #: (``runner.hot_queue``). None: PostgreSQL alone. Must agree with the database's mode.
+    hot_queue_url: str | None = None
 
 
 class Worker:
@@ -177,6 +187,9 @@ class Worker:
         self._busy: collections.Counter[Model] = collections.Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._pool: store_pool.Pool | None = None
+        self.dispatch: dispatch.Dispatch = dispatch.PostgresDispatch(self.pool)
+        self._redis: Any | None = None
+        self._relaying: hot_queue.Relaying | None = None
         self._db_error: str | None = "not connected yet"
         self._draining = False
         # Stopped by the drain before it withdraws the announcement (see _drain).
@@ -285,7 +298,7 @@ class Worker:
         try:
             if await self._connect(stop):
                 self.finisher = finisher.Finisher(
-                    self.pool,
+                    self.dispatch,
                     self.settings.worker_id,
                     self.metrics,
                     settled=self._settled,
@@ -299,6 +312,7 @@ class Worker:
                     self.attempts,
                     lease_seconds=self.settings.lease_seconds,
                     beats=_still_held,
+                    extend=self.dispatch.heartbeat,
                 )
                 listener = wakeup.Listener(self.settings.dsn, self.settings.queues, self._wake)
                 background = [
@@ -320,6 +334,17 @@ class Worker:
                 )
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
+                if self._redis is not None:
+                    self._relaying = hot_queue.Relaying(
+                        self.pool,
+                        self._redis,
+                        self.settings.queues,
+                        delivered=self._wake.set,
+                        on_connection=self.connection,
+                    )
+                    background.append(
+                        asyncio.create_task(self._relaying.relay(), name="hot-queue-relay")
+                    )
                 for task in background:
                     task.add_done_callback(functools.partial(self._part_ended, stop))
                 # Start-up is over: what it built is frozen, out of the collector's walks.
@@ -331,6 +356,8 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await self.router.close()
+            if self._redis is not None:
+                await self._redis.aclose()
             if self._pool is not None:
                 await self._pool.close()
             lag.stop()
@@ -370,6 +397,14 @@ class Worker:
                     await opened.close()
                     raise
                 self._pool = opened
+                try:
+                    self.dispatch, self._redis = await hot_queue.dispatch_for(
+                        self.pool, self.settings.hot_queue_url
+                    )
+                except errors.HotQueueModeError:
+                    self._pool = None
+                    await opened.close()
+                    raise
                 self.connection(None)
                 if self.settings.maintenance_seconds > 0:
                     await self._check_server()
@@ -447,11 +482,10 @@ class Worker:
                     kept = self._reserved_slots(model) if held is not None else 0
                     # Slots free beyond this claim's limit are kept already.
                     reserved = max(0, min(limit, kept - (free - limit)))
-                    floors = self._floors[model].for_claim()
+                    floors = self._floors[model].for_claim() if self.dispatch.uses_floors else None
                     sent = time.monotonic()  # no later than the database's now() of the lease
                     started = time.perf_counter()
-                    runs = await claims.claim(
-                        self.pool(),
+                    runs = await self.dispatch.claim(
                         self.settings.worker_id,
                         queues=self.settings.queues,
                         handlers=names,
@@ -490,6 +524,8 @@ class Worker:
             if full:
                 await asyncio.sleep(0)  # let the runs just started take their first step
                 continue
+            if self._redis is not None:  # runs reach Redis by the relay, after any NOTIFY
+                timeout = min(timeout, HOT_QUEUE_POLL_SECONDS)
             await _wait_any((self._wake, stop.requested), timeout)
 
     def _start(self, run: claims.ClaimedRun, model: Model, claimed_at: float) -> None:
@@ -648,6 +684,13 @@ class Worker:
         while True:
             try:
                 # Both announce what they made claimable on the wakeup channel themselves.
+                if self._relaying is not None:
+                    expired, again = await self._relaying.maintain_once()
+                    if expired or again:
+                        log.info(
+                            "hot queue: leases taken back and runs delivered again",
+                            extra={"expired": expired, "delivered_again": again},
+                        )
                 reaped = await reaper.reap(self.pool())
                 await reaper.promote_due(self.pool())
                 if reaped.lease_expiries:
@@ -659,7 +702,7 @@ class Worker:
                             "worker": self.settings.worker_id,
                         },
                     )
-            except reconnect.ERRORS as error:
+            except (*reconnect.ERRORS, *hot_queue.REDIS_ERRORS) as error:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
 

@@ -37,6 +37,9 @@ __all__ = [
     "ArgsTooLargeError",
     "CyclicDependencyError",
     "DependencyError",
+    "EpochChangedError",
+    "HotQueueModeError",
+    "HotQueueUnavailableError",
     "IdempotencyConflictError",
     "InvalidDsnError",
     "InvalidPriorityError",
@@ -83,6 +86,16 @@ class StoreUnavailableError(StoreError):
 
     Transient by nature: wait and try again (``reconnect.Backoff``). Leases are time-based, so
     a caller that reconnects within its lease loses nothing."""
+
+
+class HotQueueUnavailableError(StoreUnavailableError):
+    """The hot queue's Redis cannot be reached, is loading its data or timed out: as
+    transient as PostgreSQL's outages, and retried by the same loops."""
+
+
+class HotQueueModeError(StoreError):
+    """A process's hot-queue setting disagrees with the database's (the outbox on or off):
+    it does not start, and the message says which to change."""
 
 
 class EpochChangedError(StoreError):

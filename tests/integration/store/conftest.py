@@ -5,13 +5,13 @@ real, and migrations run once per session rather than once per test."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
-from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.localdev.redis_server import ThrowawayRedis
 from support.store import create_job
 
 
@@ -28,14 +28,6 @@ def make_job(store_dsn: str) -> Callable[..., uuid.UUID]:
         return create_job(store_dsn, name, **overrides)
 
     return make
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[ThrowawayRedis]:
-    """One throwaway Redis for the hot queue's tests (a test that kills its Redis starts its
-    own)."""
-    with throwaway_redis() as started:
-        yield started
 
 
 @pytest.fixture

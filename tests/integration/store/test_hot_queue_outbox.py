@@ -183,3 +183,27 @@ async def test_switched_off_the_outbox_is_emptied_and_stays_empty(
     assert not await outbox.is_on(store)
     await runs.submit(store, job)
     assert _entries(store_dsn) == []
+
+
+async def test_runs_of_the_pod_model_stay_with_postgresql(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """The pod launcher claims from PostgreSQL in either mode: its runs never enter Redis,
+    by the relay or by the reconciler, and its claim still finds them."""
+    from sundial.store.hot_queue import reconciler
+
+    outbox.switch(store_dsn, on=True)
+    pods = make_job("pods", execution_model="pod", pod_template={})
+    work = make_job("work")
+    pod_run = (await runs.submit(store, pods)).run_id
+    work_run = (await runs.submit(store, work)).run_id
+
+    assert await outbox.Relay(store, client).once() == outbox.Relayed(runs=2, delivered=1)
+    assert await _due_in_redis(client) == [work_run]
+    keeper = reconciler.Reconciler(store, client)
+    await client.flushall()  # a Redis that lost everything: the work run comes back, not the Pod
+    assert [await keeper.once(), await keeper.once()] == [0, 1]
+    assert await _due_in_redis(client) == [work_run]
+
+    claimed = await claims.claim(store, "launcher", execution_models=["pod"], limit=10)
+    assert [run.id for run in claimed] == [pod_run]

@@ -13,10 +13,10 @@ primary when its first replica attaches), and the claim refuses to hand out atte
 (``EpochChangedError``) until a new epoch is set, so an attempt number the old primary handed
 out and lost is never handed out again under the same epoch.
 
-Not yet wired: no store function above calls this module, and no process runs the relay
-(``outbox``) or the reconciler (``reconciler``), and the runner does not finish through
-``finishes`` yet (docs/adr/0024-hot-queue-move.md lists the
-slices).
+A runner started with a Redis URL claims, heartbeats, finishes and gives back runs through
+``dispatch.HotDispatch``; the maintainer runs the relay (``outbox``), the reconciler and the
+lease expiry (``reconciler``). Pods are still claimed from PostgreSQL: runs of the ``pod``
+model never enter Redis (docs/adr/0024-hot-queue-move.md).
 
 Times (leases) are Redis's own clock (``TIME`` inside the scripts), one clock for every
 claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Cluster slot.
@@ -41,7 +41,17 @@ __all__ = [
     "Token",
 ]
 
-_SCRIPTS = ("epoch", "set_epoch", "enqueue", "claim", "heartbeat", "release", "expire", "forget")
+_SCRIPTS = (
+    "epoch",
+    "set_epoch",
+    "enqueue",
+    "claim",
+    "heartbeat",
+    "release",
+    "requeue",
+    "expire",
+    "forget",
+)
 
 
 def _script(name: str) -> str:
@@ -226,6 +236,16 @@ class HotQueue:
         for claim in claims:
             args += [claim.id, str(claim.token)]
         return [bool(flag) for flag in await self._call("release", *args)]
+
+    async def requeue(self, claims: Sequence[tuple[Claim, int]]) -> list[bool]:
+        """Give back each (claim, delay in ms) whose lease it still holds: due again after the
+        delay, no end recorded (a runner shutting down); ``False`` for a stale attempt."""
+        if not claims:
+            return []
+        args: list[object] = []
+        for claim, delay_ms in claims:
+            args += [claim.id, str(claim.token), max(0, int(delay_ms))]
+        return [bool(flag) for flag in await self._call("requeue", *args)]
 
     async def expire(self, limit: int) -> list[tuple[int, Token | None]]:
         """Take back up to ``limit`` ended leases: (run id, the token that lost it)."""

@@ -10,7 +10,7 @@ than the outcome's, takes it from pending to its next state in one row version, 
 the next state, retries, attempt history and dependents as the PostgreSQL claim's finish does.
 A finish whose lease was lost is written nowhere (``lost``).
 
-Not yet called by the runner (docs/adr/0024-hot-queue-move.md lists the slices).
+The runner finishes through ``dispatch.HotDispatch``, which calls the two halves apart.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from sundial.store import claims, queries
 from sundial.store.hot_queue import Claim, HotQueue
 from sundial.store.pool import Pool
 
-__all__ = ["HotFinish", "finish"]
+__all__ = ["HotFinish", "finish", "record"]
 
 
 class HotFinish(NamedTuple):
@@ -44,7 +44,16 @@ async def finish(
         return claims.FinishResult()
     held = await queue.release([f.claim for f in finishes])
     released = [f for f, still in zip(finishes, held, strict=True) if still]
-    outcomes = [f.outcome for f in finishes]
+    return await record(pool, worker, released, [f.outcome for f in finishes])
+
+
+async def record(
+    pool: Pool, worker: str, released: Sequence[HotFinish], outcomes: Sequence[claims.Finish]
+) -> claims.FinishResult:
+    """The PostgreSQL half: write ``released`` (finishes whose Redis lease their attempt ended)
+    in one statement; the result speaks for all ``outcomes``, the others ``lost``. Apart from
+    ``finish`` so that a caller whose write failed after Redis released can write again without
+    releasing again (a second release finds no lease and would call the attempt lost)."""
     if not released:
         return claims.finish_result(outcomes, [])
     written = [f.outcome._replace(attempt=f.claim.token.attempt) for f in released]

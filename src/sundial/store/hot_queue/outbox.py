@@ -23,7 +23,7 @@ from typing import Any
 
 import psycopg
 
-from sundial.store import queries
+from sundial.store import errors, queries
 from sundial.store.hot_queue import DueRun, HotQueue
 from sundial.store.pool import Connection, Pool
 
@@ -42,17 +42,26 @@ def switch(dsn: str, *, on: bool) -> None:
 
     On: the triggers are enabled and every run pending now is entered, in one transaction.
     Off: the triggers are disabled and the outbox emptied (PostgreSQL's claim serves the
-    pending runs again). Either is idempotent."""
+    pending runs again). Either is idempotent. ``PermissionDeniedError`` when the DSN's role
+    does not own the table; ``StoreUnavailableError`` when PostgreSQL cannot be reached."""
     verb = "ENABLE" if on else "DISABLE"
-    with psycopg.connect(dsn) as conn, conn.transaction():
-        for trigger in TRIGGERS:
-            conn.execute(f"ALTER TABLE job_runs {verb} TRIGGER {trigger}")
-        conn.execute("DELETE FROM hot_queue_outbox")
-        if on:
-            conn.execute(
-                "INSERT INTO hot_queue_outbox (run_id, namespace)"
-                " SELECT id, namespace FROM job_runs WHERE state = 'pending' ORDER BY id"
-            )
+    try:
+        with psycopg.connect(dsn) as conn, conn.transaction():
+            for trigger in TRIGGERS:
+                conn.execute(f"ALTER TABLE job_runs {verb} TRIGGER {trigger}")
+            conn.execute("DELETE FROM hot_queue_outbox")
+            if on:
+                conn.execute(
+                    "INSERT INTO hot_queue_outbox (run_id, namespace)"
+                    " SELECT id, namespace FROM job_runs WHERE state = 'pending' ORDER BY id"
+                )
+    except psycopg.errors.InsufficientPrivilege as error:
+        raise errors.PermissionDeniedError(
+            f"{error}: turn the hot queue on or off with the DSN that migrates (the owner of"
+            " job_runs)"
+        ) from error
+    except psycopg.OperationalError as error:
+        raise errors.StoreUnavailableError(str(error)) from error
 
 
 async def is_on(pool: Pool) -> bool:

@@ -16,7 +16,7 @@ lost attempt in PostgreSQL as running under its token with an ended lease; the r
 handles it as any lost lease (requeued with the lost-lease budget spent, or ended), and the
 outbox delivers the requeued run again.
 
-Not yet run by any process (docs/adr/0024-hot-queue-move.md lists the slices).
+A runner on the hot queue started with ``--maintenance`` runs both (``runner.hot_queue``).
 """
 
 from __future__ import annotations

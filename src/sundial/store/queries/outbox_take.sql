@@ -4,6 +4,7 @@
 -- LOCKED: relays side by side take different entries. The entries are deleted in the relay's
 -- transaction, which commits only after Redis took the runs, so a relay that dies leaves them
 -- for the next. The attempt is the record's last as of this transaction (see enqueue.lua).
+-- Runs of the pod model are not delivered: the pod launcher claims them from PostgreSQL.
 WITH taken AS (
     DELETE FROM hot_queue_outbox
     WHERE id IN (
@@ -14,3 +15,4 @@ WITH taken AS (
 SELECT t.run_id, r.queue, r.namespace, r.handler, r.execution_model, r.dispatch_key, r.attempt
 FROM (SELECT DISTINCT run_id FROM taken) t
 LEFT JOIN job_runs r ON r.id = t.run_id AND r.state = 'pending'
+    AND r.execution_model IS DISTINCT FROM 'pod'

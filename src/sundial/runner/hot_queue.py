@@ -1,0 +1,147 @@
+"""A runner on the hot queue: which dispatch it uses, and the relay it runs beside its claims.
+
+The hot queue is on or off for a whole database (``sundial migrate --hot-queue on``: the
+outbox's triggers). A runner must agree with it: one claiming from PostgreSQL beside runners
+claiming from Redis could start a run twice (only one finish would be accepted, but both would
+have run), and one claiming from Redis with the outbox off would wait for runs that never
+arrive. So a runner whose setting disagrees with the database does not start, and says which
+to change.
+
+Every runner on the hot queue relays (outbox to Redis): relays side by side take different
+entries (``SKIP LOCKED``), so the relay's throughput grows with the runners and no single
+process is a point of failure. A runner that maintains the store (``--maintenance``) also
+takes back expired leases and delivers again what Redis lost (``reconciler``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sundial.store import dispatch, errors, reconnect
+from sundial.store.hot_queue import HotQueue, outbox, reconciler
+from sundial.store.pool import Pool
+
+__all__ = [
+    "RECONCILE_SECONDS",
+    "REDIS_ERRORS",
+    "RELAY_BATCH",
+    "RELAY_IDLE_SECONDS",
+    "Relaying",
+    "dispatch_for",
+    "open_client",
+]
+
+log = logging.getLogger("sundial.runner.hot_queue")
+
+try:  # the redis extra: a runner on PostgreSQL alone does not need it
+    from redis import exceptions as _redis_exceptions
+except ImportError:  # pragma: no cover - the image installs the extra
+    REDIS_ERRORS: tuple[type[Exception], ...] = ()
+else:
+    #: Redis's transient failures, retried by the loops as PostgreSQL's outages are.
+    REDIS_ERRORS = (_redis_exceptions.ConnectionError, _redis_exceptions.TimeoutError)
+
+#: Outbox entries a relay moves per transaction.
+RELAY_BATCH = 1000
+#: How long a relay that found the outbox empty waits before looking again.
+RELAY_IDLE_SECONDS = 0.02
+#: The least time between two passes of the reconciler, whatever the maintenance interval: a
+#: run is delivered again only when two passes running found it in no Redis set, and a
+#: finish between its release in Redis and its write in PostgreSQL must not look like that
+#: (a write slowed by a busy or restarting primary takes seconds).
+RECONCILE_SECONDS = 10.0
+
+
+def open_client(url: str) -> Any:
+    """A ``redis.asyncio.Redis`` for ``url`` (``redis://``, ``rediss://``, ``unix://``)."""
+    try:
+        from redis import asyncio as aioredis
+    except ImportError as error:  # pragma: no cover - the image installs the extra
+        raise errors.HotQueueModeError(
+            "a Redis URL was given but the redis package is missing: install sundial[redis]"
+        ) from error
+    return aioredis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+
+
+async def dispatch_for(
+    pool: Callable[[], Pool], url: str | None
+) -> tuple[dispatch.Dispatch, Any | None]:
+    """The dispatch the database's mode asks for, and the Redis client it uses (None on
+    PostgreSQL alone); ``HotQueueModeError`` when ``url`` disagrees with the database."""
+    on = await outbox.is_on(pool())
+    if url is None:
+        if on:
+            raise errors.HotQueueModeError(
+                "the hot queue is on for this database (`sundial migrate --hot-queue on`): "
+                "give the runner its Redis with --hot-queue-url (SUNDIAL_HOT_QUEUE_URL), or "
+                "turn it off with `sundial migrate --hot-queue off`"
+            )
+        return dispatch.PostgresDispatch(pool), None
+    if not on:
+        raise errors.HotQueueModeError(
+            "the hot queue is off for this database: turn it on with "
+            "`sundial migrate --hot-queue on`, or start the runner without --hot-queue-url"
+        )
+    from sundial.store.hot_queue.dispatch import HotDispatch
+
+    client = open_client(url)
+    return HotDispatch(pool, client), client
+
+
+class Relaying:
+    """The relay and, for a maintaining runner, the lease expiry and the reconciler."""
+
+    def __init__(
+        self,
+        pool: Callable[[], Pool],
+        client: Any,
+        queues: tuple[str, ...],
+        *,
+        delivered: Callable[[], None],
+        on_connection: Callable[[BaseException | None], None],
+    ) -> None:
+        """``delivered`` is called after a relay made runs due (the runner claims at once);
+        ``on_connection`` gets each success (None) or outage, as the runner's other loops."""
+        self._pool = pool
+        self._client = client
+        self._queues = queues
+        self._delivered = delivered
+        self._on_connection = on_connection
+        self._reconciler = reconciler.Reconciler(pool(), client)
+        self._next_pass = 0.0
+
+    async def relay(self) -> None:
+        """Move outbox entries to Redis for ever: at once while there are some, then every
+        ``RELAY_IDLE_SECONDS``."""
+        retry = reconnect.Backoff("hot queue relay failed; retrying", logger=log)
+        relay = outbox.Relay(self._pool(), self._client)
+        while True:
+            try:
+                moved = await relay.once(RELAY_BATCH)
+                retry.succeeded()
+            except (*reconnect.ERRORS, *REDIS_ERRORS) as error:
+                self._on_connection(error)
+                await asyncio.sleep(retry.failed(error))
+                relay = outbox.Relay(self._pool(), self._client)
+                continue
+            if moved.delivered:
+                self._delivered()
+            if moved.runs < RELAY_BATCH:
+                await asyncio.sleep(RELAY_IDLE_SECONDS)
+
+    async def maintain_once(self) -> tuple[int, int]:
+        """Take back expired leases (recorded as lost, then reaped) and, at most every
+        ``RECONCILE_SECONDS``, deliver again what Redis held nowhere on two passes; how many
+        of each."""
+        expired = 0
+        for queue in self._queues:
+            expired += await reconciler.expire_leases(self._pool(), HotQueue(self._client, queue))
+        again = 0
+        if time.monotonic() >= self._next_pass:
+            again = await self._reconciler.once()
+            self._next_pass = time.monotonic() + RECONCILE_SECONDS
+        return expired, again

@@ -1,0 +1,20 @@
+-- Give runs back without an end: ARGV is (id, 'epoch:attempt', delay ms) triples. Each run
+-- whose lease that token still holds leaves the lease set and is due again ``delay`` ms from
+-- now (its attempt count stays, so its next claim is a later attempt). Returns 1 per triple
+-- then, 0 for a stale attempt (the run is not this claimer's to give back).
+local now = now_ms()
+local requeued = {}
+for i = 1, #ARGV, 3 do
+    local id, token, delay = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+    local namespace = string.match(redis.call('HGET', key('meta'), id) or '', '^([^\t]*)\t')
+    if namespace and redis.call('HGET', key('holders'), id) == token and redis.call('ZSCORE', key('leases'), id) then
+        redis.call('ZREM', key('leases'), id)
+        redis.call('HDEL', key('holders'), id)
+        redis.call('ZADD', due_key(namespace), now + delay, id)
+        redis.call('SADD', key('spaces'), namespace)
+        table.insert(requeued, 1)
+    else
+        table.insert(requeued, 0)
+    end
+end
+return requeued

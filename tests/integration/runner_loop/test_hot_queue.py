@@ -1,0 +1,203 @@
+"""Runners on the Redis hot queue: what a user of PostgreSQL alone sees, the same.
+
+Real `sundial runner` processes with ``--hot-queue-url``, a real Redis and a real PostgreSQL
+whose hot queue is on (``sundial migrate --hot-queue on``): every run completes exactly once,
+a killed runner's run is finished by another under a later attempt, a runner paused past its
+lease cannot overwrite the attempt after it, a cancelled run stops, a shutdown gives its runs
+back, and a runner whose setting disagrees with the database does not start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+import redis
+
+from sundial.localdev.redis_server import ThrowawayRedis
+from sundial.store import pool as store_pool
+from sundial.store import runs
+from sundial.store.hot_queue import outbox
+from support.runner_loop import Runners, create_job, eventually, run_row, states, submit
+
+SHORT_LEASE = ("--lease-seconds", "2", "--maintenance-seconds", "0.2")
+
+
+@pytest.fixture
+def redis_url(redis_server: ThrowawayRedis) -> Iterator[str]:
+    with redis.Redis.from_url(redis_server.url) as connection:
+        connection.flushall()
+    yield redis_server.url
+
+
+@pytest.fixture
+def hot(dsn: str) -> str:
+    """This test's database with the hot queue on."""
+    outbox.switch(dsn, on=True)
+    return dsn
+
+
+def _leased(url: str, run_id: int) -> bool:
+    with redis.Redis.from_url(url) as connection:
+        return connection.zscore("{sundial:default}:leases", run_id) is not None
+
+
+def _column(dsn: str, sql: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_every_run_completes_exactly_once_through_the_hot_queue(
+    hot: str, redis_url: str, runners: Runners, tmp_path: pathlib.Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    job = create_job(hot, "loop.record")
+    foreign = create_job(hot, "someone.elses.handler")
+    early = submit(hot, job, 500, {"path": str(ledger)})
+    (foreign_run,) = submit(hot, foreign)
+    runner = runners.start(hot, "--concurrency", "async=200", "--hot-queue-url", redis_url)
+    late = submit(hot, job, 1500, {"path": str(ledger)})
+
+    eventually(lambda: states(hot).get("completed") == 2000, what="2000 completed")
+
+    executions = collections.Counter(
+        int(line.split()[0]) for line in ledger.read_text().splitlines()
+    )
+    assert sorted(executions) == sorted(early + late)
+    assert set(executions.values()) == {1}
+    assert states(hot) == {"completed": 2000, "pending": 1}
+    # Each under its token from Redis: attempt 1 of an epoch PostgreSQL issued.
+    tokens = _column(
+        hot,
+        "SELECT attempt, hot_epoch IS NOT NULL, started_at IS NOT NULL, count(*)"
+        " FROM job_runs WHERE state = 'completed' GROUP BY 1, 2, 3",
+    )
+    assert tokens == [(1, True, True, 2000)]
+    unclaimed = run_row(hot, foreign_run)
+    assert (unclaimed["state"], unclaimed["attempt"]) == ("pending", 0)
+    assert runner.metric("sundial_runs_total", handler="loop.record", outcome="succeeded") == 2000
+    assert runner.terminate_and_wait() == 0
+    with redis.Redis.from_url(redis_url) as connection:
+        assert connection.zcard("{sundial:default}:leases") == 0
+
+
+def test_a_killed_runner_s_run_is_finished_by_another_under_a_later_attempt(
+    hot: str, redis_url: str, runners: Runners
+) -> None:
+    job = create_job(hot, "loop.sleep")
+    (run_id,) = submit(hot, job, args={"seconds": 1.5})
+    first = runners.start(hot, *SHORT_LEASE, "--hot-queue-url", redis_url, worker_id="doomed")
+    eventually(lambda: _leased(redis_url, run_id), what="the first runner to claim the run")
+
+    first.process.kill()
+    first.process.wait(10)
+    runners.start(hot, *SHORT_LEASE, "--hot-queue-url", redis_url, worker_id="rescuer")
+
+    eventually(lambda: run_row(hot, run_id)["state"] == "completed", what="the run to complete")
+    run = run_row(hot, run_id)
+    assert run["attempt"] == 2
+    assert run["lease_owner"] == "rescuer"
+    assert run["lease_expiries"] == 1
+
+
+def test_a_runner_paused_past_its_lease_cannot_overwrite_the_attempt_after_it(
+    hot: str, redis_url: str, runners: Runners, tmp_path: pathlib.Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    job = create_job(hot, "loop.record_after")
+    (run_id,) = submit(hot, job, args={"seconds": 1.0, "path": str(ledger)})
+    paused = runners.start(hot, *SHORT_LEASE, "--hot-queue-url", redis_url, worker_id="paused")
+    eventually(lambda: _leased(redis_url, run_id), what="the paused runner to claim the run")
+    paused.signal(signal.SIGSTOP)
+    rescuer = runners.start(hot, *SHORT_LEASE, "--hot-queue-url", redis_url, worker_id="rescuer")
+    eventually(lambda: run_row(hot, run_id)["state"] == "completed", what="the run to complete")
+    paused.signal(signal.SIGCONT)
+    # The paused runner's attempt 1 ends now and tries to write; it must be refused.
+    eventually(lambda: len(ledger.read_text().splitlines()) == 2, what="the paused attempt to end")
+    # Told by its heartbeat or by the refused write, whichever comes first after SIGCONT.
+    eventually(lambda: paused.logged("lease lost"), what="the paused runner to learn it lost")
+    run = run_row(hot, run_id)
+    assert (run["state"], run["attempt"], run["lease_owner"]) == ("completed", 2, "rescuer")
+    assert rescuer.metric("sundial_runs_total", handler="loop.record_after", outcome="succeeded")
+
+
+def test_a_cancelled_run_stops_and_stays_cancelled(
+    hot: str, redis_url: str, runners: Runners
+) -> None:
+    job = create_job(hot, "loop.sleep")
+    (run_id,) = submit(hot, job, args={"seconds": 600})
+    runner = runners.start(hot, "--lease-seconds", "3", "--hot-queue-url", redis_url)
+    eventually(lambda: _leased(redis_url, run_id), what="the run to be claimed")
+
+    async def cancel() -> None:
+        pool = await store_pool.open_pool(hot, min_size=1, max_size=1)
+        try:
+            await runs.cancel(pool, run_id, reason="no longer wanted")
+        finally:
+            await pool.close()
+
+    asyncio.run(cancel())
+    # A heartbeat (every second with a 3 s lease) finds the run cancelled; the attempt stops
+    # and its slot is freed, its lease in Redis ended.
+    eventually(lambda: not _leased(redis_url, run_id), within=30, what="the attempt to stop")
+    run = run_row(hot, run_id)
+    assert run["state"] == "cancelled"
+    assert runner.logged("cancellation requested")
+
+
+def test_a_runner_shutting_down_gives_its_runs_back_to_the_next(
+    hot: str, redis_url: str, runners: Runners, tmp_path: pathlib.Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    job = create_job(hot, "loop.record_after")
+    run_ids = submit(hot, job, 3, {"seconds": 30, "path": str(ledger)})
+    leaving = runners.start(
+        hot, "--grace-seconds", "1", "--hot-queue-url", redis_url, worker_id="leaving"
+    )
+    eventually(
+        lambda: all(_leased(redis_url, run_id) for run_id in run_ids), what="all three claimed"
+    )
+    assert leaving.terminate_and_wait() == 0
+    assert not any(_leased(redis_url, run_id) for run_id in run_ids)
+    with psycopg.connect(hot) as conn:  # the next attempts are quick
+        conn.execute("UPDATE job_runs SET args = %s::jsonb", (f'{{"path": "{ledger}"}}',))
+    runners.start(hot, "--hot-queue-url", redis_url, worker_id="next")
+    eventually(lambda: states(hot).get("completed") == 3, within=60, what="the three to complete")
+    assert {row[0] for row in _column(hot, "SELECT attempt FROM job_runs")} == {2}
+
+
+@pytest.mark.parametrize("mode", ["on without a url", "off with a url"])
+def test_a_runner_whose_setting_disagrees_with_the_database_does_not_start(
+    dsn: str, redis_url: str, mode: str
+) -> None:
+    if mode == "on without a url":
+        switched = subprocess.run(
+            [sys.executable, "-m", "sundial", "migrate", "--dsn", dsn, "--hot-queue", "on"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert switched.returncode == 0, switched
+        assert switched.stdout.splitlines()[-1] == "hot queue is on", switched.stdout
+        extra: list[str] = []
+        expected = "give the runner its Redis with --hot-queue-url"
+    else:
+        extra = ["--hot-queue-url", redis_url]
+        expected = "turn it on with `sundial migrate --hot-queue on`"
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[2])}
+    env.pop("SUNDIAL_HOT_QUEUE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sundial", "runner", "--dsn", dsn, "--handlers",
+         "handlers.loop_jobs", "--metrics-port", "-1", *extra],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: sundial runner does not start: the hot queue is"), last
+    assert expected in last, last

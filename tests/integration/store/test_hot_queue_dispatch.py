@@ -1,0 +1,114 @@
+"""The runner's dispatch on the hot queue (``HotDispatch``), against a real PostgreSQL and a
+real Redis: a finish whose PostgreSQL write failed after Redis ended its lease is written on
+the next try (not called lost), a claimed run cancelled in the record is given back unrun, and
+a give-back makes the run due again under a later attempt."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+import redis.asyncio as aioredis
+
+from sundial.store import claims, errors, pool, releases, runs
+from sundial.store.hot_queue import outbox
+from sundial.store.hot_queue.dispatch import HotDispatch
+
+WORKER = "runner-1"
+
+
+@pytest.fixture
+async def store(store_dsn: str) -> AsyncIterator[pool.Pool]:
+    outbox.switch(store_dsn, on=True)
+    opened = await pool.open_pool(store_dsn, max_size=4)
+    yield opened
+    await opened.close()
+
+
+async def _claim(dispatch: HotDispatch, store: pool.Pool, client: aioredis.Redis, limit: int = 10):
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    return await dispatch.claim(
+        WORKER,
+        queues=["default"],
+        handlers=["handlers.job"],
+        execution_models=["async"],
+        registered_model=True,
+        limit=limit,
+        lease_seconds=30.0,
+        namespaces=None,
+    )
+
+
+def _state(dsn: str, run_id: int) -> tuple[str, int]:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT state, attempt FROM job_runs WHERE id = %s", (run_id,)
+        ).fetchone()
+    return row[0], row[1]
+
+
+async def test_a_finish_whose_write_failed_is_written_on_the_next_try(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    run_id = (await runs.submit(store, job)).run_id
+    down = await pool.open_pool(store_dsn, min_size=1, max_size=1)
+    try:
+        current = {"pool": store}
+        dispatch = HotDispatch(lambda: current["pool"], client)
+        (run,) = await _claim(dispatch, store, client)
+        # The write goes to a pool whose server connection was cut: Redis has ended the lease,
+        # PostgreSQL has not written the outcome.
+        async with down.connection() as conn:
+            backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
+        with psycopg.connect(store_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        current["pool"] = down
+        with pytest.raises(errors.StoreUnavailableError):
+            await dispatch.finish(WORKER, [claims.Finish(run.id, run.attempt)])
+        assert _state(store_dsn, run_id) == ("pending", 0)
+        current["pool"] = store
+        result = await dispatch.finish(WORKER, [claims.Finish(run.id, run.attempt)])
+        assert result.states == {run_id: "completed"} and not result.lost
+        assert _state(store_dsn, run_id) == ("completed", 1)
+        assert dispatch.held == 0
+    finally:
+        await down.close()
+
+
+async def test_a_run_cancelled_before_its_claim_is_given_back_unrun(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    kept, cancelled = [(await runs.submit(store, job)).run_id for _ in range(2)]
+    dispatch = HotDispatch(lambda: store, client)
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    await runs.cancel(store, cancelled, reason="not wanted")
+    claimed = await _claim(dispatch, store, client)
+    assert [run.id for run in claimed] == [kept]
+    assert await client.zcard("{sundial:default}:leases") == 1  # the cancelled one's ended
+    assert _state(store_dsn, cancelled)[0] == "cancelled"
+
+
+async def test_a_run_given_back_is_claimed_again_under_a_later_attempt(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    run_id = (await runs.submit(store, job)).run_id
+    dispatch = HotDispatch(lambda: store, client)
+    (run,) = await _claim(dispatch, store, client)
+    beat = await dispatch.heartbeat(WORKER, [(run.id, run.attempt)], lease_seconds=30.0)
+    assert set(beat.extended) == {run_id} and not beat.lost and not beat.cancel_requested
+    given = await dispatch.release(WORKER, [releases.Release(run.id, run.attempt)])
+    assert given.states == {run_id: "pending"} and not given.lost
+    # The old attempt's heartbeat and finish are refused; the next claim is attempt 2.
+    beat = await dispatch.heartbeat(WORKER, [(run.id, run.attempt)], lease_seconds=30.0)
+    assert beat.lost == {run_id}
+    (again,) = await _claim(dispatch, store, client)
+    assert (again.id, again.attempt) == (run_id, 2)
+    stale = await dispatch.finish(WORKER, [claims.Finish(run.id, run.attempt)])
+    assert stale.lost == {run_id}
+    done = await dispatch.finish(WORKER, [claims.Finish(again.id, again.attempt)])
+    assert done.states == {run_id: "completed"}
+    assert _state(store_dsn, run_id) == ("completed", 2)
