@@ -13,27 +13,61 @@ client and its backend, from its first claim, over runs inserted before it start
 side counts the insert; the runners' side also counts PostgreSQL's background processes, which
 the raw side does not, so "vs raw loop" is an upper bound.
 
+With ``--hot-queue`` each process count runs twice in the same run, on PostgreSQL alone and
+with the Redis hot queue (a throwaway redis-server; the database's hot queue switched on, the
+runners given ``--hot-queue-url``): the runs' insert writes their outbox entries (not counted,
+as the insert is not), the runners' relays move them to Redis, and Redis's own CPU and the
+primary's WAL per job are printed beside PostgreSQL's CPU.
+
     .venv/bin/python bench/runner_scaling.py [--jobs 40000] [--processes 1,2,4] [--quick]
+        [--hot-queue]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 
 import psycopg
+import redis
 import stack
 import store_throughput
 
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.store.hot_queue import outbox
 
-def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str, float]:
-    dsn = stack.create_database(server, f"scaling_{processes}")  # type: ignore[arg-type]
+
+def _wal_lsn(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    row = conn.execute("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint").fetchone()
+    assert row is not None
+    return int(row[0])  # type: ignore[call-overload]
+
+
+def leg(
+    server: object,
+    jobs: int,
+    processes: int,
+    concurrency: int,
+    hot: ThrowawayRedis | None = None,
+) -> dict[str, float]:
+    name = f"scaling_{processes}" + ("_hot" if hot is not None else "")
+    dsn = stack.create_database(server, name)  # type: ignore[arg-type]
     job = stack.create_job(dsn, "noop", "bench.noop")
+    extra: list[str] = []
+    redis_cpu = 0.0
+    if hot is not None:
+        with redis.Redis.from_url(hot.url) as connection:
+            connection.flushall()  # run ids start again at 1 in this database
+        outbox.switch(dsn, on=True)
+        extra = ["--hot-queue-url", hot.url]
+        assert hot.process is not None
+        redis_cpu = stack.cpu_seconds(hot.process.pid)
     group = stack.Processes(dsn)
     try:
-        runners = [group.runner(async_slots=concurrency) for _ in range(processes)]
+        runners = [group.runner(async_slots=concurrency, extra=extra) for _ in range(processes)]
         with psycopg.connect(dsn, autocommit=True) as conn:
             # Work appears only once every runner is connected and idle, so no runner's
             # start-up (imports, pool) is counted and none starts late.
@@ -73,6 +107,10 @@ def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str
             # a millisecond later, is not counted.
             meter = stack.CpuMeter()
             meter.start([r.pid for r in runners] + stack.postgres_pids(server))  # type: ignore[arg-type]
+            wal = _wal_lsn(conn)
+            if hot is not None:
+                assert hot.process is not None
+                redis_cpu = stack.cpu_seconds(hot.process.pid)
             deadline = time.monotonic() + 600
             while True:
                 row = conn.execute(
@@ -85,6 +123,10 @@ def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str
                 if time.monotonic() > deadline:
                     raise RuntimeError("the runners stalled")
                 time.sleep(0.1)
+            wal = _wal_lsn(conn) - wal
+            if hot is not None:
+                assert hot.process is not None
+                redis_cpu = stack.cpu_seconds(hot.process.pid) - redis_cpu
             runner_pids = {r.pid for r in runners}
             runner_cpu = sum(
                 meter._last[p] - meter._start.get(p, 0.0) for p in meter._last if p in runner_pids
@@ -101,6 +143,8 @@ def leg(server: object, jobs: int, processes: int, concurrency: int) -> dict[str
         "jobs_per_second": jobs / float(row[2]),
         "runner_us": runner_cpu / jobs * 1e6,
         "postgres_us": (total_cpu - runner_cpu) / jobs * 1e6,
+        "redis_us": redis_cpu / jobs * 1e6,
+        "wal_bytes": wal / jobs,
     }
 
 
@@ -118,27 +162,45 @@ def main() -> int:
     parser.add_argument("--processes", default="1,2,4")
     parser.add_argument("--concurrency", type=int, default=1000, help="async slots per runner")
     parser.add_argument("--quick", action="store_true", help="20,000 jobs")
+    parser.add_argument(
+        "--hot-queue",
+        action="store_true",
+        help="each process count on PostgreSQL alone and with the Redis hot queue",
+    )
     options = parser.parse_args()
     if options.quick:
         options.jobs = 20_000
     rows = []
     load_before = stack.load_average()
-    with stack.throwaway() as server:
+    modes = ["postgresql", "hot queue"] if options.hot_queue else ["postgresql"]
+    with stack.throwaway() as server, contextlib.ExitStack() as stop:
+        hot = stop.enter_context(throwaway_redis()) if options.hot_queue else None
         raw = raw_ceiling(server, options.jobs, 500)
         for processes in (int(p) for p in options.processes.split(",")):
-            figures = leg(server, options.jobs, processes, options.concurrency)
-            total = figures["runner_us"] + figures["postgres_us"]
-            rows.append(
-                [
-                    processes, f"{figures['jobs_per_second']:,.0f}",
-                    f"{figures['runner_us']:.1f}", f"{figures['postgres_us']:.1f}",
-                    f"{total:.1f}", "n/a" if raw is None else f"{total / raw:.2f}x",
-                    stack.load_average(),
-                ]
-            )  # fmt: skip
-            print(f"  {processes} runner(s): {figures['jobs_per_second']:,.0f} jobs/s", flush=True)
-    headers = ["runners", "jobs/s", "runner µs/job", "postgres µs/job", "total µs/job",
-               "vs raw loop", "load after"]  # fmt: skip
+            for mode in modes:
+                figures = leg(
+                    server,
+                    options.jobs,
+                    processes,
+                    options.concurrency,
+                    hot if mode == "hot queue" else None,
+                )
+                total = figures["runner_us"] + figures["postgres_us"] + figures["redis_us"]
+                rows.append(
+                    [
+                        processes, mode, f"{figures['jobs_per_second']:,.0f}",
+                        f"{figures['runner_us']:.1f}", f"{figures['postgres_us']:.1f}",
+                        f"{figures['redis_us']:.1f}", f"{figures['wal_bytes']:,.0f}",
+                        f"{total:.1f}", "n/a" if raw is None else f"{total / raw:.2f}x",
+                        stack.load_average(),
+                    ]
+                )  # fmt: skip
+                print(
+                    f"  {processes} runner(s), {mode}: {figures['jobs_per_second']:,.0f} jobs/s",
+                    flush=True,
+                )
+    headers = ["runners", "mode", "jobs/s", "runner µs/job", "postgres µs/job", "redis µs/job",
+               "postgres WAL B/job", "total µs/job", "vs raw loop", "load after"]  # fmt: skip
     print()
     print(f"no-op async jobs, {options.jobs:,} per leg; raw claim+finish loop: "
           f"{raw if raw is None else round(raw, 1)} µs/job; load before {load_before}")  # fmt: skip
@@ -146,6 +208,7 @@ def main() -> int:
     print(
         f"reproduce: .venv/bin/python bench/runner_scaling.py --jobs {options.jobs} "
         f"--processes {options.processes} --concurrency {options.concurrency}"
+        + (" --hot-queue" if options.hot_queue else "")
     )
     return 0
 
