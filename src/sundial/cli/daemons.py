@@ -71,6 +71,13 @@ if TYPE_CHECKING:
 @key_retention_option
 @click.option("--once", is_flag=True, help="Run one step (lease, tick, maintenance) and exit.")
 @click.option(
+    "--hot-queue-url",
+    envvar="SUNDIAL_HOT_QUEUE_URL",
+    default=None,
+    help="The hot queue's Redis, when the database's hot queue is on: the maintainer then also"
+    " takes back the leases of runners that died and gives Redis back what it lost.",
+)
+@click.option(
     "--metrics-port",
     type=int,
     default=-1,
@@ -95,6 +102,7 @@ def scheduler(
     retention_interval: float,
     key_retention: float,
     once: bool,
+    hot_queue_url: str | None,
     metrics_port: int,
     metrics_host: str,
     log_level: str,
@@ -141,9 +149,16 @@ def scheduler(
         opened = await schema_version.open_compatible_pool(
             dsn, "scheduler", min_size=1, max_size=4, name="sundial-scheduler"
         )
+        redis = None
+        if hot_queue_url:
+            from sundial.store.hot_queue import open_client
+
+            redis = open_client(hot_queue_url)
         try:
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
-            keeper = maintainer_module.Maintainer(opened, holder=loop.holder, settings=maintenance)
+            keeper = maintainer_module.Maintainer(
+                opened, holder=loop.holder, settings=maintenance, hot_queue=redis
+            )
             if once:
                 await loop.step()
                 if maintainer:
@@ -166,6 +181,8 @@ def scheduler(
             )
             await asyncio.gather(loop.run(stop), *([keeper.run(stop)] if maintainer else []))
         finally:
+            if redis is not None:
+                await redis.aclose()
             await opened.close()
 
     with serve_module.refused_at_start("sundial scheduler"):
@@ -640,6 +657,13 @@ def pod_launcher(
 @retention_interval_option
 @key_retention_option
 @oom_increase_option
+@click.option(
+    "--hot-queue-url",
+    envvar="SUNDIAL_HOT_QUEUE_URL",
+    default=None,
+    help="The hot queue's Redis, when the database's hot queue is on: the maintainer then also"
+    " takes back the leases of runners that died and gives Redis back what it lost.",
+)
 @oom_max_memory_option
 def operator(
     dsn: str,
@@ -675,6 +699,7 @@ def operator(
     retention_interval: float,
     key_retention: float,
     oom_memory_increase_percent: int,
+    hot_queue_url: str | None,
     oom_max_memory: int,
 ) -> None:
     """Run the Kubernetes operator: kopf handlers, the trigger loop and the maintainer, the
@@ -728,6 +753,7 @@ def operator(
             oom_memory_cap_bytes=oom_max_memory,
             placement=placement,
         ),
+        hot_queue_url=hot_queue_url or None,
     )
     with serve_module.refused_at_start("sundial operator"):
         sys.exit(asyncio.run(runtime.serve(config)))

@@ -58,7 +58,7 @@ from sundial.operator.metrics_tls import MetricsTls
 from sundial.pods import launcher, manifests
 from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
-from sundial.store import pod_runs, quotas, schema_version
+from sundial.store import hot_queue, pod_runs, quotas, schema_version
 from sundial.store import pool as store_pool
 
 __all__ = ["OperatorConfig", "serve"]
@@ -107,6 +107,9 @@ class OperatorConfig:
     active_runs_per_namespace: int | None = None
     #: ``instance`` labels the Pods; the image runs handler jobs whose executionModel is pod.
     pods: manifests.ManifestSettings = field(default_factory=manifests.ManifestSettings)
+    #: The hot queue's Redis, when the database's is on: the maintainer also takes back the
+    #: leases of runners that died and gives Redis back what it lost. None: not its job.
+    hot_queue_url: str | None = None
 
 
 async def serve(config: OperatorConfig) -> int:
@@ -190,8 +193,9 @@ async def _lead(
             namespace_fires_per_second=config.namespace_fires_per_second,
         ),
     )
+    redis = hot_queue.open_client(config.hot_queue_url) if config.hot_queue_url else None
     housekeeping = maintainer.Maintainer(
-        pool, holder=config.holder, clock=clock, settings=config.maintainer
+        pool, holder=config.holder, clock=clock, settings=config.maintainer, hot_queue=redis
     )
     status_mirror = mirror.Mirror(ctx)
     kopf_stop = asyncio.Event()
@@ -275,6 +279,9 @@ async def _lead(
         await asyncio.wait_for(recorder.flush(), timeout=5)
     gauges.objects = None
     api.close()
+    if redis is not None:
+        with contextlib.suppress(Exception):
+            await redis.aclose()
     if lead.lost.is_set():
         return 1
     asked_to_stop = any(task.get_name() in {"stop", "kopf"} for task in done)

@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 from sundial.store import dispatch, errors, reconnect
-from sundial.store.hot_queue import HotQueue, outbox, reconciler
+from sundial.store.hot_queue import open_client, outbox, reconciler
 from sundial.store.pool import Pool
 
 __all__ = [
-    "RECONCILE_SECONDS",
     "REDIS_ERRORS",
     "RELAY_BATCH",
     "RELAY_IDLE_SECONDS",
     "Relaying",
     "dispatch_for",
-    "open_client",
 ]
 
 log = logging.getLogger("sundial.runner.hot_queue")
@@ -49,22 +46,6 @@ else:
 RELAY_BATCH = 1000
 #: How long a relay that found the outbox empty waits before looking again.
 RELAY_IDLE_SECONDS = 0.02
-#: The least time between two passes of the reconciler, whatever the maintenance interval: a
-#: run is delivered again only when two passes running found it in no Redis set, and a
-#: finish between its release in Redis and its write in PostgreSQL must not look like that
-#: (a write slowed by a busy or restarting primary takes seconds).
-RECONCILE_SECONDS = 10.0
-
-
-def open_client(url: str) -> Any:
-    """A ``redis.asyncio.Redis`` for ``url`` (``redis://``, ``rediss://``, ``unix://``)."""
-    try:
-        from redis import asyncio as aioredis
-    except ImportError as error:  # pragma: no cover - the image installs the extra
-        raise errors.HotQueueModeError(
-            "a Redis URL was given but the redis package is missing: install sundial[redis]"
-        ) from error
-    return aioredis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
 
 
 async def dispatch_for(
@@ -99,7 +80,6 @@ class Relaying:
         self,
         pool: Callable[[], Pool],
         client: Any,
-        queues: tuple[str, ...],
         *,
         delivered: Callable[[], None],
         on_connection: Callable[[BaseException | None], None],
@@ -108,11 +88,9 @@ class Relaying:
         ``on_connection`` gets each success (None) or outage, as the runner's other loops."""
         self._pool = pool
         self._client = client
-        self._queues = queues
         self._delivered = delivered
         self._on_connection = on_connection
-        self._reconciler = reconciler.Reconciler(pool(), client)
-        self._next_pass = 0.0
+        self._keeper = reconciler.Keeper(pool(), client)
 
     async def relay(self) -> None:
         """Move outbox entries to Redis for ever: at once while there are some, then every
@@ -135,13 +113,6 @@ class Relaying:
 
     async def maintain_once(self) -> tuple[int, int]:
         """Take back expired leases (recorded as lost, then reaped) and, at most every
-        ``RECONCILE_SECONDS``, deliver again what Redis held nowhere on two passes; how many
-        of each."""
-        expired = 0
-        for queue in self._queues:
-            expired += await reconciler.expire_leases(self._pool(), HotQueue(self._client, queue))
-        again = 0
-        if time.monotonic() >= self._next_pass:
-            again = await self._reconciler.once()
-            self._next_pass = time.monotonic() + RECONCILE_SECONDS
-        return expired, again
+        ``reconciler.RECONCILE_SECONDS``, deliver again what Redis held nowhere on two
+        passes; how many of each."""
+        return await self._keeper.expire(), await self._keeper.reconcile()

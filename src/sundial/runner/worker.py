@@ -338,7 +338,6 @@ class Worker:
                     self._relaying = hot_queue.Relaying(
                         self.pool,
                         self._redis,
-                        self.settings.queues,
                         delivered=self._wake.set,
                         on_connection=self.connection,
                     )

@@ -63,11 +63,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sundial.observability import maintainer_metrics as metrics
 from sundial.scheduler import trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import leases, maintenance, monitoring, quotas, reaper, runners, server
+from sundial.store.hot_queue import reconciler
 from sundial.store.pool import Pool
 
 __all__ = ["Maintainer", "MaintainerSettings", "PassReport"]
@@ -197,7 +199,11 @@ class Maintainer:
         holder: str,
         clock: clocks.Clock | None = None,
         settings: MaintainerSettings | None = None,
+        hot_queue: Any | None = None,
     ) -> None:
+        """``hot_queue``: the hot queue's Redis (a ``redis.asyncio.Redis``), when the
+        database's is on: the leader then also takes back the leases of silent claimers and
+        reconciles (``store.hot_queue.reconciler.Keeper``)."""
         self.pool = pool
         self.holder = holder
         self.clock = clock or clocks.SystemClock()
@@ -217,6 +223,12 @@ class Maintainer:
             "quotas": (s.quota_interval, self._count_quotas),
             "settings": (s.settings_interval, self._check_settings),
         }
+        self._keeper: reconciler.Keeper | None = None
+        if hot_queue is not None:
+            self._keeper = reconciler.Keeper(pool, hot_queue)
+            self._tasks["hot_queue_leases"] = (s.reap_interval, self._hot_queue_leases)
+            # As often as asked: the keeper spaces its passes itself.
+            self._tasks["hot_queue_reconcile"] = (s.reap_interval, self._hot_queue_reconcile)
         # Every label set of sundial_pending_runs this maintainer has set.
         self._pending_labels: set[tuple[str, str, str]] = set()
         # Task -> when it is due next; unset: due now (every task runs on taking the lead).
@@ -312,6 +324,26 @@ class Maintainer:
     async def _check_settings(self, report: PassReport) -> bool:
         for problem in await server.problems(self.pool):
             log.warning("PostgreSQL settings need a change", extra={"problem": problem})
+        return False
+
+    async def _hot_queue_leases(self, report: PassReport) -> bool:
+        assert self._keeper is not None
+        expired = await self._keeper.expire(limit=self.settings.reap_batch)
+        if expired:
+            log.info(
+                "hot queue: leases of silent claimers taken back",
+                extra={"count": expired, "holder": self.holder},
+            )
+        return False
+
+    async def _hot_queue_reconcile(self, report: PassReport) -> bool:
+        assert self._keeper is not None
+        again = await self._keeper.reconcile()
+        if again:
+            log.warning(
+                "hot queue: runs Redis held nowhere delivered again",
+                extra={"count": again, "holder": self.holder},
+            )
         return False
 
     async def _reap(self, report: PassReport) -> bool:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from sundial.store.errors import EpochChangedError
+from sundial.store.errors import EpochChangedError, HotQueueModeError
 from sundial.store.pool import Pool
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "EpochChangedError",
     "HotQueue",
     "Token",
+    "open_client",
 ]
 
 _SCRIPTS = (
@@ -264,6 +265,19 @@ class HotQueue:
         minutes ago, not now)."""
         ids = list(run_ids)
         return int(await self._call("forget", *ids)) if ids else 0
+
+
+def open_client(url: str) -> Any:
+    """A ``redis.asyncio.Redis`` for ``url`` (``redis://``, ``rediss://``, ``unix://``), with
+    timeouts, so that a Redis that stopped answering is an error the caller retries, not a
+    hang; ``HotQueueModeError`` when the ``redis`` extra is not installed."""
+    try:
+        from redis import asyncio as aioredis
+    except ImportError as error:  # pragma: no cover - the images install the extra
+        raise HotQueueModeError(
+            "a Redis URL was given but the redis package is missing: install sundial[redis]"
+        ) from error
+    return aioredis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
 
 
 def _text(value: Any) -> str:

@@ -16,12 +16,17 @@ lost attempt in PostgreSQL as running under its token with an ended lease; the r
 handles it as any lost lease (requeued with the lost-lease budget spent, or ended), and the
 outbox delivers the requeued run again.
 
-A runner on the hot queue started with ``--maintenance`` runs both (``runner.hot_queue``).
+``Keeper`` runs both for every queue: a runner on the hot queue started with
+``--maintenance`` (``runner.hot_queue``) and the maintainer given the hot queue's Redis (under
+the leader lease) each hold one.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -110,3 +115,49 @@ async def expire_leases(pool: Pool, queue: HotQueue, *, limit: int = 1000) -> in
         recorded = len(await cursor.fetchall())
     await reaper.reap(pool, limit=limit)
     return recorded
+
+
+#: The least time between two passes of a ``Keeper``'s reconciler, however often it is asked:
+#: a run is delivered again only when two passes running found it in no Redis set, and a
+#: finish between its release in Redis and its write in PostgreSQL must not look like that
+#: (a write slowed by a busy or restarting primary takes seconds).
+RECONCILE_SECONDS = 10.0
+
+
+class Keeper:
+    """Lease expiry for every queue with jobs, and the reconciler at most every
+    ``RECONCILE_SECONDS``: what keeps Redis and the record in step beside the relays."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        client: Any,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        reconcile_seconds: float = RECONCILE_SECONDS,
+    ) -> None:
+        self._pool = pool
+        self._client = client
+        self._clock = clock
+        self._reconcile_seconds = reconcile_seconds
+        self._reconciler = Reconciler(pool, client)
+        self._next_pass = -math.inf
+
+    async def expire(self, *, limit: int = 1000) -> int:
+        """Take back the ended leases of every queue that has jobs; how many attempts were
+        recorded as lost."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute("SELECT DISTINCT queue FROM job_definitions")
+            queues = [row[0] for row in await cursor.fetchall()]
+        expired = 0
+        for queue in queues:
+            expired += await expire_leases(self._pool, HotQueue(self._client, queue), limit=limit)
+        return expired
+
+    async def reconcile(self) -> int:
+        """A reconciler pass if the last was ``RECONCILE_SECONDS`` ago; runs delivered again."""
+        if self._clock() < self._next_pass:
+            return 0
+        again = await self._reconciler.once()
+        self._next_pass = self._clock() + self._reconcile_seconds
+        return again
