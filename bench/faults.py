@@ -23,6 +23,14 @@ Per fault, after it ends and the stack has had its recovery budget:
     .venv/bin/python bench/faults.py --quick    # a few minutes
     .venv/bin/python bench/faults.py --quick --only runner-kill-9,poison
     .venv/bin/python bench/faults.py --quick --only oom-storm,eviction-storm  # bench/pod_faults.py
+    .venv/bin/python bench/faults.py --quick --hot-queue  # on Redis, with Redis's own faults
+
+With ``--hot-queue`` every fault's database has its hot queue on, a throwaway Redis (emptied
+between faults) holds the queue, and the runners and schedulers are given its URL (the
+schedulers' maintainer takes back leases and reconciles); the faults are those of the runner
+and PostgreSQL plus Redis's own: ``redis-kill-9`` (no persistence: it comes back empty, and the
+reconciler must give it back every run) and ``redis-restart-aof`` (a restart from its
+append-only file). "holding" counts Redis's leases, which do not name their runner.
 
 The Kubernetes faults (kill -9 of the operator and of the pod launcher) are in
 bench/faults_kube.py; they start the local control plane of hack/cluster once per run, or use
@@ -36,6 +44,7 @@ import asyncio
 import contextlib
 import json
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,12 +60,16 @@ import bench_handlers
 import faults_kube
 import pod_faults
 import psycopg
+import redis
+import redis.exceptions
 import stack
 
 from sundial.localdev import postgres
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.scheduler import trigger
 from sundial.store import fires, runs
 from sundial.store import pool as store_pool
+from sundial.store.hot_queue import outbox
 
 LEASE = "3"
 RUNNER_ARGS = ["--lease-seconds", LEASE, "--poll-seconds", "0.2", "--grace-seconds", "2"]
@@ -91,6 +104,7 @@ class Fault:
         name: str,
         rng: random.Random,
         resources: contextlib.ExitStack | None = None,
+        hot: ThrowawayRedis | None = None,
     ):
         self.server = server
         #: What outlives one fault and is closed with the run (faults_kube's cluster).
@@ -100,7 +114,15 @@ class Fault:
         self.dsn = stack.create_database(server, "fault_" + name.replace("-", "_"))
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(bench_handlers.SINK_SCHEMA)
-        self.processes = stack.Processes(self.dsn, env={"SUNDIAL_BENCH_SINK": self.dsn})
+        env = {"SUNDIAL_BENCH_SINK": self.dsn}
+        #: The hot queue's Redis, when this run is ``--hot-queue``.
+        self.hot = hot
+        if hot is not None:
+            with redis.Redis.from_url(hot.url) as connection:
+                connection.flushall()  # run ids start again at 1 in this database
+            outbox.switch(self.dsn, on=True)
+            env["SUNDIAL_HOT_QUEUE_URL"] = hot.url
+        self.processes = stack.Processes(self.dsn, env=env)
         self.result = Result(name)
         self.expect_failed: set[str] = {"bench.poison"}
         self.last_injection = time.monotonic()
@@ -112,8 +134,14 @@ class Fault:
         return self.processes.scheduler(extra=[*SCHEDULER_ARGS, "--holder", holder])
 
     def wait_holding(self, child: subprocess.Popen[bytes], budget: float = 30) -> int:
-        """Until ``child`` (a runner) holds leases; how many (0 if it never did in time)."""
+        """Until ``child`` (a runner) holds leases; how many (0 if it never did in time). On
+        the hot queue, until any runner holds leases in Redis (they do not name the runner)."""
         deadline = time.monotonic() + budget
+        while self.hot is not None and time.monotonic() < deadline:
+            held = self.redis_leases()
+            if held:
+                return held
+            time.sleep(0.1)
         while time.monotonic() < deadline:
             [(held,)] = self.query(
                 "SELECT count(*) FROM job_runs WHERE state = 'running' AND lease_owner LIKE %s",
@@ -135,6 +163,14 @@ class Fault:
                 return str(holder[0][0])
             time.sleep(0.1)
         return None
+
+    def redis_leases(self) -> int:
+        assert self.hot is not None
+        try:
+            with redis.Redis.from_url(self.hot.url, socket_timeout=2) as connection:
+                return int(connection.zcard("{sundial:default}:leases"))
+        except redis.exceptions.ConnectionError:
+            return 0
 
     def job(self, handler: str = "bench.sink", **columns: Any) -> uuid.UUID:
         return stack.create_job(self.dsn, f"{handler}-{uuid.uuid4().hex[:6]}", handler, **columns)
@@ -421,6 +457,44 @@ class _Stopping:
         self.server.stop()
 
 
+def redis_kill_9(f: Fault, size: Sizes) -> None:
+    """Redis without persistence killed under load and started again empty, twice: the epoch
+    changes, every lease and due run is gone, and the reconciler gives them back."""
+    assert f.hot is not None, "redis-kill-9 runs with --hot-queue"
+    job = f.job()
+    f.scheduler("s1")
+    f.runner(50)
+    f.runner(50)
+    f.submit(job, size.runs, 1.0)
+    held = []
+    for _ in range(2):
+        held.append(f.wait_holding(f.processes.children[-1], budget=20))
+        _sleep_random(f.rng, 0.0, 1.0)
+        f.hot.kill()
+        time.sleep(1.0)
+        f.hot.start()
+        f.last_injection = time.monotonic()
+        time.sleep(2.0)
+    f.result.notes.append(f"kill -9 of Redis (no persistence) holding {held} leases, twice")
+    f.wait_terminal(size.budget)
+
+
+def redis_restart_aof(f: Fault, size: Sizes) -> None:
+    """Redis restarted from its append-only file under load (a new run id, so a new epoch)."""
+    assert f.hot is not None, "redis-restart-aof runs with --hot-queue"
+    job = f.job()
+    f.scheduler("s1")
+    f.runner(50)
+    f.runner(50)
+    f.submit(job, size.runs, 1.0)
+    held = f.wait_holding(f.processes.children[-1], budget=20)
+    _sleep_random(f.rng, 0.0, 1.0)
+    f.hot.restart()
+    f.last_injection = time.monotonic()
+    f.result.notes.append(f"Redis restarted from its append-only file holding {held} leases")
+    f.wait_terminal(size.budget)
+
+
 def two_leaders(f: Fault, size: Sizes) -> None:
     count = size.schedules // 5
     first_fire = stack.grid_instant(10, 3)
@@ -551,6 +625,16 @@ FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     **faults_kube.FAULTS,
 }
 FAULTS.update(pod_faults.FAULTS)  # on the real node: run with --only or --real-node
+#: Redis's own faults: with --hot-queue only.
+REDIS_FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
+    "redis-kill-9": redis_kill_9,
+    "redis-restart-aof": redis_restart_aof,
+}
+FAULTS.update(REDIS_FAULTS)
+#: What --hot-queue runs by default: the runner's and PostgreSQL's faults, then Redis's.
+HOT_QUEUE_FAULTS = (
+    "runner-kill-9", "runner-sigstop", "postgres-restart-x2", "poison", *REDIS_FAULTS,
+)  # fmt: skip
 
 
 def run(options: argparse.Namespace) -> list[Result]:
@@ -559,7 +643,13 @@ def run(options: argparse.Namespace) -> list[Result]:
         if options.quick
         else Sizes(quick=False, runs=5000, schedules=10_000, outage=60, budget=120)
     )
-    default = [n for n in FAULTS if options.real_node or n not in pod_faults.FAULTS]
+    default = [
+        n
+        for n in FAULTS
+        if (options.real_node or n not in pod_faults.FAULTS) and n not in REDIS_FAULTS
+    ]
+    if options.hot_queue:
+        default = list(HOT_QUEUE_FAULTS)
     names = options.only.split(",") if options.only else default
     unknown = [n for n in names if n not in FAULTS]
     if unknown:
@@ -567,9 +657,17 @@ def run(options: argparse.Namespace) -> list[Result]:
     rng = random.Random(options.seed)
     results = []
     with stack.throwaway(max_connections=300) as server, contextlib.ExitStack() as resources:
+        hot = None
+        if options.hot_queue:
+            hot = resources.enter_context(throwaway_redis(persistence="aof"))
         for name in names:
             started = time.monotonic()
-            fault = Fault(server, name, rng, resources)
+            if hot is not None:  # a Redis of its own: empty, with the persistence it needs
+                hot.kill()
+                shutil.rmtree(hot.base_dir / "appendonlydir", ignore_errors=True)
+                hot.persistence = "none" if name == "redis-kill-9" else "aof"
+                hot.start()
+            fault = Fault(server, name, rng, resources, hot=hot)
             try:
                 FAULTS[name](fault, size)
                 result = fault.audit()
@@ -596,6 +694,7 @@ def render(results: list[Result], options: argparse.Namespace) -> str:
     ]  # fmt: skip
     command = ".venv/bin/python bench/faults.py" + (" --quick" if options.quick else "")
     command += " --real-node" if options.real_node else ""
+    command += " --hot-queue" if options.hot_queue else ""
     if options.only:
         command += f" --only {options.only}"
     return stack.table(headers, rows) + f"\nreproduce: {command} --seed {options.seed}"
@@ -608,6 +707,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
     parser.add_argument("--real-node", action="store_true", help="also the real node's storms")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--hot-queue",
+        action="store_true",
+        help="every fault on the Redis hot queue, plus Redis's own faults",
+    )
     parser.add_argument(
         "--kubeconfig",
         help="a running local cluster for the Kubernetes faults (default: start one)",
