@@ -190,7 +190,7 @@ class Worker:
         self.dispatch: dispatch.Dispatch = dispatch.PostgresDispatch(self.pool)
         self._redis: Any | None = None
         self._relaying: hot_queue.Relaying | None = None
-        self._db_error: str | None = "not connected yet"
+        self._db_error: str | None = "PostgreSQL unreachable: not connected yet"
         self._draining = False
         # Stopped by the drain before it withdraws the announcement (see _drain).
         self._announcer: asyncio.Task[None] | None = None
@@ -231,13 +231,17 @@ class Worker:
                 log.info("connected to PostgreSQL", extra={"worker": self.settings.worker_id})
             self._db_error = None
         else:
-            self._db_error = reconnect.describe(error)
+            # /readyz names the store that failed: PostgreSQL, or the hot queue's Redis.
+            redis = isinstance(error, (errors.HotQueueUnavailableError, *hot_queue.REDIS_ERRORS))
+            self._db_error = (
+                f"{'Redis' if redis else 'PostgreSQL'} unreachable: {reconnect.describe(error)}"
+            )
 
     def ready(self) -> tuple[bool, str]:
         if self._draining:
             return False, "draining"
         if self._db_error is not None:
-            return False, f"PostgreSQL unreachable: {self._db_error}"
+            return False, self._db_error
         return True, "ok"
 
     # -- main ---------------------------------------------------------------------------

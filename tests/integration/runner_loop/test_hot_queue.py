@@ -16,13 +16,15 @@ import pathlib
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 import redis
 
-from sundial.localdev.redis_server import ThrowawayRedis
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.store import pool as store_pool
 from sundial.store import runs
 from sundial.store.hot_queue import outbox
@@ -201,3 +203,24 @@ def test_a_runner_whose_setting_disagrees_with_the_database_does_not_start(
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("Error: sundial runner does not start: the hot queue is"), last
     assert expected in last, last
+
+
+def _readyz(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_a_runner_whose_redis_is_gone_is_not_ready_and_says_so(hot: str, runners: Runners) -> None:
+    with throwaway_redis() as own:
+        runner = runners.start(hot, "--hot-queue-url", own.url)
+        eventually(lambda: _readyz(runner.port)[0] == 200, what="the runner to be ready")
+        own.kill()
+        _status, text = eventually(
+            lambda: (found := _readyz(runner.port))[0] == 503 and found, what="not ready"
+        )
+        assert text.startswith("Redis unreachable:"), text
+        own.start()
+        eventually(lambda: _readyz(runner.port)[0] == 200, what="ready again")

@@ -147,7 +147,7 @@ class Keeper:
         """Take back the ended leases of every queue that has jobs; how many attempts were
         recorded as lost."""
         async with self._pool.connection() as conn:
-            cursor = await conn.execute("SELECT DISTINCT queue FROM job_definitions")
+            cursor = await conn.execute(queries.get("hot_queue_queues"))
             queues = [row[0] for row in await cursor.fetchall()]
         expired = 0
         for queue in queues:
