@@ -1,10 +1,11 @@
 """The handlers the benchmarks run in `sundial runner` (``--handlers bench_handlers`` with bench/
 on PYTHONPATH).
 
-``bench.sink`` is the fault benchmark's witness: it writes (run id, attempt, idempotency key)
-into a sink table with an upsert fenced by the attempt, the way a job guards its own side
-effects with the fencing token: a write from an attempt older than one already written is
-rejected. Every write is also logged, accepted or not, so bench/faults.py can count stale
+``bench.sink`` is the fault benchmark's witness: it writes (run id, attempt, fencing token,
+idempotency key) into a sink table with an upsert fenced by the token, the way a job guards its
+own side effects with ``ctx.fencing_token``: a write from an attempt older than one already
+written is rejected (on the hot queue two epochs can hand out the same attempt number, never
+the same token). Every write is also logged, accepted or not, so bench/faults.py can count stale
 writes and runs executed more than once. Its connection string comes from SUNDIAL_BENCH_SINK.
 """
 
@@ -24,6 +25,7 @@ CREATE TABLE IF NOT EXISTS bench_sink (
     idempotency_key text PRIMARY KEY,
     run_id bigint NOT NULL,
     attempt integer NOT NULL,
+    token bigint NOT NULL,
     written_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE IF NOT EXISTS bench_sink_log (
@@ -31,6 +33,7 @@ CREATE TABLE IF NOT EXISTS bench_sink_log (
     idempotency_key text NOT NULL,
     run_id bigint NOT NULL,
     attempt integer NOT NULL,
+    token bigint NOT NULL,
     accepted boolean NOT NULL,
     at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
@@ -40,20 +43,31 @@ CREATE TABLE IF NOT EXISTS bench_outage (
 );
 """
 
-# The fenced write: only an attempt newer than the stored one replaces it.
+# The fenced write: only a token newer than the stored one replaces it.
 _FENCED_UPSERT = """
 WITH written AS (
-    INSERT INTO bench_sink AS s (idempotency_key, run_id, attempt)
-    VALUES (%(key)s, %(run_id)s, %(attempt)s)
+    INSERT INTO bench_sink AS s (idempotency_key, run_id, attempt, token)
+    VALUES (%(key)s, %(run_id)s, %(attempt)s, %(token)s)
     ON CONFLICT (idempotency_key) DO UPDATE
-        SET attempt = excluded.attempt, run_id = excluded.run_id, written_at = clock_timestamp()
-        WHERE s.attempt < excluded.attempt
+        SET attempt = excluded.attempt, token = excluded.token, run_id = excluded.run_id,
+            written_at = clock_timestamp()
+        WHERE s.token < excluded.token
     RETURNING 1
 )
-INSERT INTO bench_sink_log (idempotency_key, run_id, attempt, accepted)
-SELECT %(key)s, %(run_id)s, %(attempt)s, EXISTS (SELECT 1 FROM written)
+INSERT INTO bench_sink_log (idempotency_key, run_id, attempt, token, accepted)
+SELECT %(key)s, %(run_id)s, %(attempt)s, %(token)s, EXISTS (SELECT 1 FROM written)
 RETURNING accepted
 """
+
+
+def _sink_params(ctx: sundial.JobContext) -> dict[str, Any]:
+    return {
+        "key": ctx.idempotency_key,
+        "run_id": int(ctx.run_id),
+        "attempt": ctx.attempt,
+        "token": ctx.fencing_token,
+    }
+
 
 _connection: psycopg.AsyncConnection[Any] | None = None
 _lock: asyncio.Lock | None = None
@@ -112,7 +126,7 @@ async def sink(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     and the fence, not the runner, has to reject it.
     """
     await asyncio.sleep(float(args.get("seconds", 0.2)))
-    params = {"key": ctx.idempotency_key, "run_id": int(ctx.run_id), "attempt": ctx.attempt}
+    params = _sink_params(ctx)
     if args.get("shielded"):
         await asyncio.shield(_sink_execute(_FENCED_UPSERT, params))
     else:
@@ -133,7 +147,7 @@ async def downstream(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     )
     if row is not None and row[0]:
         raise ConnectionError("downstream is out")
-    params = {"key": ctx.idempotency_key, "run_id": int(ctx.run_id), "attempt": ctx.attempt}
+    params = _sink_params(ctx)
     await _sink_execute(_FENCED_UPSERT, params)
 
 

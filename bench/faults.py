@@ -4,8 +4,8 @@ Not a test (tests/integration/runner_loop/test_faults_quick.py runs ``--quick`` 
 it). Every fault gets a fresh database on one throwaway PostgreSQL and the shipped processes:
 `sundial scheduler` (two where the fault needs a standby) and `sundial runner`s with 3 s leases.
 The jobs are ``bench.sink`` (bench/bench_handlers.py): work for a while, then write (run id,
-attempt, idempotency key) into ``bench_sink`` with an upsert fenced by the attempt, logging
-every write, accepted or not, in ``bench_sink_log``.
+attempt, fencing token, idempotency key) into ``bench_sink`` with an upsert fenced by the
+token, logging every write, accepted or not, in ``bench_sink_log``.
 
 Per fault, after it ends and the stack has had its recovery budget:
 * submitted: runs (or fires) the fault's load created; completed: runs in state completed;
@@ -74,6 +74,15 @@ from sundial.store.hot_queue import outbox
 LEASE = "3"
 RUNNER_ARGS = ["--lease-seconds", LEASE, "--poll-seconds", "0.2", "--grace-seconds", "2"]
 SCHEDULER_ARGS = ["--lease-ttl", LEASE, "--poll-seconds", "0.5"]
+#: Every run with the fencing token of its last attempt where the record still has it (a run
+#: archived to finished_runs keeps its attempt, not its epoch: its token is NULL).
+RUNS_WITH_TOKENS = """
+    SELECT id, job_id, state, attempt, idempotency_key,
+           (coalesce(hot_epoch, 0) << 32) | attempt AS token
+    FROM job_runs
+    UNION ALL
+    SELECT id, job_id, state, attempt, idempotency_key, NULL FROM finished_runs
+"""
 
 
 @dataclass
@@ -229,15 +238,15 @@ class Fault:
         rows = self.query(
             f"""
             SELECT r.id, r.state, r.attempt, coalesce(r.idempotency_key, 'run:' || r.id),
-                   j.handler, s.attempt
-            FROM {stack.ALL_RUNS} r
+                   j.handler, s.attempt, s.token, r.token
+            FROM ({RUNS_WITH_TOKENS}) r
             JOIN job_definitions j ON j.id = r.job_id
             LEFT JOIN bench_sink s
                 ON s.idempotency_key = coalesce(r.idempotency_key, 'run:' || r.id)
             """
         )
         r.submitted = len(rows)
-        for _run_id, state, attempt, _key, handler, sink_attempt in rows:
+        for _run_id, state, attempt, _key, handler, sink_attempt, sink_token, token in rows:
             if handler in self.expect_failed:
                 if state != "dead_lettered":
                     r.lost += 1
@@ -250,17 +259,17 @@ class Fault:
                 continue  # no sink write (a pod run's sink is audited by faults_kube)
             if sink_attempt is None:
                 r.lost += 1
-            elif sink_attempt != attempt:
+            elif sink_attempt != attempt or (token is not None and sink_token != token):
                 r.stale_accepted += 1
         [(stale_log, rejected, twice)] = self.query(
             """
             SELECT
               (SELECT count(*) FROM bench_sink_log l WHERE l.accepted AND EXISTS (
                  SELECT 1 FROM bench_sink_log e WHERE e.idempotency_key = l.idempotency_key
-                   AND e.accepted AND e.seq < l.seq AND e.attempt >= l.attempt)),
+                   AND e.accepted AND e.seq < l.seq AND e.token >= l.token)),
               (SELECT count(*) FROM bench_sink_log WHERE NOT accepted),
               (SELECT count(*) FROM (SELECT idempotency_key FROM bench_sink_log
-                 GROUP BY idempotency_key HAVING count(DISTINCT attempt) > 1) t)
+                 GROUP BY idempotency_key HAVING count(DISTINCT token) > 1) t)
             """
         )
         r.stale_accepted += stale_log

@@ -4,7 +4,7 @@
 
 ``examples.hello`` is the handler ``examples/scheduledjob-hello.yaml`` names. Handlers
 receive their args (a pydantic model when one is declared) and a ``JobContext``: run id,
-attempt (the fencing token), the per-run idempotency key, the fire time, a cancellation
+attempt and its fencing token, the per-run idempotency key, the fire time, a cancellation
 signal and a logger.
 """
 
@@ -39,7 +39,7 @@ def hello_thread(args: Greeting, ctx: sundial.JobContext) -> None:
 @sundial.job("examples.flaky")
 async def flaky(args: dict[str, object], ctx: sundial.JobContext) -> None:
     # Fails its first attempt on purpose, so the demo shows a retry: attempt 2 succeeds.
-    # ctx.attempt is the fencing token; pass it with ctx.idempotency_key to side effects.
+    # Pass ctx.fencing_token (it only grows) with ctx.idempotency_key to side effects.
     if ctx.attempt == 1:
         raise RuntimeError("the first attempt fails on purpose; the retry will succeed")
     ctx.logger.info("succeeded on attempt %s (run %s)", ctx.attempt, ctx.run_id)

@@ -37,8 +37,10 @@ def context(
     fire_time: datetime | None = None,
     cancelled: bool = False,
     asynchronous: bool = False,
+    fencing_token: int | None = None,
 ) -> JobContext:
-    """A context as the runner would build it; ``cancelled=True`` pre-sets the signal."""
+    """A context as the runner would build it; ``cancelled=True`` pre-sets the signal.
+    ``fencing_token`` defaults to the attempt, as on PostgreSQL alone."""
     event: asyncio.Event | threading.Event = asyncio.Event() if asynchronous else threading.Event()
     if cancelled:
         event.set()
@@ -49,6 +51,7 @@ def context(
         idempotency_key=idempotency_key if idempotency_key is not None else run_id,
         fire_time=fire_time,
         cancel_event=event,
+        fencing_token=fencing_token,
     )
 
 

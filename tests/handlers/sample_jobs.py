@@ -161,6 +161,11 @@ def echo_context(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     )
 
 
+@sundial.job("sample.echo_token", execution_model="subprocess")
+def echo_token(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    pathlib.Path(args["out"]).write_text(f"{ctx.attempt} {ctx.fencing_token}")
+
+
 @sundial.job("sample.env_probe", execution_model="subprocess")
 def env_probe(args: dict[str, Any], ctx: sundial.JobContext) -> None:
     pathlib.Path(args["out"]).write_text("\n".join(sorted(os.environ)))

@@ -194,7 +194,8 @@ class JobRunStatus(common.ApiModel):
     fire_time: common.Timestamp | None = None
     """The logical time the run was due, handed to the job."""
     attempt: int | None = pydantic.Field(default=None, ge=0)
-    """The current attempt, also the fencing token handed to the job."""
+    """The current attempt; the job's fencing token is this number (with the hot queue's epoch
+    above it when that is on)."""
     reason: str | None = pydantic.Field(default=None, max_length=128)
     """Why the run is in its phase, from the failure table (e.g. OOMKilled, Evicted)."""
     exit_code: int | None = pydantic.Field(default=None, ge=-255, le=255)

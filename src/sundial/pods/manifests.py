@@ -140,6 +140,8 @@ class LaunchSpec:
     oom_max_memory_bytes: int | None = None
     owner: Mapping[str, Any] | None = field(default=None)  # an explicit ownerReference
     launch_id: str = ""  # ANNOTATION_LAUNCH_ID; "" leaves it out
+    #: ``SUNDIAL_FENCING_TOKEN`` (``ClaimedRun.fencing_token``); None: the attempt.
+    fencing_token: int | None = None
 
 
 def pod_name(instance: str, job_name: str, run_id: int, attempt: int) -> str:
@@ -157,6 +159,9 @@ def environment(spec: LaunchSpec) -> dict[str, str]:
     variables = {
         "SUNDIAL_RUN_ID": str(spec.run_id),
         "SUNDIAL_ATTEMPT": str(spec.attempt),
+        "SUNDIAL_FENCING_TOKEN": str(
+            spec.attempt if spec.fencing_token is None else spec.fencing_token
+        ),
         "SUNDIAL_IDEMPOTENCY_KEY": spec.idempotency_key,
         "SUNDIAL_ARGS": json.dumps(dict(spec.args), default=str),
     }

@@ -1,7 +1,8 @@
 """The ``JobContext`` a handler receives next to its arguments.
 
-It is the handler's only view of the run: identity (``run_id``), the fencing token
-(``attempt``) and the per-run ``idempotency_key`` to fence its own side effects with, the
+It is the handler's only view of the run: identity (``run_id``), the attempt, the fencing
+token (``fencing_token``) and the per-run ``idempotency_key`` to fence its own side effects
+with, the
 logical ``fire_time``, when the run became due (``run_at``) and when this attempt started
 (``started_at``; the difference is the pickup lag), a logger that stamps every record with
 the run, and a cancellation
@@ -44,6 +45,7 @@ class JobContext:
         "_logger",
         "attempt",
         "cancel_event",
+        "fencing_token",
         "fire_time",
         "handler",
         "idempotency_key",
@@ -54,7 +56,14 @@ class JobContext:
     )
 
     run_id: str
+    #: Which claim of the run this is: 1, 2, ... (what ``kubectl get jobruns`` shows).
     attempt: int
+    #: Grows with every claim of the run and never repeats, whatever the store: guard a side
+    #: effect with it (write only if it is greater than the one stored beside the effect). It
+    #: equals ``attempt`` unless the deployment runs the hot queue on Redis, where it is
+    #: ``(epoch << 32) | attempt``: a Redis that lost its data and starts a new epoch may
+    #: hand an attempt number out again, never a token.
+    fencing_token: int
     idempotency_key: str
     fire_time: datetime | None
     handler: str
@@ -81,10 +90,12 @@ class JobContext:
         namespace: str | None = None,
         run_at: datetime | None = None,
         started_at: datetime | None = None,
+        fencing_token: int | None = None,
     ) -> None:
         setter = object.__setattr__
         setter(self, "run_id", run_id)
         setter(self, "attempt", attempt)
+        setter(self, "fencing_token", attempt if fencing_token is None else fencing_token)
         setter(self, "idempotency_key", idempotency_key)
         setter(self, "fire_time", fire_time)
         setter(self, "handler", handler)
@@ -139,8 +150,10 @@ def make(
     namespace: str | None = None,
     run_at: datetime | None = None,
     started_at: datetime | None = None,
+    fencing_token: int | None = None,
 ) -> JobContext:
     return JobContext(
+        fencing_token=fencing_token,
         namespace=namespace,
         run_at=run_at,
         started_at=started_at,

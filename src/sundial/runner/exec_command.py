@@ -1,9 +1,10 @@
 """``sundial exec``: run one registered handler in the foreground; the exit code is the outcome.
 
 Used by the subprocess executor and, later, by pod-mode runs. The run's identity comes from
-the environment (``SUNDIAL_RUN_ID``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY``,
-``SUNDIAL_FIRE_TIME``, ``SUNDIAL_RUN_AT`` and ``SUNDIAL_STARTED_AT`` as ISO 8601), the args
-as a JSON object from ``--args-file`` or ``SUNDIAL_ARGS``. SIGTERM sets the handler's
+the environment (``SUNDIAL_RUN_ID``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_FENCING_TOKEN`` (the
+attempt when unset), ``SUNDIAL_IDEMPOTENCY_KEY``, ``SUNDIAL_FIRE_TIME``, ``SUNDIAL_RUN_AT`` and
+``SUNDIAL_STARTED_AT`` as ISO 8601), the args as a JSON object from ``--args-file`` or
+``SUNDIAL_ARGS``. SIGTERM sets the handler's
 cancellation event (and cancels an async handler's task); whoever sent it follows up with
 SIGKILL after a grace period. Started by a runner, it watches the runner's lifeline
 (``SUNDIAL_LIFELINE_FD``) and kills its process group when the runner dies.
@@ -145,21 +146,26 @@ def _parse_args(text: str | None) -> dict[str, Any]:
 
 
 def _identity(environ: Mapping[str, str]) -> dict[str, Any]:
-    attempt_text = environ.get("SUNDIAL_ATTEMPT", "1")
-    try:
-        attempt = int(attempt_text)
-    except ValueError:
-        raise _BadEnvironment(f"SUNDIAL_ATTEMPT={attempt_text!r} is not an integer") from None
+    attempt = _integer(environ, "SUNDIAL_ATTEMPT", "1")
     run_id = environ.get("SUNDIAL_RUN_ID", "local")
     return {
         "namespace": environ.get("SUNDIAL_NAMESPACE") or None,
         "run_id": run_id,
         "attempt": attempt,
+        "fencing_token": _integer(environ, "SUNDIAL_FENCING_TOKEN", str(attempt)),
         "idempotency_key": environ.get("SUNDIAL_IDEMPOTENCY_KEY", run_id),
         "fire_time": _time(environ, "SUNDIAL_FIRE_TIME"),
         "run_at": _time(environ, "SUNDIAL_RUN_AT"),
         "started_at": _time(environ, "SUNDIAL_STARTED_AT"),
     }
+
+
+def _integer(environ: Mapping[str, str], name: str, default: str) -> int:
+    text = environ.get(name) or default
+    try:
+        return int(text)
+    except ValueError:
+        raise _BadEnvironment(f"{name}={text!r} is not an integer") from None
 
 
 def _time(environ: Mapping[str, str], name: str) -> datetime | None:
@@ -186,11 +192,13 @@ def environment_for(
     namespace: str | None = None,
     run_at: datetime | None = None,
     started_at: datetime | None = None,
+    fencing_token: int | None = None,
 ) -> dict[str, str]:
     """The variables ``sundial exec`` reads, for whoever starts it (subprocess or pod)."""
     variables = {
         "SUNDIAL_RUN_ID": run_id,
         "SUNDIAL_ATTEMPT": str(attempt),
+        "SUNDIAL_FENCING_TOKEN": str(attempt if fencing_token is None else fencing_token),
         "SUNDIAL_IDEMPOTENCY_KEY": idempotency_key,
         "SUNDIAL_ARGS": json.dumps(dict(args), default=str),
     }

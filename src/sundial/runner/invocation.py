@@ -70,6 +70,7 @@ class Invocation:
         "args",
         "attempt",
         "cancel",
+        "fencing_token",
         "fire_time",
         "handler",
         "idempotency_key",
@@ -93,12 +94,16 @@ class Invocation:
         namespace: str | None = None,
         run_at: datetime | None = None,
         started_at: datetime | None = None,
+        fencing_token: int | None = None,
     ) -> None:
         self.handler = handler
         """A registered handler name; never an import path."""
         self.run_id = run_id
         self.attempt = attempt
-        """The fencing token: grows with every claim of the run."""
+        """Which claim of the run this is (1, 2, ...)."""
+        self.fencing_token = attempt if fencing_token is None else fencing_token
+        """Grows with every claim of the run and never repeats: ``attempt`` on PostgreSQL
+        alone, ``(epoch << 32) | attempt`` on the hot queue (``ClaimedRun.fencing_token``)."""
         self.idempotency_key = idempotency_key
         """Per run, not per attempt: the same on every retry."""
         self.args: Mapping[str, Any] = {} if args is None else args

@@ -550,6 +550,7 @@ class Worker:
             run.namespace,
             run.run_at,
             started_at,
+            run.fencing_token,
         )
         if run.cancel_requested:
             job.cancel.set()

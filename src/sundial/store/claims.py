@@ -65,7 +65,7 @@ class ClaimedRun(NamedTuple):
     per batch, and a tuple is built in C from the database row."""
 
     id: int
-    attempt: int  # the fencing token: pass it to side effects; finish with it
+    attempt: int  # which claim of the run this is; finish with it
     job_id: uuid.UUID
     queue: str
     handler: str
@@ -89,6 +89,18 @@ class ClaimedRun(NamedTuple):
     #: The job's ``spec.dependency``: its circuit-breaker key, named in the manifest (None: the
     #: job names none, and the handler's registered dependency, if any, is the key).
     dependency: str | None = None
+    #: The hot queue's epoch the attempt was handed out under (``hot_epoch``), 0 when no
+    #: Redis ever held the run. On PostgreSQL alone it is the row's last epoch, unchanged.
+    epoch: int = 0
+
+    @property
+    def fencing_token(self) -> int:
+        """What a handler guards its side effects with: ``(epoch << 32) | attempt``. An
+        attempt number can repeat after a Redis that lost its data started a new epoch (the
+        claims it handed out under the old one were never recorded); the token cannot, since
+        every epoch PostgreSQL issues is greater than the last. With no hot queue it is the
+        attempt."""
+        return (self.epoch << 32) | self.attempt
 
 
 #: Planner settings for the statements that take runs from the head of the queue, in their own

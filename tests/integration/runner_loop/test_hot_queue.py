@@ -52,6 +52,10 @@ def _leased(url: str, run_id: int) -> bool:
         return connection.zscore("{sundial:default}:leases", run_id) is not None
 
 
+def ledger_lines(ledger: pathlib.Path) -> list[str]:
+    return ledger.read_text().splitlines()
+
+
 def _column(dsn: str, sql: str) -> list[tuple[object, ...]]:
     with psycopg.connect(dsn) as conn:
         return conn.execute(sql).fetchall()
@@ -83,6 +87,12 @@ def test_every_run_completes_exactly_once_through_the_hot_queue(
         " FROM job_runs WHERE state = 'completed' GROUP BY 1, 2, 3",
     )
     assert tokens == [(1, True, True, 2000)]
+    # The handler's fencing token is the row's (epoch << 32) | attempt.
+    seen = {int(run): int(token) for run, _attempt, token in map(str.split, ledger_lines(ledger))}
+    recorded = dict(
+        _column(hot, "SELECT id, (hot_epoch << 32) | attempt FROM job_runs WHERE hot_epoch > 0")
+    )
+    assert seen == recorded and min(seen.values()) > 1 << 32
     unclaimed = run_row(hot, foreign_run)
     assert (unclaimed["state"], unclaimed["attempt"]) == ("pending", 0)
     assert runner.metric("sundial_runs_total", handler="loop.record", outcome="succeeded") == 2000

@@ -1,10 +1,12 @@
 """The runner's dispatch on the hot queue (``HotDispatch``), against a real PostgreSQL and a
 real Redis: a finish whose PostgreSQL write failed after Redis ended its lease is written on
-the next try (not called lost), a claimed run cancelled in the record is given back unrun, and
-a give-back makes the run due again under a later attempt."""
+the next try (not called lost), a claimed run cancelled in the record is given back unrun, a
+give-back makes the run due again under a later attempt, and the fencing token a handler sees
+grows across a Redis that lost everything even where the attempt number repeats."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -12,8 +14,9 @@ import psycopg
 import pytest
 import redis.asyncio as aioredis
 
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.store import claims, errors, pool, releases, runs
-from sundial.store.hot_queue import outbox
+from sundial.store.hot_queue import HotQueue, outbox, reconciler
 from sundial.store.hot_queue.dispatch import HotDispatch
 
 WORKER = "runner-1"
@@ -112,3 +115,81 @@ async def test_a_run_given_back_is_claimed_again_under_a_later_attempt(
     done = await dispatch.finish(WORKER, [claims.Finish(again.id, again.attempt)])
     assert done.states == {run_id: "completed"}
     assert _state(store_dsn, run_id) == ("completed", 2)
+
+
+async def _eventually(call):
+    """Call again while Redis is still coming back (the client reconnects on the next call)."""
+    for _ in range(50):
+        try:
+            return await call()
+        except errors.StoreUnavailableError:
+            await asyncio.sleep(0.1)
+    return await call()
+
+
+async def _lost_everything(server: ThrowawayRedis, store: pool.Pool) -> aioredis.Redis:
+    """Restart ``server`` empty and let the reconciler give the record's pending runs back."""
+    server.kill()
+    server.restart()
+    client = aioredis.Redis.from_url(server.url)
+    reconciling = reconciler.Reconciler(store, client)
+    assert await reconciling.once() == 0, "the first pass only notes the losses"
+    assert await reconciling.once() == 1
+    return client
+
+
+async def test_after_redis_lost_everything_the_fencing_token_still_grows(
+    store: pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    run_id = (await runs.submit(store, job)).run_id
+    with throwaway_redis() as server:
+        client = aioredis.Redis.from_url(server.url)
+        again_client = None
+        try:
+            mine = HotDispatch(lambda: store, client)
+            (first,) = await _claim(mine, store, client)
+            assert first.attempt == 1 and first.fencing_token == (first.epoch << 32) | 1
+            again_client = await _lost_everything(server, store)
+            theirs = HotDispatch(lambda: store, again_client)
+            (again,) = await _claim(theirs, store, again_client)
+            # The same attempt number, handed out again under the new epoch; not the same token.
+            assert (again.id, again.attempt) == (run_id, 1) and again.epoch > first.epoch
+            assert again.fencing_token > first.fencing_token
+            stale = await _eventually(lambda: mine.finish(WORKER, [claims.Finish(run_id, 1)]))
+            assert stale.lost == {run_id}
+            done = await theirs.finish("runner-2", [claims.Finish(run_id, 1)])
+            assert done.states == {run_id: "completed"}
+        finally:
+            await client.aclose()
+            if again_client is not None:
+                await again_client.aclose()
+
+
+async def test_a_runner_never_holds_one_attempt_number_of_a_run_twice(
+    store: pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    """After Redis lost everything, the runner that still runs attempt 1 of the old epoch is
+    handed attempt 1 of the new one: it gives that back, its old attempt is found lost, and the
+    run is claimed as attempt 2. Turning the hot queue off then stamps a newer epoch still, so
+    PostgreSQL's claim (attempt 1 by the record, which counted none) does not reuse a token."""
+    run_id = (await runs.submit(store, job)).run_id
+    with throwaway_redis() as server:
+        client = aioredis.Redis.from_url(server.url)
+        try:
+            mine = HotDispatch(lambda: store, client)
+            (first,) = await _claim(mine, store, client)
+            await (await _lost_everything(server, store)).aclose()
+            assert await _eventually(lambda: _claim(mine, store, client)) == []
+            beat = await mine.heartbeat(WORKER, [(run_id, 1)], lease_seconds=30.0)
+            assert beat.lost == {run_id}
+            (second,) = await _claim(mine, store, client)
+            assert (second.attempt, second.epoch) == (2, await HotQueue(client, "default").epoch())
+            assert second.fencing_token > first.fencing_token
+            given = await mine.release(WORKER, [releases.Release(run_id, 2)])
+            assert given.states == {run_id: "pending"}
+        finally:
+            await client.aclose()
+    outbox.switch(store_dsn, on=False)
+    (alone,) = await claims.claim(store, "runner-3", handlers=["handlers.job"])
+    assert alone.attempt == _state(store_dsn, run_id)[1]
+    assert alone.fencing_token > second.fencing_token

@@ -146,16 +146,24 @@ def test_every_container_gets_the_run_environment_equal_to_sundial_exec() -> Non
         assert env_of(container) == expected
 
 
+def test_a_hot_queue_token_reaches_every_container() -> None:
+    token = (5 << 32) | 3  # attempt 3 under epoch 5
+    pod = manifests.pod_manifest(launch(fencing_token=token), SETTINGS)
+    env = env_of(pod["spec"]["containers"][0])
+    assert (env["SUNDIAL_ATTEMPT"], env["SUNDIAL_FENCING_TOKEN"]) == ("3", str(token))
+
+
 def test_the_template_cannot_forge_the_fencing_token_and_no_credential_is_added() -> None:
     chosen = template()
     chosen["spec"]["containers"][0]["env"] = [
         {"name": "SUNDIAL_ATTEMPT", "value": "999"},
+        {"name": "SUNDIAL_FENCING_TOKEN", "value": "999"},
         {"name": "SUNDIAL_DSN", "value": "postgresql://sundial:secret@db/sundial"},
         {"name": "GREETING", "value": "hello"},
     ]
     pod = manifests.pod_manifest(launch(template=chosen), SETTINGS)
     env = env_of(pod["spec"]["containers"][0])
-    assert env["SUNDIAL_ATTEMPT"] == "3"
+    assert env["SUNDIAL_ATTEMPT"] == "3" and env["SUNDIAL_FENCING_TOKEN"] == "3"
     assert env["GREETING"] == "hello"
     assert "SUNDIAL_DSN" not in env
     rendered = repr(pod)

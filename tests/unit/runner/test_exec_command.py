@@ -33,6 +33,23 @@ def test_success_and_context_from_the_environment(tmp_path: pathlib.Path) -> Non
     assert out.read_text() == "r7|2|idem|2026-01-01 00:00:00+00:00|5|team-a"
 
 
+def test_the_fencing_token_comes_from_the_environment_and_defaults_to_the_attempt(
+    tmp_path: pathlib.Path,
+) -> None:
+    out = tmp_path / "token"
+    token = (7 << 32) | 2  # epoch 7 of a hot queue, attempt 2
+    env = exec_command.environment_for(
+        run_id="r", attempt=2, fencing_token=token, idempotency_key="k", fire_time=None, args={}
+    )
+    assert env["SUNDIAL_FENCING_TOKEN"] == str(token)
+    assert run("sample.echo_token", {"out": str(out)}, **env) == exec_command.EXIT_SUCCEEDED
+    assert out.read_text() == f"2 {token}"
+    assert run("sample.echo_token", {"out": str(out)}, SUNDIAL_ATTEMPT="4") == 0
+    assert out.read_text() == "4 4"
+    bad = run("sample.echo_token", {"out": str(out)}, SUNDIAL_FENCING_TOKEN="1e9")
+    assert bad == exec_command.EXIT_BAD_ENVIRONMENT
+
+
 def test_a_raising_handler_exits_1_with_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     assert run("sample.sub_fail") == exec_command.EXIT_FAILED
     assert "RuntimeError: subprocess handler exploded" in capsys.readouterr().err

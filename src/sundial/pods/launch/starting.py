@@ -84,6 +84,7 @@ class Starting(Phase):
         spec = manifests.LaunchSpec(
             run_id=attempt.run.id,
             attempt=attempt.run.attempt,
+            fencing_token=attempt.run.fencing_token,
             job_id=str(attempt.run.job_id),
             job_namespace=attempt.namespace,
             job_name=attempt.context.job_name,

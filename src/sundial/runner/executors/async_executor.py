@@ -73,6 +73,7 @@ class AsyncExecutor:
         ctx = context.JobContext(
             run_id=job.run_id,
             attempt=job.attempt,
+            fencing_token=job.fencing_token,
             idempotency_key=job.idempotency_key,
             fire_time=job.fire_time,
             handler=handler.name,

@@ -63,6 +63,7 @@ def _run_in_worker(
     namespace: str | None = None,
     run_at: datetime | None = None,
     started_at: datetime | None = None,
+    fencing_token: int | None = None,
 ) -> str | None:
     if _started is not None:
         _started.put((token, os.getpid()))
@@ -77,6 +78,7 @@ def _run_in_worker(
         namespace=namespace,
         run_at=run_at,
         started_at=started_at,
+        fencing_token=fencing_token,
     )
     return base.call_sync(function, args, ctx)
 
@@ -201,6 +203,7 @@ class ProcessExecutor:
                 job.namespace,
                 job.run_at,
                 job.started_at,
+                job.fencing_token,
             )
         except BrokenProcessPool:
             self._replace(pool)

@@ -89,6 +89,7 @@ class SubprocessExecutor:
             exec_command.environment_for(
                 run_id=job.run_id,
                 attempt=job.attempt,
+                fencing_token=job.fencing_token,
                 idempotency_key=job.idempotency_key,
                 fire_time=job.fire_time,
                 args=job.args,

@@ -59,6 +59,7 @@ class ThreadExecutor:
             handler=handler.name,
             run_id=job.run_id,
             attempt=job.attempt,
+            fencing_token=job.fencing_token,
             idempotency_key=job.idempotency_key,
             fire_time=job.fire_time,
             cancel_event=stop_event,

@@ -186,18 +186,30 @@ class HotDispatch:
             raise
         runs: list[claims.ClaimedRun] = []
         ended: list[Claim] = []
+        twice: list[Claim] = []
         for claim in handed:
             row = rows.get(claim.id)
             if row is None or row[19] != "pending":
                 ended.append(claim)
                 continue
             attempt = claim.token.attempt
+            if (claim.id, attempt) in self._held:
+                # This runner still holds the same attempt number of the run under an earlier
+                # epoch (a Redis that lost its data handed it out again) and knows its attempts
+                # by (run, attempt): give the new one back. The old one's next heartbeat finds
+                # its lease gone, and the run comes back as a later attempt.
+                twice.append(claim)
+                continue
             runs.append(
-                claims.ClaimedRun._make((row[0], attempt, *row[1:10], lease_until, *row[10:19]))
+                claims.ClaimedRun._make(
+                    (row[0], attempt, *row[1:10], lease_until, *row[10:19], claim.token.epoch)
+                )
             )
             self._held[claim.id, attempt] = _Held(queue, claim, started_at)
         if ended:  # cancelled (or ended) in the record since they were made due: not run
             await queue.release(ended)
+        if twice:
+            await queue.requeue([(claim, 0) for claim in twice])
         return runs
 
     async def heartbeat(

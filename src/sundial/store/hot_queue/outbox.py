@@ -42,7 +42,10 @@ def switch(dsn: str, *, on: bool) -> None:
 
     On: the triggers are enabled and every run pending now is entered, in one transaction.
     Off: the triggers are disabled and the outbox emptied (PostgreSQL's claim serves the
-    pending runs again). Either is idempotent. ``PermissionDeniedError`` when the DSN's role
+    pending runs again), and every pending run is stamped with a new epoch: Redis may have
+    handed out attempts of it that the record never counted, and PostgreSQL's claim must not
+    hand the same fencing token out again (``ClaimedRun.fencing_token``). Either is
+    idempotent. ``PermissionDeniedError`` when the DSN's role
     does not own the table; ``StoreUnavailableError`` when PostgreSQL cannot be reached."""
     verb = "ENABLE" if on else "DISABLE"
     try:
@@ -55,6 +58,8 @@ def switch(dsn: str, *, on: bool) -> None:
                     "INSERT INTO hot_queue_outbox (run_id, namespace)"
                     " SELECT id, namespace FROM job_runs WHERE state = 'pending' ORDER BY id"
                 )
+            else:
+                conn.execute(queries.get("hot_queue_off_epoch"))
     except psycopg.errors.InsufficientPrivilege as error:
         raise errors.PermissionDeniedError(
             f"{error}: turn the hot queue on or off with the DSN that migrates (the owner of"

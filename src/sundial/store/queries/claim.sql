@@ -220,7 +220,8 @@ RETURNING r.id, r.attempt, r.job_id, r.queue, r.handler, r.execution_model, r.ar
           r.timeout_seconds, r.schedule_id, r.fire_time,
           coalesce(r.idempotency_key, 'run:' || r.id) AS idempotency_key, r.lease_until,
           r.priority, r.run_at, r.max_retries, r.retries_used, r.backoff_base_seconds,
-          r.backoff_cap_seconds, r.cancel_requested, r.namespace, r.dispatch_key
+          r.backoff_cap_seconds, r.cancel_requested, r.namespace, r.dispatch_key,
+          coalesce(r.hot_epoch, 0) AS epoch
 )
 -- Handed back in claim order (the probe above returns them in id order), each with its job's
 -- spec.dependency: the circuit-breaker key the runner uses before the handler's registered one
@@ -229,6 +230,7 @@ SELECT c.id, c.attempt, c.job_id, c.queue, c.handler, c.execution_model, c.args,
        c.timeout_seconds, c.schedule_id, c.fire_time, c.idempotency_key, c.lease_until,
        c.priority, c.run_at, c.max_retries, c.retries_used, c.backoff_base_seconds,
        c.backoff_cap_seconds, c.cancel_requested, c.namespace,
-       (SELECT j.dependency FROM job_definitions j WHERE j.id = c.job_id) AS dependency
+       (SELECT j.dependency FROM job_definitions j WHERE j.id = c.job_id) AS dependency,
+       c.epoch
 FROM claimed c
 ORDER BY c.dispatch_key, c.id

@@ -8,7 +8,7 @@ SELECT r.id, r.attempt, r.job_id, r.queue, r.handler, r.execution_model, r.args,
        r.max_retries, r.retries_used, r.backoff_base_seconds, r.backoff_cap_seconds,
        r.cancel_requested, r.namespace,
        (SELECT j.dependency FROM job_definitions j WHERE j.id = r.job_id),
-       r.pod_name, r.pod_uid
+       coalesce(r.hot_epoch, 0), r.pod_name, r.pod_uid
 FROM job_runs r
 WHERE r.state = 'running'
   AND r.lease_owner = %(worker)s
