@@ -69,13 +69,14 @@ dist: $(VENV)/.installed
 	$(PY) -m sundial.localdev.dist $(DIST_ARGS)
 
 ## requirements.lock from pyproject.toml: every run-time package and the build backend, pinned
-## with the hashes of their files, which the images install from (--require-hashes). Run it
+## with the hashes of their files, which the images install from (--require-hashes), and the
+## redis extra (the hot queue: a runner or operator given --hot-queue-url needs it). Run it
 ## after changing a dependency (LOCK_ARGS=--upgrade: every pin to its newest); pip-tools lives in
 ## a venv of its own under ~/.cache.
 LOCK_TOOLS ?= $(HOME)/.cache/sundial/pip-tools-7.7.0
 lock:
 	test -x $(LOCK_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/pip install -q pip-tools==7.7.0; }
-	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_TOOLS)/bin/pip-compile --quiet $(LOCK_ARGS) \
+	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_TOOLS)/bin/pip-compile --quiet $(LOCK_ARGS) --extra redis \
 		--generate-hashes --strip-extras --allow-unsafe --all-build-deps \
 		--no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 

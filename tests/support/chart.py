@@ -27,6 +27,7 @@ EVERYTHING: dict[str, Any] = {
     "crds": {"keep": False},
     "commonLabels": {"team": "platform"},
     "postgresql": {"bundled": {"enabled": True, "storageSize": "2Gi"}},
+    "hotQueue": {"enabled": True, "bundled": {"enabled": True, "storageSize": "1Gi"}},
     "operator": {
         "image": {"repository": "registry.example/sundial/operator", "tag": "1.2.3"},
         "nodeSelector": {"kubernetes.io/os": "linux"},

@@ -70,6 +70,20 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+The hot queue's Redis URL (SUNDIAL_HOT_QUEUE_URL) for the runner and the operator, when the
+hot queue is on: from the bundled Redis's Secret or yours.
+*/}}
+{{- define "sundial.hotQueueEnv" -}}
+{{- if .Values.hotQueue.enabled -}}
+- name: SUNDIAL_HOT_QUEUE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.hotQueue.bundled.enabled | ternary (include "sundial.componentName" (dict "root" . "component" "redis")) .Values.hotQueue.existingSecret.name }}
+      key: {{ .Values.hotQueue.bundled.enabled | ternary "url" .Values.hotQueue.existingSecret.key }}
+{{- end -}}
+{{- end -}}
+
 {{- define "sundial.dsnSecretKey" -}}
 {{- if .Values.postgresql.bundled.enabled -}}dsn{{- else -}}{{ .Values.postgresql.existingSecret.key }}{{- end -}}
 {{- end -}}
@@ -172,6 +186,8 @@ args:
   {{- range $login, $namespaces := .Values.postgresql.roles.loginNamespaces }}
   - --login-namespaces={{ $login }}={{ kindIs "string" $namespaces | ternary $namespaces (join "," $namespaces) }}
   {{- end }}
+  {{- /* The database's mode follows hotQueue.enabled (a no-op when it already does). */}}
+  - --hot-queue={{ .Values.hotQueue.enabled | ternary "on" "off" }}
 env:
   {{- include "sundial.dsnEnv" . | nindent 2 }}
   {{- if .Values.postgresql.bundled.enabled }}

@@ -170,12 +170,12 @@ def migrate(
         from sundial.store.hot_queue import outbox
 
         try:
-            outbox.switch(dsn, on=hot_queue == "on")
+            changed = outbox.switch(dsn, on=hot_queue == "on")
         except store_errors.StoreError as error:
             raise click.ClickException(
                 f"could not turn the hot queue {hot_queue}: {error}"
             ) from error
-        click.echo(f"hot queue is {hot_queue}")
+        click.echo(f"hot queue is {hot_queue}" + ("" if changed else " (unchanged)"))
     for component, (login, _) in wanted.items():
         click.echo(f"login {login} has the {component} grants")
     for login, namespaces in kept_to.items():

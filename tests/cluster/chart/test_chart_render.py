@@ -127,6 +127,7 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == [
         "migrate",
         "--role-prefix=sundial",
+        "--hot-queue=off",
     ]
     kept = render(
         {"postgresql": {"roles": {"loginNamespaces": {"runner-a": ["team-a", "x"], "old": "*"}}}}
@@ -136,6 +137,7 @@ def test_the_migrate_job_is_a_helm_and_argo_cd_hook(render: Callable[..., Any]) 
         "--role-prefix=sundial",
         "--login-namespaces=old=*",
         "--login-namespaces=runner-a=team-a,x",
+        "--hot-queue=off",
     ]
     account = _one(objects, "ServiceAccount", "migrate")
     assert account["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
@@ -420,6 +422,7 @@ def test_the_bundled_postgresql_migrates_in_init_containers_and_admits_only_sund
             "--login=operator=sundial_operator_login",
             "--login=runner=sundial_runner_login",
             "--login=reader=sundial_reader_login",
+            "--hot-queue=on",
         ]
     ]
     runner = _one(objects, "Deployment", "runner")["spec"]["template"]["spec"]
@@ -435,6 +438,62 @@ def test_the_bundled_postgresql_migrates_in_init_containers_and_admits_only_sund
         assert password != secret["password"] and len(password) == 32
 
 
+def test_one_value_turns_the_hot_queue_on_and_the_bundled_redis_admits_only_sundial(
+    render: Callable[..., Any],
+) -> None:
+    """Off by default (the migrate step keeps the database off, no component gets a Redis URL);
+    on, the database is switched on and the runners and the operator read the URL from your
+    Secret or the bundled Redis's, which keeps an fsynced append-only file behind a password."""
+
+    def hot_queue_env(objects: list[dict[str, Any]], component: str) -> list[Any]:
+        spec = _one(objects, "Deployment", component)["spec"]["template"]["spec"]
+        env = spec["containers"][0].get("env", [])
+        return [e["valueFrom"]["secretKeyRef"] for e in env if e["name"] == "SUNDIAL_HOT_QUEUE_URL"]
+
+    default = render()
+    migrate = _one(default, "Job", "migrate")["spec"]["template"]["spec"]["containers"][0]
+    assert migrate["args"][-1] == "--hot-queue=off"
+    assert hot_queue_env(default, "runner") == hot_queue_env(default, "operator") == []
+    assert not [o for o in default if "redis" in o["metadata"]["name"]]
+
+    own = render({"hotQueue": {"enabled": True, "existingSecret": {"name": "ha", "key": "u"}}})
+    migrate = _one(own, "Job", "migrate")["spec"]["template"]["spec"]["containers"][0]
+    assert migrate["args"][-1] == "--hot-queue=on"
+    for component in ("runner", "operator"):
+        assert hot_queue_env(own, component) == [{"name": "ha", "key": "u"}]
+    assert not [o for o in own if "redis" in o["metadata"]["name"]]
+
+    bundled = render(EVERYTHING)
+    for component in ("runner", "operator"):
+        assert hot_queue_env(bundled, component) == [
+            {"name": "release-sundial-redis", "key": "url"}
+        ]
+    secret = _one(bundled, "Secret", "redis")["stringData"]
+    assert (
+        secret["url"] == f"redis://:{secret['password']}@release-sundial-redis.sundial.svc:6379/0"
+    )
+    [redis] = _one(bundled, "StatefulSet", "redis")["spec"]["template"]["spec"]["containers"]
+    assert "$(REDIS_PASSWORD)" in redis["args"] and secret["password"] not in redis["args"]
+    assert redis["args"][redis["args"].index("--appendfsync") + 1] == "always"
+    policy = _one(bundled, "NetworkPolicy", "redis")["spec"]
+    [rule] = policy["ingress"]
+    [peer] = rule["from"]
+    assert peer["podSelector"]["matchExpressions"][0]["values"] == ["operator", "runner"]
+
+
+def test_a_bundled_redis_without_the_hot_queue_is_refused(
+    helm: Callable[..., Any], tmp_path: Any
+) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"hotQueue": {"bundled": {"enabled": True}}}))
+    result = helm(
+        "template", "release", str(CHART), "--values", str(path),
+        *RENDER_FOR_THE_TEST_CLUSTER, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "set hotQueue.enabled=true too" in result.stderr, result.stderr
+
+
 def _dsn_keys(container: dict[str, Any]) -> dict[str, str]:
     return {
         e["name"]: e["valueFrom"]["secretKeyRef"]["key"]
@@ -448,7 +507,8 @@ def test_each_component_connects_as_its_own_database_login(render: Callable[...,
     where `sundial migrate` runs. Your own PostgreSQL: the keys you name, else the owner's."""
     objects = render(EVERYTHING)
     operator = _one(objects, "Deployment", "operator")["spec"]["template"]["spec"]
-    assert _dsn_keys(operator["containers"][0]) == {"SUNDIAL_DSN": "operator-dsn"}
+    hot_queue = {"SUNDIAL_HOT_QUEUE_URL": "url"}  # the bundled Redis's, not a database login
+    assert _dsn_keys(operator["containers"][0]) == {"SUNDIAL_DSN": "operator-dsn", **hot_queue}
     history_api = _one(objects, "Deployment", "history-api")["spec"]["template"]["spec"]
     assert _dsn_keys(history_api["containers"][0]) == {"SUNDIAL_DSN": "reader-dsn"}
     assert _dsn_keys(operator["initContainers"][0]) == {
@@ -458,7 +518,7 @@ def test_each_component_connects_as_its_own_database_login(render: Callable[...,
         "SUNDIAL_LOGIN_PASSWORD_READER": "reader-password",
     }
     runner = _one(objects, "Deployment", "runner")["spec"]["template"]["spec"]
-    assert _dsn_keys(runner["containers"][0]) == {"SUNDIAL_DSN": "runner-dsn"}
+    assert _dsn_keys(runner["containers"][0]) == {"SUNDIAL_DSN": "runner-dsn", **hot_queue}
 
     own = render(
         {"postgresql": {"existingSecret": {"name": "pg", "key": "dsn", "runnerKey": "runner"}}}
@@ -598,6 +658,7 @@ def test_the_dashboard_and_the_argocd_cm_snippet_are_built_from_the_charts_files
     [
         ({"operater": {}}, "additional properties 'operater' not allowed"),
         ({"runner": {"replica": 3}}, "at '/runner': additional properties 'replica' not allowed"),
+        ({"hotQueue": {"bundled": {"password": "a@b"}}}, "/hotQueue/bundled/password"),
         ({"runner": {"replicas": "three"}}, "at '/runner/replicas': got string, want integer"),
         ({"crds": {"keep": "yes"}}, "at '/crds/keep': got string, want boolean"),
         (

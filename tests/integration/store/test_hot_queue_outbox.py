@@ -173,13 +173,24 @@ async def test_relays_side_by_side_deliver_every_run_once_taken(
     assert sorted(await _due_in_redis(client)) == sorted(s.run_id for s in submitted)
 
 
+def _epochs(dsn: str) -> list[tuple[object, ...]]:
+    """Every pending run's epoch (a switch off stamps a new one on each)."""
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT DISTINCT hot_epoch FROM job_runs WHERE state = 'pending'"
+        ).fetchall()
+
+
 async def test_switched_off_the_outbox_is_emptied_and_stays_empty(
     store: pool.Pool, store_dsn: str, job: uuid.UUID
 ) -> None:
-    outbox.switch(store_dsn, on=True)
+    assert outbox.switch(store_dsn, on=True)
     await runs.submit(store, job)
-    outbox.switch(store_dsn, on=False)
-    outbox.switch(store_dsn, on=False)  # idempotent
+    assert outbox.switch(store_dsn, on=False)
+    stamped = _epochs(store_dsn)
+    # Asked again (the chart asks on every operator start): nothing changes, no new epoch.
+    assert not outbox.switch(store_dsn, on=False)
+    assert _epochs(store_dsn) == stamped and len(stamped) == 1
     assert not await outbox.is_on(store)
     await runs.submit(store, job)
     assert _entries(store_dsn) == []

@@ -36,9 +36,15 @@ def locked() -> dict[str, tuple[Version, list[str]]]:
 
 
 def declared() -> list[Requirement]:
-    """The run-time dependencies and the build backend ``pyproject.toml`` declares."""
+    """The run-time dependencies, the ``redis`` extra (the hot queue runs in the images) and the
+    build backend ``pyproject.toml`` declares."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    names = pyproject["project"]["dependencies"] + pyproject["build-system"]["requires"]
+    project = pyproject["project"]
+    names = (
+        project["dependencies"]
+        + project["optional-dependencies"]["redis"]
+        + pyproject["build-system"]["requires"]
+    )
     return [Requirement(name) for name in names]
 
 

@@ -37,19 +37,23 @@ TRIGGERS = ("job_runs_outbox_inserted", "job_runs_outbox_pending")
 RELAY_TIMEOUT_MS = 10_000
 
 
-def switch(dsn: str, *, on: bool) -> None:
+def switch(dsn: str, *, on: bool) -> bool:
     """Turn the outbox on or off, as ``job_runs``' owner (the DSN ``sundial migrate`` uses).
 
     On: the triggers are enabled and every run pending now is entered, in one transaction.
     Off: the triggers are disabled and the outbox emptied (PostgreSQL's claim serves the
     pending runs again), and every pending run is stamped with a new epoch: Redis may have
     handed out attempts of it that the record never counted, and PostgreSQL's claim must not
-    hand the same fencing token out again (``ClaimedRun.fencing_token``). Either is
-    idempotent. ``PermissionDeniedError`` when the DSN's role
+    hand the same fencing token out again (``ClaimedRun.fencing_token``). A database already
+    in the asked state is left alone (no lock taken on ``job_runs``: the chart asks on every
+    operator start); returns whether it changed. ``PermissionDeniedError`` when the DSN's role
     does not own the table; ``StoreUnavailableError`` when PostgreSQL cannot be reached."""
     verb = "ENABLE" if on else "DISABLE"
     try:
         with psycopg.connect(dsn) as conn, conn.transaction():
+            states = conn.execute(queries.get("outbox_triggers")).fetchall()
+            if len(states) == len(TRIGGERS) and all(enabled == on for _, enabled in states):
+                return False
             for trigger in TRIGGERS:
                 conn.execute(f"ALTER TABLE job_runs {verb} TRIGGER {trigger}")
             conn.execute("DELETE FROM hot_queue_outbox")
@@ -60,6 +64,7 @@ def switch(dsn: str, *, on: bool) -> None:
                 )
             else:
                 conn.execute(queries.get("hot_queue_off_epoch"))
+        return True
     except psycopg.errors.InsufficientPrivilege as error:
         raise errors.PermissionDeniedError(
             f"{error}: turn the hot queue on or off with the DSN that migrates (the owner of"
