@@ -29,8 +29,11 @@ With ``--hot-queue`` every fault's database has its hot queue on, a throwaway Re
 between faults) holds the queue, and the runners and schedulers are given its URL (the
 schedulers' maintainer takes back leases and reconciles); the faults are those of the runner
 and PostgreSQL plus Redis's own: ``redis-kill-9`` (no persistence: it comes back empty, and the
-reconciler must give it back every run) and ``redis-restart-aof`` (a restart from its
-append-only file). "holding" counts Redis's leases, which do not name their runner.
+reconciler must give it back every run), ``redis-restart-aof`` (a restart from its
+append-only file), ``redis-failover`` (the primary killed, its replica promoted and the
+processes' address moved to it by bench/tcp_forwarder.py) and ``relay-kill-9`` (every runner,
+each a relay, killed while runs stream in). "holding" counts Redis's leases, which do not name
+their runner.
 
 The Kubernetes faults (kill -9 of the operator and of the pod launcher) are in
 bench/faults_kube.py; they start the local control plane of hack/cluster once per run, or use
@@ -48,6 +51,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -63,6 +67,7 @@ import psycopg
 import redis
 import redis.exceptions
 import stack
+import tcp_forwarder
 
 from sundial.localdev import postgres
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
@@ -114,6 +119,7 @@ class Fault:
         rng: random.Random,
         resources: contextlib.ExitStack | None = None,
         hot: ThrowawayRedis | None = None,
+        hot_url: str | None = None,
     ):
         self.server = server
         #: What outlives one fault and is closed with the run (faults_kube's cluster).
@@ -124,13 +130,18 @@ class Fault:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(bench_handlers.SINK_SCHEMA)
         env = {"SUNDIAL_BENCH_SINK": self.dsn}
-        #: The hot queue's Redis, when this run is ``--hot-queue``.
+        #: The hot queue's Redis, when this run is ``--hot-queue``, and the URL the processes
+        #: reach it by (``hot_url``: a forwarder that a failover moves; default its own).
         self.hot = hot
+        self.hot_url = hot_url or (hot.url if hot is not None else "")
+        #: ``redis-failover``'s replica and the forwarder moved to it (set by ``run``).
+        self.replica: ThrowawayRedis | None = None
+        self.forwarder: tcp_forwarder.Forwarder | None = None
         if hot is not None:
             with redis.Redis.from_url(hot.url) as connection:
                 connection.flushall()  # run ids start again at 1 in this database
             outbox.switch(self.dsn, on=True)
-            env["SUNDIAL_HOT_QUEUE_URL"] = hot.url
+            env["SUNDIAL_HOT_QUEUE_URL"] = self.hot_url
         self.processes = stack.Processes(self.dsn, env=env)
         self.result = Result(name)
         self.expect_failed: set[str] = {"bench.poison"}
@@ -176,7 +187,7 @@ class Fault:
     def redis_leases(self) -> int:
         assert self.hot is not None
         try:
-            with redis.Redis.from_url(self.hot.url, socket_timeout=2) as connection:
+            with redis.Redis.from_url(self.hot_url, socket_timeout=2) as connection:
                 return int(connection.zcard("{sundial:default}:leases"))
         except redis.exceptions.ConnectionError:
             return 0
@@ -504,6 +515,77 @@ def redis_restart_aof(f: Fault, size: Sizes) -> None:
     f.wait_terminal(size.budget)
 
 
+def redis_failover(f: Fault, size: Sizes) -> None:
+    """A primary with a replica (asynchronous replication), the primary killed -9 under load and
+    the replica promoted a second later, the processes' address moved to it (as a Service or a
+    Sentinel-aware proxy moves): what the replica had not received is lost, the promoted
+    server is a new epoch, and the reconciler gives it back what it misses."""
+    assert f.replica is not None and f.forwarder is not None, "redis-failover runs with run()"
+    job = f.job()
+    f.scheduler("s1")
+    f.runner(50)
+    f.runner(50)
+    f.submit(job, size.runs, 1.0)
+    held = f.wait_holding(f.processes.children[-1], budget=20)
+    _sleep_random(f.rng, 0.0, 1.0)
+    assert f.hot is not None
+    f.hot.kill()
+    time.sleep(1.0)
+    f.replica.promote()
+    f.forwarder.move(f.replica.port)
+    f.last_injection = time.monotonic()
+    f.result.notes.append(
+        f"primary killed -9 holding {held} leases, its replica promoted 1 s later"
+    )
+    f.wait_terminal(size.budget)
+
+
+def relay_kill_9(f: Fault, size: Sizes) -> None:
+    """Every runner (each relays the outbox to Redis) killed -9 three times while runs stream
+    in, two new runners a second later: the entries a dying relay had taken stay for the next
+    (its transaction rolls back), and a delivery that reached Redis first is made again,
+    harmlessly (idempotent by run id)."""
+    assert f.hot is not None, "relay-kill-9 runs with --hot-queue"
+    job = f.job()
+    f.scheduler("s1")
+    runners = [f.runner(50), f.runner(50)]
+
+    async def stream() -> None:
+        pool = await store_pool.open_pool(f.dsn, min_size=1, max_size=2)
+        try:
+            for start in range(0, size.runs, 10):
+                items = [
+                    runs.BatchItem(args={"seconds": 0.5}, idempotency_key=f"{f.name}-{i}")
+                    for i in range(start, min(size.runs, start + 10))
+                ]
+                await runs.submit_many(pool, job, items)
+                await asyncio.sleep(0.1)
+        finally:
+            await pool.close()
+
+    streaming = threading.Thread(target=asyncio.run, args=(stream(),), name="submissions")
+    streaming.start()
+    waiting = []
+    for _ in range(3):
+        f.wait_holding(runners[0], budget=20)
+        _sleep_random(f.rng, 0.3, 1.0)
+        [(entries,)] = f.query("SELECT count(*) FROM hot_queue_outbox")
+        waiting.append(int(entries))
+        for runner in runners:
+            runner.kill()
+        for runner in runners:
+            runner.wait()
+        f.last_injection = time.monotonic()
+        time.sleep(1.0)
+        runners = [f.runner(50), f.runner(50)]
+    streaming.join()
+    f.result.notes.append(
+        f"every runner killed -9 three times under a stream of submissions ({waiting} outbox"
+        " entries at the kills); two new runners 1 s later"
+    )
+    f.wait_terminal(size.budget)
+
+
 def two_leaders(f: Fault, size: Sizes) -> None:
     count = size.schedules // 5
     first_fire = stack.grid_instant(10, 3)
@@ -638,6 +720,8 @@ FAULTS.update(pod_faults.FAULTS)  # on the real node: run with --only or --real-
 REDIS_FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     "redis-kill-9": redis_kill_9,
     "redis-restart-aof": redis_restart_aof,
+    "redis-failover": redis_failover,
+    "relay-kill-9": relay_kill_9,
 }
 FAULTS.update(REDIS_FAULTS)
 #: What --hot-queue runs by default: the runner's and PostgreSQL's faults, then Redis's.
@@ -676,12 +760,24 @@ def run(options: argparse.Namespace) -> list[Result]:
                 shutil.rmtree(hot.base_dir / "appendonlydir", ignore_errors=True)
                 hot.persistence = "none" if name == "redis-kill-9" else "aof"
                 hot.start()
-            fault = Fault(server, name, rng, resources, hot=hot)
+            replica = forwarder = None
+            if hot is not None and name == "redis-failover":
+                replica = ThrowawayRedis(persistence="aof").start()
+                replica.replica_of(hot)
+                forwarder = tcp_forwarder.Forwarder(hot.port)
+            fault = Fault(
+                server, name, rng, resources, hot=hot, hot_url=forwarder and forwarder.url
+            )
+            fault.replica, fault.forwarder = replica, forwarder
             try:
                 FAULTS[name](fault, size)
                 result = fault.audit()
             finally:
                 fault.close()
+                if forwarder is not None:
+                    forwarder.close()
+                if replica is not None:
+                    replica.stop()
             result.notes.append(f"{time.monotonic() - started:.0f} s")
             results.append(result)
             print(f"  {name}: lost {result.lost}, stale {result.stale_accepted}", flush=True)
