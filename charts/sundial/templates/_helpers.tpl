@@ -71,8 +71,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/*
-The hot queue's Redis URL (SUNDIAL_HOT_QUEUE_URL) for the runner and the operator, when the
-hot queue is on: from the bundled Redis's Secret or yours.
+The hot queue's Redis URL (SUNDIAL_HOT_QUEUE_URL) for the runner, the operator and the history
+API, when the hot queue is on: from the bundled Redis's Secret or yours.
 */}}
 {{- define "sundial.hotQueueEnv" -}}
 {{- if .Values.hotQueue.enabled -}}

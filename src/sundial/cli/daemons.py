@@ -807,8 +807,17 @@ def _metrics_tls(
     required=True,
     help="The key of --tls-cert (PEM).",
 )
+@click.option(
+    "--hot-queue-url",
+    envvar="SUNDIAL_HOT_QUEUE_URL",
+    default=None,
+    help="The hot queue's Redis, when the database's hot queue is on: the runs a claimer holds"
+    " there are listed running, as PostgreSQL alone would list them.",
+)
 @log_level_option
-def history_api(dsn: str, port: int, tls_cert: str, tls_key: str, log_level: str) -> None:
+def history_api(
+    dsn: str, port: int, tls_cert: str, tls_key: str, hot_queue_url: str | None, log_level: str
+) -> None:
     """Serve PostgreSQL's run history as the aggregated API runs.history.sundial.dev, which
     `kubectl sundial history` reads under each namespace's RBAC.
 
@@ -825,7 +834,11 @@ def history_api(dsn: str, port: int, tls_cert: str, tls_key: str, log_level: str
 
     serve_module.configure_logs(log_level)
     config = history_service.HistoryServiceConfig(
-        dsn=dsn, port=port, cert_file=tls_cert, key_file=tls_key
+        dsn=dsn,
+        port=port,
+        cert_file=tls_cert,
+        key_file=tls_key,
+        hot_queue_url=hot_queue_url or None,
     )
 
     async def serve() -> int:

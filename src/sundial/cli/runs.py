@@ -263,6 +263,13 @@ def _job_option_value(job: str | None) -> tuple[str | None, str | None]:
     help="table; wide (adds QUEUE, RUN AT and WAITING: why a run waits); json (one object per"
     " line, keys below).",
 )
+@click.option(
+    "--hot-queue-url",
+    envvar="SUNDIAL_HOT_QUEUE_URL",
+    default=None,
+    help="The hot queue's Redis, when the database's hot queue is on: the runs a claimer holds"
+    " there are listed running (the record says pending until they finish).",
+)
 @click.pass_context
 def runs_(
     ctx: click.Context,
@@ -272,6 +279,7 @@ def runs_(
     since: datetime.datetime | None,
     limit: int,
     output_format: str,
+    hot_queue_url: str | None,
 ) -> None:
     """List the newest runs from PostgreSQL: the full history, not only the JobRun window.
 
@@ -290,9 +298,15 @@ def runs_(
     database = _require_dsn(ctx, dsn)
 
     async def read() -> list[history.HistoryRow]:
-        async with connected(database) as pool:
+        async with connected(database) as pool, hot_queue_client(hot_queue_url) as hot:
             return await history.recent(
-                pool, namespace=namespace, job=name, limit=limit, states=chosen, since=since
+                pool,
+                namespace=namespace,
+                job=name,
+                limit=limit,
+                states=chosen,
+                since=since,
+                hot=hot,
             )
 
     from sundial.store import history
@@ -707,6 +721,21 @@ def run_store_work(work: Coroutine[Any, Any, _T]) -> _T:
             " that PostgreSQL runs and accepts connections from here",
             EXIT_STORE_UNAVAILABLE,
         )
+
+
+@contextlib.asynccontextmanager
+async def hot_queue_client(url: str | None) -> AsyncIterator[Any]:
+    """The hot queue's Redis client for ``url``, closed after; None without a URL."""
+    if not url:
+        yield None
+        return
+    from sundial.store import hot_queue
+
+    client = hot_queue.open_client(url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 @contextlib.asynccontextmanager

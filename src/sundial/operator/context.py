@@ -145,6 +145,9 @@ class Context:
     #: mirror catches up after (``submission_queued``, ``submission_done``).
     no_submissions: asyncio.Event = field(default_factory=_set_event)
     _queued_submissions: int = field(default=0, init=False, repr=False)
+    #: The hot queue's Redis client (``--hot-queue-url``), or None: JobRun status then shows a
+    #: run a claimer holds there as running, as PostgreSQL alone would (``hot_queue.overlay``).
+    hot_queue: Any = None
 
     def submission_queued(self) -> None:
         self._queued_submissions += 1

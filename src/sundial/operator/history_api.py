@@ -175,10 +175,15 @@ class _Decisions:
 
 
 def routes(
-    pool: Pool, proxy: Callable[[], front_proxy.FrontProxy], authorize: Authorizer
+    pool: Pool,
+    proxy: Callable[[], front_proxy.FrontProxy],
+    authorize: Authorizer,
+    *,
+    hot: Any = None,
 ) -> list[web.RouteDef]:
     """The API's routes. Each request must come from the front proxy (``proxy()``: the one the
-    cluster publishes now) and, for runs, be allowed by ``authorize``."""
+    cluster publishes now) and, for runs, be allowed by ``authorize``. ``hot``: the hot queue's
+    Redis client, to list the runs a claimer holds there as running."""
     decisions = _Decisions(authorize)
     base = f"/apis/{GROUP}/{VERSION}"
 
@@ -230,7 +235,12 @@ def routes(
         limit = min(limit, MAX_LIMIT)
         try:
             rows = await history.recent(
-                pool, namespace=namespace, job=query.get("job") or None, limit=limit, before=before
+                pool,
+                namespace=namespace,
+                job=query.get("job") or None,
+                limit=limit,
+                before=before,
+                hot=hot,
             )
         except Exception as error:  # a down store is a 503 for the user, never a dead server
             log.warning("history request failed", extra={"error": str(error)})

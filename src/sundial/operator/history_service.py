@@ -23,6 +23,7 @@ import logging
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import urllib3
 from kubernetes import config as kube_config
@@ -30,8 +31,8 @@ from kubernetes.client import exceptions
 
 from sundial.errors import SundialError
 from sundial.operator import front_proxy, history_api, kube
+from sundial.store import hot_queue, reconnect, schema_version
 from sundial.store import pool as store_pool
-from sundial.store import reconnect, schema_version
 
 __all__ = ["HistoryServiceConfig", "NotServedError", "serve"]
 
@@ -44,13 +45,15 @@ class NotServedError(SundialError):
 
 @dataclass(frozen=True)
 class HistoryServiceConfig:
-    """Where the history API listens, its serving certificate and key (PEM files), and the
-    DSN it reads with."""
+    """Where the history API listens, its serving certificate and key (PEM files), the DSN it
+    reads with, and the hot queue's Redis when the database's hot queue is on (the runs a
+    claimer holds there are then listed running)."""
 
     dsn: str
     port: int
     cert_file: str
     key_file: str
+    hot_queue_url: str | None = None
 
 
 async def serve(config: HistoryServiceConfig, stop: asyncio.Event) -> int:
@@ -70,9 +73,10 @@ async def serve(config: HistoryServiceConfig, stop: asyncio.Event) -> int:
     if pool is None:
         api.close()
         return 0
+    redis = hot_queue.open_client(config.hot_queue_url) if config.hot_queue_url else None
     try:
         try:
-            server = await _started(config, api, pool)
+            server = await _started(config, api, pool, redis)
         except (exceptions.ApiException, urllib3.exceptions.HTTPError) as error:
             raise NotServedError(f"the API server did not answer as expected: {error}") from error
         log.info("history API serving", extra={"port": config.port})
@@ -84,6 +88,8 @@ async def serve(config: HistoryServiceConfig, stop: asyncio.Event) -> int:
     finally:
         api.close()
         await pool.close()
+        if redis is not None:
+            await redis.aclose()
 
 
 async def _connected(dsn: str, stop: asyncio.Event) -> store_pool.Pool | None:
@@ -103,7 +109,7 @@ async def _connected(dsn: str, stop: asyncio.Event) -> store_pool.Pool | None:
 
 
 async def _started(
-    config: HistoryServiceConfig, api: kube.KubeApi, pool: store_pool.Pool
+    config: HistoryServiceConfig, api: kube.KubeApi, pool: store_pool.Pool, redis: Any = None
 ) -> history_api.HistoryApi:
     where = f"{front_proxy.CONFIG_MAP_NAMESPACE}/{front_proxy.CONFIG_MAP}"
 
@@ -142,7 +148,7 @@ async def _started(
     server = history_api.HistoryApi(
         config.port,
         context_of(follower.current),
-        history_api.routes(pool, lambda: follower.current, authorize),
+        history_api.routes(pool, lambda: follower.current, authorize, hot=redis),
         follower=follower,
         context_of=context_of,
     )

@@ -99,10 +99,10 @@ async def reconcile(
         run = None
     run_number = int(run_id)
     if run is None:
-        run = (await history.runs(ctx.pool, [run_number])).get(run_number)
+        run = (await history.runs(ctx.pool, [run_number], hot=ctx.hot_queue)).get(run_number)
     asked = await replays.honour(ctx, body, run_number)
     if asked:
-        run = (await history.runs(ctx.pool, [run_number])).get(run_number)
+        run = (await history.runs(ctx.pool, [run_number], hot=ctx.hot_queue)).get(run_number)
     if run is None:
         if asked:
             await replays.settle(ctx, body)  # refused (an Event says why): nothing to show
@@ -110,7 +110,7 @@ async def reconcile(
     if spec.cancel and run.state in run_state.ACTIVE:
         result = await runs.cancel(ctx.pool, run_number, reason="cancelled: spec.cancel is true")
         log.info("JobRun cancelled", extra={"object": _ref(body), "result": str(result)})
-        run = (await history.runs(ctx.pool, [run_number])).get(run_number) or run
+        run = (await history.runs(ctx.pool, [run_number], hot=ctx.hot_queue)).get(run_number) or run
     desired = status.job_run_status(run, generation=generation)
     await _write(
         ctx,

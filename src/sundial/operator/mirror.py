@@ -343,6 +343,9 @@ class Mirror:
                     and settled is not None
                     and settled[0] == inputs
                     and now - settled[1] < _RESYNC_SECONDS
+                    # On the hot queue a claim changes no digest (the record says pending):
+                    # a ScheduledJob with unfinished runs is read again every pass.
+                    and not (self.ctx.hot_queue is not None and _has_active(body))
                 ):
                     settled_jobs += 1
                     continue
@@ -353,7 +356,9 @@ class Mirror:
             wanted = {item[0] for item in due} | (owners & bodies.keys())
             try:
                 windows = await history.window(
-                    self.ctx.pool, [r for r in requests if r.schedule_id in wanted]
+                    self.ctx.pool,
+                    [r for r in requests if r.schedule_id in wanted],
+                    hot=self.ctx.hot_queue,
                 )
                 views = await history.schedules(self.ctx.pool, wanted)
             except store_errors.StoreUnavailableError as error:
@@ -461,13 +466,19 @@ class Mirror:
 
     def _quiet(self, inputs_now: tuple[Any, ...] | None) -> bool:
         """Whether this pass may skip its sweep: it sees what the last sweep saw, that sweep is
-        less than ``_QUIET_SECONDS`` old, and no Pod sweep is due."""
+        less than ``_QUIET_SECONDS`` old, and no Pod sweep is due. On the hot queue a claim
+        moves no PostgreSQL counter, so no pass is quiet while a ScheduledJob has unfinished
+        runs (one of them may have been claimed since)."""
         return (
             inputs_now is not None
             and inputs_now == self._swept_inputs
             and self._swept_at is not None
             and time.monotonic() - self._swept_at < _QUIET_SECONDS
             and not self._pods.pending()
+            and not (
+                self.ctx.hot_queue is not None
+                and any(_has_active(body) for body in self.ctx.scheduled_job_cache.bodies())
+            )
         )
 
     def _sweep_due(self, *, backlog: bool) -> bool:
@@ -627,7 +638,7 @@ class Mirror:
             for body in bodies
             if (body.get("status") or {}).get("runId") is not None
         ]
-        known = await history.runs(self.ctx.pool, ids)
+        known = await history.runs(self.ctx.pool, ids, hot=self.ctx.hot_queue)
 
         async def one(body: Mapping[str, Any]) -> None:
             current = body.get("status") or {}
@@ -699,6 +710,11 @@ def _synced_every_pass(body: Mapping[str, Any]) -> bool:
     if (body.get("spec") or {}).get("slo") is not None:
         return True
     return context.RUN_NOW_ANNOTATION in (body["metadata"].get("annotations") or {})
+
+
+def _has_active(body: Mapping[str, Any]) -> bool:
+    """Whether the ScheduledJob's status lists unfinished runs."""
+    return bool((body.get("status") or {}).get("activeCount"))
 
 
 def _limits(body: Mapping[str, Any]) -> tuple[int, int]:

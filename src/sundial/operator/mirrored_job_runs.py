@@ -70,7 +70,7 @@ async def _upsert(
             await job_runs.cancel_run(ctx, current, run.id)
         asked = await replays.honour(ctx, current, run.id)
         if asked:
-            run = (await history.runs(ctx.pool, [run.id])).get(run.id, run)
+            run = (await history.runs(ctx.pool, [run.id], hot=ctx.hot_queue)).get(run.id, run)
         generation = current["metadata"].get("generation")
         desired = status.job_run_status(run, generation=generation)
         before = current.get("status") or {}

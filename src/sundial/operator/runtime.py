@@ -167,11 +167,13 @@ async def _lead(
     api = await asyncio.to_thread(kube.KubeApi)
     clock = clocks.SystemClock()
     recorder = events.EventRecorder(api, clock)
+    redis = hot_queue.open_client(config.hot_queue_url) if config.hot_queue_url else None
     ctx = context.Context(
         pool=pool,
         api=api,
         recorder=recorder,
         clock=clock,
+        hot_queue=redis,
         settings=context.OperatorSettings(
             namespaces=config.namespaces,
             mirror_interval=config.mirror_interval,
@@ -193,7 +195,6 @@ async def _lead(
             namespace_fires_per_second=config.namespace_fires_per_second,
         ),
     )
-    redis = hot_queue.open_client(config.hot_queue_url) if config.hot_queue_url else None
     housekeeping = maintainer.Maintainer(
         pool, holder=config.holder, clock=clock, settings=config.maintainer, hot_queue=redis
     )

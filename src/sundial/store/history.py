@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sundial.scheduling import waiting
 from sundial.scheduling.run_state import RunState, coerce_state
@@ -35,6 +35,8 @@ __all__ = [
     "upstream_of",
     "window",
 ]
+
+_Row = TypeVar("_Row")
 
 #: At most this many unfinished runs of one schedule are listed (``activeCount`` is exact).
 MAX_ACTIVE_LISTED = 100
@@ -148,8 +150,12 @@ class ScheduleView:
     buffered_fire_time: datetime | None = None
 
 
-async def window(pool: Pool, requests: Sequence[WindowRequest]) -> dict[uuid.UUID, Window]:
-    """The unfinished runs and the newest successful and failed runs of each schedule."""
+async def window(
+    pool: Pool, requests: Sequence[WindowRequest], *, hot: Any = None
+) -> dict[uuid.UUID, Window]:
+    """The unfinished runs and the newest successful and failed runs of each schedule.
+    ``hot``: the hot queue's Redis client, to show the unfinished runs a claimer holds there
+    as running (one round trip for every window)."""
     result = {request.schedule_id: Window([], [], []) for request in requests}
     if not requests:
         return result
@@ -174,6 +180,12 @@ async def window(pool: Pool, requests: Sequence[WindowRequest]) -> dict[uuid.UUI
             counts = dict(await cursor.fetchall())
     for key, found in result.items():
         found.active_count = counts.get(key, len(found.active))
+    if hot is not None:
+        shown = iter(
+            await _overlay(hot, [run for found in result.values() for run in found.active])
+        )
+        for found in result.values():
+            found.active = [next(shown) for _ in found.active]
     return result
 
 
@@ -247,15 +259,25 @@ def _array_literal(values: Iterable[uuid.UUID | int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
-async def runs(pool: Pool, run_ids: Iterable[int]) -> dict[int, RunView]:
-    """The runs with these ids that exist, live or archived."""
+async def runs(pool: Pool, run_ids: Iterable[int], *, hot: Any = None) -> dict[int, RunView]:
+    """The runs with these ids that exist, live or archived. ``hot``: the hot queue's Redis
+    client, to show the runs a claimer holds there as running (``hot_queue.overlay``)."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("history_runs"), {"ids": ids})
         rows = await cursor.fetchall()
-    return {row[0]: RunView(*row) for row in rows}
+    views = [RunView(*row) for row in rows]
+    if hot is not None:
+        views = await _overlay(hot, views)
+    return {view.id: view for view in views}
+
+
+async def _overlay(hot: Any, rows: Sequence[_Row]) -> list[_Row]:
+    from sundial.store.hot_queue import overlay
+
+    return await overlay.overlay(hot, rows)
 
 
 async def schedules(pool: Pool, schedule_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, ScheduleView]:
@@ -328,10 +350,17 @@ async def recent(
     before: int | None = None,
     states: Iterable[str] | None = None,
     since: datetime | None = None,
+    hot: Any = None,
 ) -> list[HistoryRow]:
     """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job, newest
     first; ``before``: only runs with a smaller id, to page back from the last one seen;
-    ``states``: only runs in one of these; ``since``: only runs created at or after it."""
+    ``states``: only runs in one of these (as recorded); ``since``: only runs created at or
+    after it. ``hot``: the hot queue's Redis client, to show the runs a claimer holds there as
+    running (``hot_queue.overlay``)."""
+    wanted = None if states is None else set(states)
+    asked = wanted
+    if hot is not None and wanted is not None and RunState.RUNNING in wanted:
+        asked = wanted | {RunState.PENDING}  # held in Redis: running, pending in the record
     async with pool.connection() as conn:
         cursor = await conn.execute(
             queries.get("history_recent"),
@@ -340,9 +369,13 @@ async def recent(
                 "name": job,
                 "limit": limit,
                 "before": before,
-                "states": None if states is None else sorted(set(states)),
+                "states": None if asked is None else sorted(asked),
                 "since": since,
             },
         )
         rows = await cursor.fetchall()
-    return [HistoryRow(*row) for row in rows]
+    listed = [HistoryRow(*row) for row in rows]
+    if hot is None:
+        return listed
+    shown = await _overlay(hot, listed)
+    return shown if wanted is None else [row for row in shown if row.state in wanted]

@@ -98,6 +98,7 @@ class RunInfo:
     finished_at: datetime | None
     archived: bool
     failure_detail: str | None = None
+    queue: str | None = None
 
     def __post_init__(self) -> None:
         coerce_state(self)
@@ -564,12 +565,20 @@ async def _state(pool: Pool, run_id: int) -> RunState | None:
         return None if row is None else RunState(row[0])
 
 
-async def get(pool: Pool, run_id: int) -> RunInfo | None:
-    """One run, live or archived; ``None`` if there is no such run."""
+async def get(pool: Pool, run_id: int, *, hot: Any = None) -> RunInfo | None:
+    """One run, live or archived; ``None`` if there is no such run. ``hot``: the hot queue's
+    Redis client, to show a run a claimer holds there as running (``hot_queue.overlay``)."""
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("get_run"), {"id": run_id})
         row = await cursor.fetchone()
-    return None if row is None else RunInfo(*row)
+    if row is None:
+        return None
+    info = RunInfo(*row)
+    if hot is not None:
+        from sundial.store.hot_queue import overlay
+
+        [info] = await overlay.overlay(hot, [info])
+    return info
 
 
 async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:

@@ -459,12 +459,12 @@ def test_one_value_turns_the_hot_queue_on_and_the_bundled_redis_admits_only_sund
     own = render({"hotQueue": {"enabled": True, "existingSecret": {"name": "ha", "key": "u"}}})
     migrate = _one(own, "Job", "migrate")["spec"]["template"]["spec"]["containers"][0]
     assert migrate["args"][-1] == "--hot-queue=on"
-    for component in ("runner", "operator"):
+    for component in ("runner", "operator", "history-api"):
         assert hot_queue_env(own, component) == [{"name": "ha", "key": "u"}]
     assert not [o for o in own if "redis" in o["metadata"]["name"]]
 
     bundled = render(EVERYTHING)
-    for component in ("runner", "operator"):
+    for component in ("runner", "operator", "history-api"):
         assert hot_queue_env(bundled, component) == [
             {"name": "release-sundial-redis", "key": "url"}
         ]
@@ -478,7 +478,11 @@ def test_one_value_turns_the_hot_queue_on_and_the_bundled_redis_admits_only_sund
     policy = _one(bundled, "NetworkPolicy", "redis")["spec"]
     [rule] = policy["ingress"]
     [peer] = rule["from"]
-    assert peer["podSelector"]["matchExpressions"][0]["values"] == ["operator", "runner"]
+    assert peer["podSelector"]["matchExpressions"][0]["values"] == [
+        "operator",
+        "runner",
+        "history-api",
+    ]
 
 
 def test_a_bundled_redis_without_the_hot_queue_is_refused(
@@ -510,7 +514,7 @@ def test_each_component_connects_as_its_own_database_login(render: Callable[...,
     hot_queue = {"SUNDIAL_HOT_QUEUE_URL": "url"}  # the bundled Redis's, not a database login
     assert _dsn_keys(operator["containers"][0]) == {"SUNDIAL_DSN": "operator-dsn", **hot_queue}
     history_api = _one(objects, "Deployment", "history-api")["spec"]["template"]["spec"]
-    assert _dsn_keys(history_api["containers"][0]) == {"SUNDIAL_DSN": "reader-dsn"}
+    assert _dsn_keys(history_api["containers"][0]) == {"SUNDIAL_DSN": "reader-dsn", **hot_queue}
     assert _dsn_keys(operator["initContainers"][0]) == {
         "SUNDIAL_DSN": "dsn",
         "SUNDIAL_LOGIN_PASSWORD_OPERATOR": "operator-password",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import os
 import pathlib
 import signal
@@ -50,6 +51,20 @@ def hot(dsn: str) -> str:
 def _leased(url: str, run_id: int) -> bool:
     with redis.Redis.from_url(url) as connection:
         return connection.zscore("{sundial:default}:leases", run_id) is not None
+
+
+def _listed(dsn: str, run_id: int, *options: str) -> tuple[str, int] | None:
+    """The state and attempt `sundial runs -o json` lists ``run_id`` with (None: not listed)."""
+    env = {k: v for k, v in os.environ.items() if k != "SUNDIAL_HOT_QUEUE_URL"}
+    listed = subprocess.run(
+        [sys.executable, "-m", "sundial", "runs", "--dsn", dsn, "-o", "json", *options],
+        capture_output=True, text=True, timeout=60, check=True, env=env,
+    )  # fmt: skip
+    for line in listed.stdout.splitlines():
+        item = json.loads(line)
+        if item["runId"] == str(run_id):
+            return item["state"], item["attempt"]
+    return None
 
 
 def ledger_lines(ledger: pathlib.Path) -> list[str]:
@@ -148,6 +163,14 @@ def test_a_cancelled_run_stops_and_stays_cancelled(
     (run_id,) = submit(hot, job, args={"seconds": 600})
     runner = runners.start(hot, "--lease-seconds", "3", "--hot-queue-url", redis_url)
     eventually(lambda: _leased(redis_url, run_id), what="the run to be claimed")
+    # `sundial runs` given the Redis shows it running under Redis's attempt; the record alone,
+    # pending (the hot claim writes nothing to PostgreSQL).
+    assert _listed(hot, run_id, "--hot-queue-url", redis_url) == ("running", 1)
+    assert _listed(hot, run_id) == ("pending", 0)
+    assert _listed(hot, run_id, "--hot-queue-url", redis_url, "--state", "running") == (
+        "running",
+        1,
+    )
 
     async def cancel() -> None:
         pool = await store_pool.open_pool(hot, min_size=1, max_size=1)

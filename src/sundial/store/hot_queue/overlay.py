@@ -1,0 +1,94 @@
+"""What readers show of the runs the hot queue holds: running, under Redis's attempt.
+
+On the hot queue a claim writes nothing to PostgreSQL (docs/adr/0024-hot-queue-move.md): the
+record says pending until the finish. A reader given the Redis (``sundial runs``, the history
+API, the operator's JobRun status) asks it which of the pending runs it shows a claimer holds,
+and shows those running, with the attempt Redis handed out and the lease, as PostgreSQL alone
+would. One pipelined round trip per read. A Redis that cannot be reached leaves the record as
+it is, with a warning: a reader never fails for the hot queue's sake.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+from sundial.scheduling.run_state import RunState
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Holding", "holdings", "overlay"]
+
+Row = TypeVar("Row")
+
+
+@dataclasses.dataclass(frozen=True)
+class Holding:
+    """A claim Redis holds: its token and when its lease ends (Redis's clock)."""
+
+    epoch: int
+    attempt: int
+    lease_until: datetime.datetime
+
+
+async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Holding]:
+    """Of ``runs`` ((id, queue) pairs, pending in the record), those a claimer holds now."""
+    pairs = list(runs)
+    if client is None or not pairs:
+        return {}
+    from redis import exceptions as redis_errors
+
+    pipeline = client.pipeline(transaction=False)
+    for run_id, queue in pairs:
+        prefix = "{sundial:" + queue + "}"
+        pipeline.zscore(f"{prefix}:leases", run_id)
+        pipeline.hget(f"{prefix}:holders", run_id)
+    try:
+        replies = await pipeline.execute()
+    except (redis_errors.RedisError, OSError) as error:
+        log.warning("the hot queue's Redis did not answer; runs shown as recorded: %s", error)
+        return {}
+    held: dict[int, Holding] = {}
+    for i, (run_id, _queue) in enumerate(pairs):
+        until, holder = replies[2 * i], replies[2 * i + 1]
+        if until is None or holder is None:
+            continue
+        epoch, _, attempt = (holder.decode() if isinstance(holder, bytes) else holder).partition(
+            ":"
+        )
+        held[run_id] = Holding(
+            int(epoch),
+            int(attempt),
+            datetime.datetime.fromtimestamp(float(until) / 1000, datetime.UTC),
+        )
+    return held
+
+
+async def overlay(client: Any, rows: Sequence[Row], queue_of: Any = None) -> list[Row]:
+    """``rows`` (dataclasses with ``id``, ``state`` and ``attempt``; ``queue`` unless
+    ``queue_of(row)`` names it) with each pending one a claimer holds shown running under the
+    attempt Redis handed out (and its ``lease_until``, where the row has one)."""
+    if client is None:
+        return list(rows)
+    named = [
+        (row.id, queue_of(row) if queue_of else row.queue)  # type: ignore[attr-defined]
+        for row in rows
+        if getattr(row, "state", None) == RunState.PENDING
+    ]
+    held = await holdings(client, [(run_id, queue) for run_id, queue in named if queue])
+    if not held:
+        return list(rows)
+    shown = []
+    for row in rows:
+        holding = held.get(row.id)  # type: ignore[attr-defined]  # only pending ids were asked
+        if holding is None:
+            shown.append(row)
+            continue
+        changes: dict[str, Any] = {"state": RunState.RUNNING, "attempt": holding.attempt}
+        if any(f.name == "lease_until" for f in dataclasses.fields(row)):  # type: ignore[arg-type]
+            changes["lease_until"] = holding.lease_until
+        shown.append(dataclasses.replace(row, **changes))  # type: ignore[type-var]
+    return shown

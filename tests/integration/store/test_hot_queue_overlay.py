@@ -1,0 +1,83 @@
+"""What readers show of runs the hot queue holds, against a real PostgreSQL and a real Redis:
+a run a claimer holds in Redis is pending in the record, and every reader given the Redis
+(``history.recent``, ``history.runs``, ``runs.get``) shows it running under Redis's attempt and
+lease, as PostgreSQL alone would; a state filter follows what is shown; a Redis that does not
+answer leaves the record as it is."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from sundial.scheduling.run_state import RunState
+from sundial.store import history, pool, runs
+from sundial.store.hot_queue import HotQueue, outbox
+
+
+@pytest.fixture
+async def store(store_dsn: str) -> AsyncIterator[pool.Pool]:
+    outbox.switch(store_dsn, on=True)
+    opened = await pool.open_pool(store_dsn, max_size=4)
+    yield opened
+    await opened.close()
+
+
+async def _one_held(store: pool.Pool, client: aioredis.Redis, job: uuid.UUID) -> list[int]:
+    """Three pending runs, the oldest claimed in Redis (held by a claimer)."""
+    made = await runs.submit_many(store, job, [runs.BatchItem() for _ in range(3)])
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    queue = HotQueue(client, "default")
+    epoch = await queue.epoch() or await queue.renew_epoch(store)
+    [claim] = await queue.claim(
+        epoch, lease_ms=30_000, limit=1, handlers=[("handlers.job", ""), ("handlers.job", "async")]
+    )
+    ids = sorted(m.run_id for m in made)
+    assert claim.id == ids[0]
+    return ids
+
+
+async def test_every_reader_given_the_redis_shows_a_held_run_running(
+    store: pool.Pool, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    held, *waiting = await _one_held(store, client, job)
+
+    recorded = {row.id: (row.state, row.attempt) for row in await history.recent(store)}
+    assert recorded == {i: (RunState.PENDING, 0) for i in (held, *waiting)}
+
+    shown = {row.id: (row.state, row.attempt) for row in await history.recent(store, hot=client)}
+    assert shown == {held: (RunState.RUNNING, 1), **{i: (RunState.PENDING, 0) for i in waiting}}
+    views = await history.runs(store, [held, *waiting], hot=client)
+    assert (views[held].state, views[held].attempt) == (RunState.RUNNING, 1)
+    assert views[held].why_it_waits() is None  # a running run does not wait
+    assert {views[i].state for i in waiting} == {RunState.PENDING}
+
+    info = await runs.get(store, held, hot=client)
+    assert info is not None and (info.state, info.attempt) == (RunState.RUNNING, 1)
+    assert info.lease_until is not None
+    ahead = info.lease_until - datetime.datetime.now(datetime.UTC)
+    assert datetime.timedelta(seconds=20) < ahead <= datetime.timedelta(seconds=31)
+
+    running = await history.recent(store, states={"running"}, hot=client)
+    assert [row.id for row in running] == [held]
+    pending = await history.recent(store, states={"pending"}, hot=client)
+    assert sorted(row.id for row in pending) == waiting
+
+
+async def test_a_redis_that_does_not_answer_leaves_the_record_as_it_is(
+    store: pool.Pool, client: aioredis.Redis, job: uuid.UUID, caplog: pytest.LogCaptureFixture
+) -> None:
+    held, *_ = await _one_held(store, client, job)
+    gone = aioredis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
+    try:
+        rows = await history.recent(store, hot=gone)
+        info = await runs.get(store, held, hot=gone)
+    finally:
+        await gone.aclose()
+    assert {row.state for row in rows} == {RunState.PENDING}
+    assert info is not None and info.state == RunState.PENDING
+    assert "runs shown as recorded" in caplog.text
