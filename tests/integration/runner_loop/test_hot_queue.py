@@ -28,7 +28,7 @@ import redis
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.store import pool as store_pool
 from sundial.store import runs
-from sundial.store.hot_queue import outbox
+from sundial.store.hot_queue import member, outbox
 from support.runner_loop import Runners, create_job, eventually, run_row, states, submit
 
 SHORT_LEASE = ("--lease-seconds", "2", "--maintenance-seconds", "0.2")
@@ -50,7 +50,7 @@ def hot(dsn: str) -> str:
 
 def _leased(url: str, run_id: int) -> bool:
     with redis.Redis.from_url(url) as connection:
-        return connection.zscore("{sundial:default}:leases", run_id) is not None
+        return connection.zscore("{sundial:default}:leases", member(run_id)) is not None
 
 
 def _listed(dsn: str, run_id: int, *options: str) -> tuple[str, int] | None:

@@ -13,9 +13,12 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
+from sundial.api import common, scheduled_job
 from sundial.scheduling.run_state import RunState
-from sundial.store import history, pool, runs
+from sundial.store import history, pool, runs, schedules
 from sundial.store.hot_queue import HotQueue, outbox
+
+HANDLERS = [("handlers.job", ""), ("handlers.job", "async")]
 
 
 @pytest.fixture
@@ -33,9 +36,7 @@ async def _one_held(store: pool.Pool, client: aioredis.Redis, job: uuid.UUID) ->
         pass
     queue = HotQueue(client, "default")
     epoch = await queue.epoch() or await queue.renew_epoch(store)
-    [claim] = await queue.claim(
-        epoch, lease_ms=30_000, limit=1, handlers=[("handlers.job", ""), ("handlers.job", "async")]
-    )
+    [claim] = await queue.claim(epoch, lease_ms=30_000, limit=1, handlers=HANDLERS)
     ids = sorted(m.run_id for m in made)
     assert claim.id == ids[0]
     return ids
@@ -66,6 +67,40 @@ async def test_every_reader_given_the_redis_shows_a_held_run_running(
     assert [row.id for row in running] == [held]
     pending = await history.recent(store, states={"pending"}, hot=client)
     assert sorted(row.id for row in pending) == waiting
+
+
+async def test_a_schedule_s_window_shows_its_held_run_running(
+    store: pool.Pool, client: aioredis.Redis
+) -> None:
+    """What a ScheduledJob's status lists as active: the fired run a claimer holds, running."""
+    uid = uuid.uuid4()
+    now = datetime.datetime.now(datetime.UTC)
+    spec = scheduled_job.ScheduledJobSpec(
+        schedule="*/5 * * * *", handler=common.HandlerSpec(name="handlers.job")
+    )
+    await schedules.upsert(
+        store, uid=uid, namespace="default", name="fired", generation=1, spec=spec, now=now
+    )
+    fired = [
+        (await runs.submit(store, uid, schedule_id=uid, fire_time=now.replace(minute=m))).run_id
+        for m in (0, 5)
+    ]
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    queue = HotQueue(client, "default")
+    epoch = await queue.epoch() or await queue.renew_epoch(store)
+    [claim] = await queue.claim(epoch, lease_ms=30_000, limit=1, handlers=HANDLERS)
+    request = history.WindowRequest(uid, successful=1, failed=1)
+
+    recorded = (await history.window(store, [request]))[uid]
+    assert {run.state for run in recorded.active} == {RunState.PENDING}
+    shown = (await history.window(store, [request], hot=client))[uid]
+    states = {run.id: (run.state, run.attempt) for run in shown.active}
+    assert set(states) == set(fired) and shown.active_count == 2
+    assert states[claim.id] == (RunState.RUNNING, 1)
+    assert [state for run_id, state in states.items() if run_id != claim.id] == [
+        (RunState.PENDING, 0)
+    ]
 
 
 async def test_a_redis_that_does_not_answer_leaves_the_record_as_it_is(

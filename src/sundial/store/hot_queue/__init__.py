@@ -39,6 +39,7 @@ __all__ = [
     "EpochChangedError",
     "HotQueue",
     "Token",
+    "member",
     "open_client",
 ]
 
@@ -102,6 +103,14 @@ class DueRun:
         )
 
 
+def member(run_id: int) -> str:
+    """A run id as Redis holds it (sorted-set member, hash field): zero-padded to a bigint's 19
+    digits. Redis orders the members of one score by their bytes, and runs submitted in one
+    transaction share one dispatch key: padded, they come out first in, first out (id order),
+    as PostgreSQL's claim takes them; unpadded, run 10 would come before run 9."""
+    return f"{run_id:019d}"
+
+
 @dataclass(frozen=True)
 class Claim:
     """One claimed run and the token its attempt runs under."""
@@ -137,7 +146,9 @@ class HotQueue:
         """The last attempt handed out for each run (0: none it remembers)."""
         if not run_ids:
             return []
-        counts = await self._client.hmget(f"{self._prefix}:attempts", list(run_ids))
+        counts = await self._client.hmget(
+            f"{self._prefix}:attempts", [member(run_id) for run_id in run_ids]
+        )
         return [int(count or 0) for count in counts]
 
     async def renew_epoch(self, pool: Pool) -> int:
@@ -157,7 +168,14 @@ class HotQueue:
         delivery's ``attempt``, is left alone); how many were not due before."""
         args: list[object] = []
         for run in runs:
-            args += [run.id, run.dispatch_ms, run.namespace, run.handler, run.model, run.attempt]
+            args += [
+                member(run.id),
+                run.dispatch_ms,
+                run.namespace,
+                run.handler,
+                run.model,
+                run.attempt,
+            ]
         return int(await self._call("enqueue", *args)) if args else 0
 
     async def held_nowhere(self, runs: Sequence[DueRun]) -> list[DueRun]:
@@ -165,8 +183,8 @@ class HotQueue:
         reconciler delivers again."""
         pipeline = self._client.pipeline(transaction=False)
         for run in runs:
-            pipeline.zscore(f"{self._prefix}:due:{run.namespace}", run.id)
-            pipeline.zscore(f"{self._prefix}:leases", run.id)
+            pipeline.zscore(f"{self._prefix}:due:{run.namespace}", member(run.id))
+            pipeline.zscore(f"{self._prefix}:leases", member(run.id))
         scores = await pipeline.execute()
         return [
             run for i, run in enumerate(runs) if scores[2 * i] is None and scores[2 * i + 1] is None
@@ -225,7 +243,7 @@ class HotQueue:
             return []
         args: list[object] = [lease_ms]
         for claim in held:
-            args += [claim.id, str(claim.token)]
+            args += [member(claim.id), str(claim.token)]
         return [bool(flag) for flag in await self._call("heartbeat", *args)]
 
     async def release(self, claims: Sequence[Claim]) -> list[bool]:
@@ -235,7 +253,7 @@ class HotQueue:
             return []
         args: list[object] = []
         for claim in claims:
-            args += [claim.id, str(claim.token)]
+            args += [member(claim.id), str(claim.token)]
         return [bool(flag) for flag in await self._call("release", *args)]
 
     async def requeue(self, claims: Sequence[tuple[Claim, int]]) -> list[bool]:
@@ -245,7 +263,7 @@ class HotQueue:
             return []
         args: list[object] = []
         for claim, delay_ms in claims:
-            args += [claim.id, str(claim.token), max(0, int(delay_ms))]
+            args += [member(claim.id), str(claim.token), max(0, int(delay_ms))]
         return [bool(flag) for flag in await self._call("requeue", *args)]
 
     async def expire(self, limit: int) -> list[tuple[int, Token | None]]:
@@ -263,7 +281,7 @@ class HotQueue:
         relay can still deliver their pending: a delivery read before the finish would make a
         forgotten run due again (the relay's transaction is bounded; forget runs finished
         minutes ago, not now)."""
-        ids = list(run_ids)
+        ids = [member(run_id) for run_id in run_ids]
         return int(await self._call("forget", *ids)) if ids else 0
 
 

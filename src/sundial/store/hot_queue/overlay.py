@@ -41,11 +41,13 @@ async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Ho
         return {}
     from redis import exceptions as redis_errors
 
+    from sundial.store.hot_queue import member
+
     pipeline = client.pipeline(transaction=False)
     for run_id, queue in pairs:
         prefix = "{sundial:" + queue + "}"
-        pipeline.zscore(f"{prefix}:leases", run_id)
-        pipeline.hget(f"{prefix}:holders", run_id)
+        pipeline.zscore(f"{prefix}:leases", member(run_id))
+        pipeline.hget(f"{prefix}:holders", member(run_id))
     try:
         replies = await pipeline.execute()
     except (redis_errors.RedisError, OSError) as error:

@@ -1,13 +1,16 @@
-"""Fair share between namespaces: a claim deals its slots round-robin over the namespaces that
-have due runs, priority orders runs within a namespace, and a namespace flooding at the top
-priority cannot hold another's runs back.
+"""The claim's contract, run against both claims: PostgreSQL's (``claims.claim``) and the hot
+queue's on a real Redis, fed as a deployment feeds it (the runs submitted to PostgreSQL, the
+outbox relayed before each claim).
 
-The fair-share tests are the claim's contract and run against both claims: PostgreSQL's
-(``claims.claim``) and the hot queue's on a real Redis, fed as a deployment feeds it (the
-runs submitted to PostgreSQL, the outbox relayed before each claim)."""
+Order: within a namespace a higher priority comes first, a run waiting long enough ages past
+a newer one of higher priority, equals come first in, first out (a batch too), and a run is
+not claimed before it is due. Fair share between namespaces: a claim deals its slots
+round-robin over the namespaces that have due runs, and a namespace flooding at the top
+priority cannot hold another's runs back."""
 
 from __future__ import annotations
 
+import datetime
 import re
 import uuid
 from collections import Counter
@@ -82,6 +85,50 @@ async def _flood(
     job = make_job(f"job-{uuid.uuid4().hex[:8]}", namespace=namespace, handler="work.do")
     items = [runs.BatchItem(args={"n": n}, priority=priority) for n in range(count)]
     return [made.run_id for made in await runs.submit_many(pool, job, items)]
+
+
+async def _one_at_a_time(claim: Claim, count: int) -> list[int]:
+    order = []
+    for _ in range(count):
+        got = await claim(limit=1)
+        order += [c.id for c in got]
+    return order
+
+
+async def test_priority_first_and_a_long_wait_ages_past_a_higher_priority(
+    claim: Claim, pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    job = make_job("ordered", namespace="team-a", handler="work.do")
+    now = datetime.datetime.now(datetime.UTC)
+    # A priority step is worth a minute of waiting: 10 minutes at 0 beats 9 at once.
+    old = await runs.submit(pool, job, priority=0, run_at=now - datetime.timedelta(minutes=10))
+    high = await runs.submit(pool, job, priority=9)
+    middle = await runs.submit(pool, job, priority=5)
+    low = await runs.submit(pool, job, priority=1)
+    expected = [old.run_id, high.run_id, middle.run_id, low.run_id]
+    assert await _one_at_a_time(claim, 4) == expected
+
+
+async def test_equals_come_first_in_first_out_even_in_one_batch(
+    claim: Claim, pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """One batch is one transaction: one run_at, one dispatch key for all 25 (ids 1 to 25,
+    past 9 and 19, where the ids' text sorts apart from their numbers)."""
+    job = make_job("batched", namespace="team-a", handler="work.do")
+    made = await runs.submit_many(pool, job, [runs.BatchItem(args={"n": n}) for n in range(25)])
+    ids = sorted(m.run_id for m in made)
+    assert await _one_at_a_time(claim, 25) == ids
+    assert await claim(limit=5) == []
+
+
+async def test_a_delayed_run_is_not_claimed_before_it_is_due(
+    claim: Claim, pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    job = make_job("delayed", namespace="team-a", handler="work.do")
+    later = await runs.submit(pool, job, delay_seconds=3600)
+    now = await runs.submit(pool, job)
+    assert [c.id for c in await claim(limit=10)] == [now.run_id]
+    assert later.run_id != now.run_id
 
 
 async def test_a_flood_at_top_priority_leaves_another_namespace_its_share(
