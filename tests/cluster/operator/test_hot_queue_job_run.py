@@ -54,7 +54,7 @@ def test_a_job_run_held_in_redis_shows_running_then_succeeded(
             return get_json(kubectl, "-n", namespace, "jr", "held").get("status") or {}
 
         wait_until(lambda: status().get("phase") == "Running", within=60, what="Running")
-        assert status()["attempt"] == 1
+        assert status()["attempt"] == 1 and status().get("startedAt")
         with psycopg.connect(operator_dsn) as conn:
             recorded = conn.execute("SELECT state FROM job_runs").fetchall()
         assert recorded == [("pending",)]  # Running comes from Redis, not from the record

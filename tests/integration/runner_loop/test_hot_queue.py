@@ -114,6 +114,7 @@ def test_every_run_completes_exactly_once_through_the_hot_queue(
     assert runner.terminate_and_wait() == 0
     with redis.Redis.from_url(redis_url) as connection:
         assert connection.zcard("{sundial:default}:leases") == 0
+        assert connection.hlen("{sundial:default}:started") == 0  # ended with each lease
 
 
 def test_a_killed_runner_s_run_is_finished_by_another_under_a_later_attempt(

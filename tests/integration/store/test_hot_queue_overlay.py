@@ -62,6 +62,10 @@ async def test_every_reader_given_the_redis_shows_a_held_run_running(
     assert info.lease_until is not None
     ahead = info.lease_until - datetime.datetime.now(datetime.UTC)
     assert datetime.timedelta(seconds=20) < ahead <= datetime.timedelta(seconds=31)
+    assert info.started_at is not None  # when Redis handed the attempt out, by its clock
+    since = datetime.datetime.now(datetime.UTC) - info.started_at
+    assert datetime.timedelta(seconds=-2) < since < datetime.timedelta(seconds=10)
+    assert views[held].started_at == info.started_at
 
     running = await history.recent(store, states={"running"}, hot=client)
     assert [row.id for row in running] == [held]

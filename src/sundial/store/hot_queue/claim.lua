@@ -140,6 +140,7 @@ for _, run in ipairs(picked) do
     local attempt = redis.call('HINCRBY', key('attempts'), run.id, 1)
     redis.call('ZADD', key('leases'), now + lease, run.id)
     redis.call('HSET', key('holders'), run.id, epoch .. ':' .. attempt)
+    redis.call('HSET', key('started'), run.id, now)  -- for readers: when this attempt began
     table.insert(claimed, run.id)
     table.insert(claimed, attempt)
 end

@@ -8,5 +8,6 @@ for _, id in ipairs(expired) do
     table.insert(lost, redis.call('HGET', key('holders'), id) or '')
     redis.call('ZREM', key('leases'), id)
     redis.call('HDEL', key('holders'), id)
+    redis.call('HDEL', key('started'), id)
 end
 return lost

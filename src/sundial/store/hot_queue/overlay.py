@@ -27,11 +27,13 @@ Row = TypeVar("Row")
 
 @dataclasses.dataclass(frozen=True)
 class Holding:
-    """A claim Redis holds: its token and when its lease ends (Redis's clock)."""
+    """A claim Redis holds: its token, when it began and when its lease ends (Redis's clock;
+    ``started_at`` None for a claim made by a build that did not record it)."""
 
     epoch: int
     attempt: int
     lease_until: datetime.datetime
+    started_at: datetime.datetime | None = None
 
 
 async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Holding]:
@@ -48,6 +50,7 @@ async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Ho
         prefix = "{sundial:" + queue + "}"
         pipeline.zscore(f"{prefix}:leases", member(run_id))
         pipeline.hget(f"{prefix}:holders", member(run_id))
+        pipeline.hget(f"{prefix}:started", member(run_id))
     try:
         replies = await pipeline.execute()
     except (redis_errors.RedisError, OSError) as error:
@@ -55,24 +58,29 @@ async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Ho
         return {}
     held: dict[int, Holding] = {}
     for i, (run_id, _queue) in enumerate(pairs):
-        until, holder = replies[2 * i], replies[2 * i + 1]
+        until, holder, started = replies[3 * i : 3 * i + 3]
         if until is None or holder is None:
             continue
-        epoch, _, attempt = (holder.decode() if isinstance(holder, bytes) else holder).partition(
-            ":"
-        )
+        token = holder.decode() if isinstance(holder, bytes) else holder
+        epoch, _, attempt = token.partition(":")
         held[run_id] = Holding(
             int(epoch),
             int(attempt),
-            datetime.datetime.fromtimestamp(float(until) / 1000, datetime.UTC),
+            _moment(until),
+            None if started is None else _moment(started),
         )
     return held
+
+
+def _moment(milliseconds: Any) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(float(milliseconds) / 1000, datetime.UTC)
 
 
 async def overlay(client: Any, rows: Sequence[Row], queue_of: Any = None) -> list[Row]:
     """``rows`` (dataclasses with ``id``, ``state`` and ``attempt``; ``queue`` unless
     ``queue_of(row)`` names it) with each pending one a claimer holds shown running under the
-    attempt Redis handed out (and its ``lease_until``, where the row has one)."""
+    attempt Redis handed out, since the claim (``started_at``), with its ``lease_until`` where
+    the row has one."""
     if client is None:
         return list(rows)
     named = [
@@ -90,7 +98,10 @@ async def overlay(client: Any, rows: Sequence[Row], queue_of: Any = None) -> lis
             shown.append(row)
             continue
         changes: dict[str, Any] = {"state": RunState.RUNNING, "attempt": holding.attempt}
-        if any(f.name == "lease_until" for f in dataclasses.fields(row)):  # type: ignore[arg-type]
+        names = {f.name for f in dataclasses.fields(row)}  # type: ignore[arg-type]
+        if "lease_until" in names:
             changes["lease_until"] = holding.lease_until
+        if "started_at" in names and holding.started_at is not None:
+            changes["started_at"] = holding.started_at
         shown.append(dataclasses.replace(row, **changes))  # type: ignore[type-var]
     return shown

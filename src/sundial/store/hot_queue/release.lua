@@ -9,6 +9,7 @@ for i = 1, #ARGV, 2 do
     if redis.call('HGET', key('holders'), id) == token and redis.call('ZSCORE', key('leases'), id) then
         redis.call('ZREM', key('leases'), id)
         redis.call('HDEL', key('holders'), id)
+        redis.call('HDEL', key('started'), id)
         table.insert(released, 1)
     else
         table.insert(released, 0)

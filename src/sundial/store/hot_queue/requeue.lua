@@ -10,6 +10,7 @@ for i = 1, #ARGV, 3 do
     if namespace and redis.call('HGET', key('holders'), id) == token and redis.call('ZSCORE', key('leases'), id) then
         redis.call('ZREM', key('leases'), id)
         redis.call('HDEL', key('holders'), id)
+        redis.call('HDEL', key('started'), id)
         redis.call('ZADD', due_key(namespace), now + delay, id)
         redis.call('SADD', key('spaces'), namespace)
         table.insert(requeued, 1)
