@@ -40,6 +40,7 @@ __all__ = [
     "EpochChangedError",
     "HotQueue",
     "Token",
+    "key_prefix",
     "member",
     "open_client",
 ]
@@ -104,6 +105,12 @@ class DueRun:
         )
 
 
+def key_prefix(queue: str) -> str:
+    """The prefix of every key of ``queue``: ``{sundial:<queue>}``, the hash tag that keeps a
+    queue's keys in one Redis Cluster slot (``common.lua`` derives the rest from it)."""
+    return "{sundial:" + queue + "}"
+
+
 def member(run_id: int) -> str:
     """A run id as Redis holds it (sorted-set member, hash field): zero-padded to a bigint's 19
     digits. Redis orders the members of one score by their bytes, and runs submitted in one
@@ -126,7 +133,7 @@ class HotQueue:
     def __init__(self, client: Any, queue: str) -> None:
         self._client = client
         self.queue = queue
-        self._prefix = "{sundial:" + queue + "}"
+        self._prefix = key_prefix(queue)
         self._scripts = {name: client.register_script(_script(name)) for name in _SCRIPTS}
 
     async def _call(self, name: str, *args: object) -> Any:

@@ -43,11 +43,11 @@ async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Ho
         return {}
     from redis import exceptions as redis_errors
 
-    from sundial.store.hot_queue import member
+    from sundial.store.hot_queue import key_prefix, member
 
     pipeline = client.pipeline(transaction=False)
     for run_id, queue in pairs:
-        prefix = "{sundial:" + queue + "}"
+        prefix = key_prefix(queue)
         pipeline.zscore(f"{prefix}:leases", member(run_id))
         pipeline.hget(f"{prefix}:holders", member(run_id))
         pipeline.hget(f"{prefix}:started", member(run_id))
@@ -76,19 +76,18 @@ def _moment(milliseconds: Any) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(float(milliseconds) / 1000, datetime.UTC)
 
 
-async def overlay(client: Any, rows: Sequence[Row], queue_of: Any = None) -> list[Row]:
-    """``rows`` (dataclasses with ``id``, ``state`` and ``attempt``; ``queue`` unless
-    ``queue_of(row)`` names it) with each pending one a claimer holds shown running under the
-    attempt Redis handed out, since the claim (``started_at``), with its ``lease_until`` where
-    the row has one."""
+async def overlay(client: Any, rows: Sequence[Row]) -> list[Row]:
+    """``rows`` (dataclasses with ``id``, ``state``, ``attempt`` and ``queue``) with each
+    pending one a claimer holds shown running under the attempt Redis handed out, since the
+    claim (``started_at``), with its ``lease_until`` where the row has one."""
     if client is None:
         return list(rows)
     named = [
-        (row.id, queue_of(row) if queue_of else row.queue)  # type: ignore[attr-defined]
+        (row.id, row.queue)  # type: ignore[attr-defined]
         for row in rows
-        if getattr(row, "state", None) == RunState.PENDING
+        if getattr(row, "state", None) == RunState.PENDING and getattr(row, "queue", None)
     ]
-    held = await holdings(client, [(run_id, queue) for run_id, queue in named if queue])
+    held = await holdings(client, named)
     if not held:
         return list(rows)
     shown = []
