@@ -24,8 +24,17 @@ async def noop(args: dict[str, Any], ctx: sundial.JobContext) -> None:
 
 @sundial.job("loop.record")
 async def record(args: dict[str, Any], ctx: sundial.JobContext) -> None:
-    """Appends "run_id attempt fencing_token" to args["path"]: one short O_APPEND write, so
-    lines never mix."""
+    """Appends "run_id attempt" to args["path"]: one short O_APPEND write, so lines never mix."""
+    fd = os.open(args["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{ctx.run_id} {ctx.attempt}\n".encode())
+    finally:
+        os.close(fd)
+
+
+@sundial.job("loop.record_token")
+async def record_token(args: dict[str, Any], ctx: sundial.JobContext) -> None:
+    """Appends "run_id attempt fencing_token" to args["path"], as ``loop.record`` does."""
     fd = os.open(args["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, f"{ctx.run_id} {ctx.attempt} {ctx.fencing_token}\n".encode())

@@ -12,7 +12,7 @@ def test_many_noop_jobs_complete_exactly_once(
     dsn: str, runners: Runners, tmp_path: pathlib.Path
 ) -> None:
     ledger = tmp_path / "ledger"
-    job = create_job(dsn, "loop.record")
+    job = create_job(dsn, "loop.record_token")
     foreign = create_job(dsn, "someone.elses.handler")
     run_ids = submit(dsn, job, 2000, {"path": str(ledger)})
     (foreign_run,) = submit(dsn, foreign)
@@ -30,5 +30,8 @@ def test_many_noop_jobs_complete_exactly_once(
     assert states(dsn) == {"completed": 2000, "pending": 1}
     unclaimed = run_row(dsn, foreign_run)
     assert (unclaimed["state"], unclaimed["attempt"]) == ("pending", 0)
-    assert runner.metric("sundial_runs_total", handler="loop.record", outcome="succeeded") == 2000
+    succeeded = runner.metric(
+        "sundial_runs_total", handler="loop.record_token", outcome="succeeded"
+    )
+    assert succeeded == 2000
     assert runner.terminate_and_wait() == 0

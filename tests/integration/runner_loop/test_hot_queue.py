@@ -80,7 +80,7 @@ def test_every_run_completes_exactly_once_through_the_hot_queue(
     hot: str, redis_url: str, runners: Runners, tmp_path: pathlib.Path
 ) -> None:
     ledger = tmp_path / "ledger"
-    job = create_job(hot, "loop.record")
+    job = create_job(hot, "loop.record_token")
     foreign = create_job(hot, "someone.elses.handler")
     early = submit(hot, job, 500, {"path": str(ledger)})
     (foreign_run,) = submit(hot, foreign)
@@ -110,7 +110,10 @@ def test_every_run_completes_exactly_once_through_the_hot_queue(
     assert seen == recorded and min(seen.values()) > 1 << 32
     unclaimed = run_row(hot, foreign_run)
     assert (unclaimed["state"], unclaimed["attempt"]) == ("pending", 0)
-    assert runner.metric("sundial_runs_total", handler="loop.record", outcome="succeeded") == 2000
+    succeeded = runner.metric(
+        "sundial_runs_total", handler="loop.record_token", outcome="succeeded"
+    )
+    assert succeeded == 2000
     assert runner.terminate_and_wait() == 0
     with redis.Redis.from_url(redis_url) as connection:
         assert connection.zcard("{sundial:default}:leases") == 0
