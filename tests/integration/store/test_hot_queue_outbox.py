@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -17,7 +18,7 @@ import redis.exceptions
 
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.scheduling.failures import FailureClass
-from sundial.store import claims, pool, reaper, runs
+from sundial.store import claims, pool, queries, reaper, runs
 from sundial.store.hot_queue import HotQueue, outbox
 
 LEASE_MS = 30_000
@@ -218,3 +219,47 @@ async def test_runs_of_the_pod_model_stay_with_postgresql(
 
     claimed = await claims.claim(store, "launcher", execution_models=["pod"], limit=10)
     assert [run.id for run in claimed] == [pod_run]
+
+
+def _rows_read_from(plan: dict[str, Any], table: str) -> int:
+    """Rows every scan of ``table`` in ``plan`` produced or filtered out, over all its loops."""
+    total = 0
+    if plan.get("Relation Name") == table and plan["Node Type"] != "ModifyTable":
+        rows = plan.get("Actual Rows", 0) + plan.get("Rows Removed by Filter", 0)
+        total += rows * plan.get("Actual Loops", 1)
+    for child in plan.get("Plans", []):
+        total += _rows_read_from(child, table)
+    return total
+
+
+def test_a_take_reads_the_head_of_a_deep_outbox_only(store_dsn: str, job: uuid.UUID) -> None:
+    """A relay's take costs the same at any depth: over a backlog a hundred times its batch it
+    reads its batch's entries (the lock and the delete) and not the rest. Taking them with
+    ``IN (subquery)`` hash-joined the batch against the whole outbox, a sequential scan per
+    take that made draining a backlog quadratic."""
+    backlog, batch = 20_000, 200
+    outbox.switch(store_dsn, on=True)
+    with psycopg.connect(store_dsn, autocommit=True) as conn:
+        conn.execute(
+            """
+            INSERT INTO job_runs (job_id, queue, handler, execution_model, timeout_seconds,
+                                  max_retries, backoff_base_seconds, backoff_cap_seconds,
+                                  state, priority, run_at, dispatch_key)
+            SELECT %s, 'default', 'work', 'async', 60, 3, 1, 60, 'pending', 1, now(),
+                   sundial_dispatch_key(now(), 1::smallint)
+            FROM generate_series(1, %s)
+            """,
+            (job, backlog),
+        )
+        conn.execute("ANALYZE hot_queue_outbox")
+        reads = []
+        for _ in range(2):  # and again once the head's entries are dead tuples
+            row = conn.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + queries.get("outbox_take"),  # type: ignore[operator]
+                {"limit": batch},
+            ).fetchone()
+            assert row is not None
+            plan = row[0][0]["Plan"]
+            reads.append(_rows_read_from(plan, "hot_queue_outbox"))
+            assert plan["Actual Rows"] == batch
+    assert all(read <= 3 * batch for read in reads), (reads, plan)

@@ -5,11 +5,14 @@
 -- transaction, which commits only after Redis took the runs, so a relay that dies leaves them
 -- for the next. The attempt is the record's last as of this transaction (see enqueue.lua).
 -- Runs of the pod model are not delivered: the pod launcher claims them from PostgreSQL.
+-- `= ANY(ARRAY(...))`, not `IN (...)`: with IN the planner hash-joins the taken ids against
+-- the whole outbox, a sequential scan per batch that grows with the backlog; the array makes
+-- the delete a probe of the primary key, so a take costs the same at any depth.
 WITH taken AS (
     DELETE FROM hot_queue_outbox
-    WHERE id IN (
+    WHERE id = ANY(ARRAY(
         SELECT id FROM hot_queue_outbox ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-    )
+    ))
     RETURNING run_id
 )
 SELECT t.run_id, r.queue, r.namespace, r.handler, r.execution_model, r.dispatch_key, r.attempt
