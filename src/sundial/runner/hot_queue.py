@@ -5,7 +5,9 @@ outbox's triggers). A runner must agree with it: one claiming from PostgreSQL be
 claiming from Redis could start a run twice (only one finish would be accepted, but both would
 have run), and one claiming from Redis with the outbox off would wait for runs that never
 arrive. So a runner whose setting disagrees with the database does not start, and says which
-to change.
+to change; and a runner already serving checks again every ``MODE_CHECK_SECONDS`` (the mode
+is switched while old runners still serve, as a chart upgrade does), stops claiming when the
+database changed, finishes what it holds and exits 1 with the same message.
 
 Every runner on the hot queue relays (outbox to Redis): relays side by side take different
 entries (``SKIP LOCKED``), so the relay's throughput grows with the runners and no single
@@ -25,11 +27,13 @@ from sundial.store.hot_queue import open_client, outbox, reconciler
 from sundial.store.pool import Pool
 
 __all__ = [
+    "MODE_CHECK_SECONDS",
     "REDIS_ERRORS",
     "RELAY_BATCH",
     "RELAY_IDLE_SECONDS",
     "Relaying",
     "dispatch_for",
+    "mode_problem",
 ]
 
 log = logging.getLogger("sundial.runner.hot_queue")
@@ -46,6 +50,23 @@ else:
 RELAY_BATCH = 1000
 #: How long a relay that found the outbox empty waits before looking again.
 RELAY_IDLE_SECONDS = 0.02
+#: How often a serving runner checks that the database's mode is still its own.
+MODE_CHECK_SECONDS = 5.0
+
+
+def _disagreement(on: bool, url_given: bool) -> str | None:
+    if on and not url_given:
+        return (
+            "the hot queue is on for this database (`sundial migrate --hot-queue on`): "
+            "give the runner its Redis with --hot-queue-url (SUNDIAL_HOT_QUEUE_URL), or "
+            "turn it off with `sundial migrate --hot-queue off`"
+        )
+    if url_given and not on:
+        return (
+            "the hot queue is off for this database: turn it on with "
+            "`sundial migrate --hot-queue on`, or start the runner without --hot-queue-url"
+        )
+    return None
 
 
 async def dispatch_for(
@@ -53,24 +74,21 @@ async def dispatch_for(
 ) -> tuple[dispatch.Dispatch, Any | None]:
     """The dispatch the database's mode asks for, and the Redis client it uses (None on
     PostgreSQL alone); ``HotQueueModeError`` when ``url`` disagrees with the database."""
-    on = await outbox.is_on(pool())
+    problem = _disagreement(await outbox.is_on(pool()), url is not None)
+    if problem is not None:
+        raise errors.HotQueueModeError(problem)
     if url is None:
-        if on:
-            raise errors.HotQueueModeError(
-                "the hot queue is on for this database (`sundial migrate --hot-queue on`): "
-                "give the runner its Redis with --hot-queue-url (SUNDIAL_HOT_QUEUE_URL), or "
-                "turn it off with `sundial migrate --hot-queue off`"
-            )
         return dispatch.PostgresDispatch(pool), None
-    if not on:
-        raise errors.HotQueueModeError(
-            "the hot queue is off for this database: turn it on with "
-            "`sundial migrate --hot-queue on`, or start the runner without --hot-queue-url"
-        )
     from sundial.store.hot_queue.dispatch import HotDispatch
 
     client = open_client(url)
     return HotDispatch(pool, client), client
+
+
+async def mode_problem(pool: Pool, *, hot: bool) -> str | None:
+    """What to change, when the database's mode is no longer the one a runner serving on the
+    hot queue (``hot``) or on PostgreSQL alone started with; None while they agree."""
+    return _disagreement(await outbox.is_on(pool), hot)
 
 
 class Relaying:

@@ -338,6 +338,9 @@ class Worker:
                 )
                 if self.settings.maintenance_seconds > 0:
                     background.append(asyncio.create_task(self._maintain(), name="maintenance"))
+                background.append(
+                    asyncio.create_task(self._watch_mode(stop), name="hot-queue-mode")
+                )
                 if self._redis is not None:
                     self._relaying = hot_queue.Relaying(
                         self.pool,
@@ -709,6 +712,26 @@ class Worker:
             except (*reconnect.ERRORS, *hot_queue.REDIS_ERRORS) as error:
                 self.connection(error)
             await asyncio.sleep(self.settings.maintenance_seconds)
+
+    async def _watch_mode(self, stop: shutdown.Shutdown) -> None:
+        """Stop claiming once the database's hot queue is switched away from this runner's
+        mode: a runner claiming from PostgreSQL beside runners claiming from Redis could start
+        a run twice. What it holds is finished as on any shutdown (grace included); it exits 1
+        with what to change, and its replacement starts in the new mode or does not start."""
+        while True:
+            await asyncio.sleep(hot_queue.MODE_CHECK_SECONDS)
+            try:
+                problem = await hot_queue.mode_problem(self.pool(), hot=self._redis is not None)
+            except reconnect.ERRORS:
+                continue  # the other loops report outages
+            if problem is not None:
+                self._failed_part = "hot-queue-mode"
+                log.error(
+                    "the database's hot queue was switched; stopping",
+                    extra={"problem": problem, "worker": self.settings.worker_id},
+                )
+                stop.request("the database's hot queue was switched")
+                return
 
     async def _announce(self) -> None:
         """Say what this runner serves (``runners.announce``) every few seconds; with

@@ -261,3 +261,41 @@ def test_a_runner_whose_redis_is_gone_is_not_ready_and_says_so(hot: str, runners
         assert text.startswith("Redis unreachable:"), text
         own.start()
         eventually(lambda: _readyz(runner.port)[0] == 200, what="ready again")
+
+
+@pytest.mark.parametrize("switched_to", ["on", "off"])
+def test_a_serving_runner_stops_claiming_when_the_database_is_switched_away_from_it(
+    dsn: str, redis_url: str, runners: Runners, tmp_path: pathlib.Path, switched_to: str
+) -> None:
+    """A mode switched while runners serve (a chart upgrade runs the switch before it rolls
+    the runners): the runner started in the other mode finishes the run it holds, claims
+    nothing more, and exits 1 saying what to change."""
+    ledger = tmp_path / "ledger"
+    extra: list[str] = []
+    if switched_to == "off":
+        outbox.switch(dsn, on=True)
+        extra = ["--hot-queue-url", redis_url]
+    job = create_job(dsn, "loop.record_after")
+    (held,) = submit(dsn, job, args={"seconds": 8, "path": str(ledger)})
+    runner = runners.start(dsn, "--grace-seconds", "30", *extra)
+    if switched_to == "off":
+        eventually(lambda: _leased(redis_url, held), what="the run to be claimed")
+    else:
+        eventually(lambda: run_row(dsn, held)["state"] == "running", what="the run claimed")
+    outbox.switch(dsn, on=switched_to == "on")
+    code = runner.process.wait(60)
+    (later,) = submit(dsn, job, args={"seconds": 0, "path": str(ledger)})
+    assert code == 1, runner.log_path.read_text()
+    (stopped,) = runner.logged("the database's hot queue was switched; stopping")
+    expected = (
+        "give the runner its Redis with --hot-queue-url"
+        if switched_to == "on"
+        else "start the runner without --hot-queue-url"
+    )
+    assert expected in stopped["problem"], stopped
+    # The held run's handler ran to its end within the grace, once; the later run waits.
+    assert [line.rsplit(" ", 1)[0] for line in ledger_lines(ledger)] == [f"{held} 1"]
+    assert run_row(dsn, later)["state"] == "pending"
+    # Claimed from PostgreSQL, its finish is written. Claimed from Redis, it is refused: the
+    # switch off moved every pending run to a newer epoch, and PostgreSQL's claim runs it again.
+    assert run_row(dsn, held)["state"] == ("completed" if switched_to == "on" else "pending")
