@@ -354,28 +354,40 @@ async def recent(
 ) -> list[HistoryRow]:
     """The newest ``limit`` runs (all of PostgreSQL's history), optionally of one job, newest
     first; ``before``: only runs with a smaller id, to page back from the last one seen;
-    ``states``: only runs in one of these (as recorded); ``since``: only runs created at or
-    after it. ``hot``: the hot queue's Redis client, to show the runs a claimer holds there as
-    running (``hot_queue.overlay``)."""
+    ``states``: only runs in one of these; ``since``: only runs created at or after it.
+    ``hot``: the hot queue's Redis client, to show the runs a claimer holds there as running
+    (``hot_queue.overlay``); ``states`` then filters what is shown. A held run is pending in
+    the record, so for ``running`` the runs Redis holds are read by id beside the recorded
+    ones: a page is full whatever the pending backlog around them."""
     wanted = None if states is None else set(states)
-    asked = wanted
-    if hot is not None and wanted is not None and RunState.RUNNING in wanted:
-        asked = wanted | {RunState.PENDING}  # held in Redis: running, pending in the record
+    arguments: dict[str, Any] = {
+        "namespace": namespace,
+        "name": job,
+        "limit": limit,
+        "before": before,
+        "since": since,
+        "states": None if wanted is None else sorted(wanted),
+        "ids": None,
+    }
     async with pool.connection() as conn:
-        cursor = await conn.execute(
-            queries.get("history_recent"),
-            {
-                "namespace": namespace,
-                "name": job,
-                "limit": limit,
-                "before": before,
-                "states": None if asked is None else sorted(asked),
-                "since": since,
-            },
-        )
-        rows = await cursor.fetchall()
-    listed = [HistoryRow(*row) for row in rows]
-    if hot is None:
-        return listed
-    shown = await _overlay(hot, listed)
-    return shown if wanted is None else [row for row in shown if row.state in wanted]
+        listed = [HistoryRow(*row) for row in await _recent(conn, arguments)]
+        if hot is None:
+            return listed
+        held: list[HistoryRow] = []
+        if wanted is not None and RunState.RUNNING in wanted:
+            from sundial.store.hot_queue import overlay
+
+            cursor = await conn.execute(queries.get("hot_queue_queues"))
+            ids = await overlay.held_ids(hot, [row[0] for row in await cursor.fetchall()])
+            if ids:
+                arguments |= {"states": [RunState.PENDING], "ids": sorted(ids)}
+                held = [HistoryRow(*row) for row in await _recent(conn, arguments)]
+    seen = {row.id for row in listed}
+    shown = await _overlay(hot, listed + [row for row in held if row.id not in seen])
+    kept = shown if wanted is None else [row for row in shown if row.state in wanted]
+    return sorted(kept, key=lambda row: row.id, reverse=True)[:limit]
+
+
+async def _recent(conn: Any, arguments: dict[str, Any]) -> list[Any]:
+    cursor = await conn.execute(queries.get("history_recent"), arguments)
+    return list(await cursor.fetchall())

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio as aioredis
 
 from sundial.api import common, scheduled_job
 from sundial.scheduling.run_state import RunState
-from sundial.store import history, pool, runs, schedules
+from sundial.store import claims, history, pool, runs, schedules
 from sundial.store.hot_queue import HotQueue, outbox
 
 HANDLERS = [("handlers.job", ""), ("handlers.job", "async")]
@@ -120,3 +120,49 @@ async def test_a_redis_that_does_not_answer_leaves_the_record_as_it_is(
     assert {row.state for row in rows} == {RunState.PENDING}
     assert info is not None and info.state == RunState.PENDING
     assert "runs shown as recorded" in caplog.text
+
+
+async def test_running_lists_every_held_run_whatever_the_backlog_around_them(
+    store: pool.Pool, client: aioredis.Redis, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """The runs a claimer holds are the oldest pending (claims take the head), and a page of
+    the newest pending runs holds none of them: ``states={"running"}`` still lists them, newest
+    first, a page at a time, with what the record has running (PostgreSQL's claim: Pods), and
+    only the namespace asked for."""
+    work = make_job("job")
+    elsewhere = make_job("job", namespace="team-b")
+    older = await runs.submit_many(store, work, [runs.BatchItem() for _ in range(4)])
+    backlog = await runs.submit_many(store, work, [runs.BatchItem() for _ in range(200)])
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    queue = HotQueue(client, "default")
+    epoch = await queue.epoch() or await queue.renew_epoch(store)
+    claimed = await queue.claim(epoch, lease_ms=30_000, limit=4, handlers=HANDLERS)
+    held = sorted(c.id for c in claimed)
+    assert held == sorted(m.run_id for m in older) and len(backlog) == 200
+    other = (await runs.submit(store, elsewhere)).run_id  # held too, in another namespace
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    [claim] = await queue.claim(
+        epoch, lease_ms=30_000, limit=1, handlers=HANDLERS, held={"default": 4}
+    )
+    assert claim.id == other  # fair share: the namespace holding nothing goes first
+    pods = make_job("pods", execution_model="pod", pod_template={})
+    recorded_running = (await runs.submit(store, pods)).run_id
+    [pod_claim] = await claims.claim(store, "launcher", execution_models=["pod"], limit=1)
+    assert pod_claim.id == recorded_running
+
+    page = await history.recent(store, namespace="default", states={"running"}, hot=client, limit=3)
+    assert [row.id for row in page] == [recorded_running, *sorted(held, reverse=True)[:2]]
+    assert {row.state for row in page} == {RunState.RUNNING}
+    rest = await history.recent(
+        store, namespace="default", states={"running"}, hot=client, limit=3, before=page[-1].id
+    )
+    assert [row.id for row in rest] == sorted(held, reverse=True)[2:]
+    everywhere = await history.recent(store, states={"running"}, hot=client)
+    assert [row.id for row in everywhere] == sorted([other, recorded_running, *held])[::-1]
+    # Without the Redis, the record: one running run.
+    assert [row.id for row in await history.recent(store, states={"running"})] == [recorded_running]
+    # Pending lists the backlog, not the held runs.
+    pending = await history.recent(store, states={"pending"}, hot=client, limit=1000)
+    assert {row.id for row in pending} == {m.run_id for m in backlog}

@@ -5,7 +5,8 @@
 -- (scheduling.waiting, as in history_runs.sql). `before` pages back: only runs with a smaller
 -- id (the last id of the previous page). `states`: only runs in one of these states;
 -- `since`: only runs created at or after it (an archived run finished after it was created,
--- so its month partitions before `since` are pruned).
+-- so its month partitions before `since` are pruned). `ids`: only these runs, live ones (the
+-- runs the hot queue's Redis holds, which the record has pending; archived runs are left out).
 SELECT h.id, j.namespace, j.name, h.state, h.attempt, h.fire_time, h.started_at,
        h.finished_at, h.failure_reason, h.pod_name, h.pod_exit_code, h.pod_reason,
        h.failure_detail, h.unclaimable_reason, h.created_at, h.queue, h.run_at, h.last_error,
@@ -27,6 +28,7 @@ FROM (
     FROM job_runs
     WHERE (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
       AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+      AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s::bigint[]))
     UNION ALL
     SELECT id, job_id, state, attempt, fire_time, started_at, finished_at, failure_reason,
            pod_name, pod_exit_code, pod_reason, failure_detail, NULL AS unclaimable_reason,
@@ -36,6 +38,7 @@ FROM (
     WHERE (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
       AND (%(since)s::timestamptz IS NULL
            OR (created_at >= %(since)s AND finished_at >= %(since)s))
+      AND %(ids)s::bigint[] IS NULL
 ) h
 JOIN job_definitions j ON j.id = h.job_id
 WHERE (%(namespace)s::text IS NULL OR j.namespace = %(namespace)s)
