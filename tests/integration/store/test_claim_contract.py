@@ -4,7 +4,8 @@ outbox relayed before each claim).
 
 Order: within a namespace a higher priority comes first, a run waiting long enough ages past
 a newer one of higher priority, equals come first in, first out (a batch too), and a run is
-not claimed before it is due. Fair share between namespaces: a claim deals its slots
+not claimed before it is due, and a run given back without a delay (a runner shutting down)
+takes its place again. Fair share between namespaces: a claim deals its slots
 round-robin over the namespaces that have due runs, and a namespace flooding at the top
 priority cannot hold another's runs back."""
 
@@ -21,7 +22,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from sundial.localdev.redis_server import ThrowawayRedis
-from sundial.store import claims, queries, runs
+from sundial.store import claims, queries, releases, runs
 from sundial.store import pool as store_pool
 from sundial.store.hot_queue import HotQueue, outbox
 
@@ -34,6 +35,9 @@ class Claimed(NamedTuple):
 class Claim(Protocol):
     def __call__(self, **arguments: Any) -> Awaitable[list[Claimed]]: ...
 
+    #: Give these claimed runs back unfinished, due again at once (``Dispatch.release``).
+    give_back: Callable[[list[int]], Awaitable[None]]
+
 
 @pytest.fixture(params=["postgresql", "redis"])
 async def claim(
@@ -44,17 +48,26 @@ async def claim(
 ) -> AsyncIterator[Claim]:
     """``claim(limit=..., namespaces=..., ...)`` on the claim this test is run against."""
     if request.param == "postgresql":
+        attempts: dict[int, int] = {}
 
         async def on_postgresql(**arguments: Any) -> list[Claimed]:
-            return [Claimed(r.id, r.namespace) for r in await claims.claim(pool, "w", **arguments)]
+            got = await claims.claim(pool, "w", **arguments)
+            attempts.update((r.id, r.attempt) for r in got)
+            return [Claimed(r.id, r.namespace) for r in got]
 
-        yield on_postgresql
+        async def give_back_on_postgresql(ids: list[int]) -> None:
+            given = [releases.Release(i, attempts[i]) for i in ids]
+            assert set((await releases.release(pool, "w", given)).states) == set(ids)
+
+        on_postgresql.give_back = give_back_on_postgresql  # type: ignore[attr-defined]
+        yield on_postgresql  # type: ignore[misc]
         return
     client = aioredis.Redis.from_url(redis_server.url)
     await client.flushall()
     outbox.switch(store_dsn, on=True)
     relay, queue = outbox.Relay(pool, client), HotQueue(client, "default")
     epoch = await queue.set_epoch(1)
+    handed: dict[int, Any] = {}
 
     async def on_redis(**arguments: Any) -> list[Claimed]:
         while (await relay.once()).runs:
@@ -62,6 +75,7 @@ async def claim(
         got = await queue.claim(
             epoch, lease_ms=30_000, handlers=[("work.do", ""), ("work.do", "async")], **arguments
         )
+        handed.update((c.id, c) for c in got)
         async with pool.connection() as conn:
             cursor = await conn.execute(
                 "SELECT id, namespace FROM job_runs WHERE id = ANY(%s)", ([c.id for c in got],)
@@ -69,8 +83,12 @@ async def claim(
             namespaces = dict(await cursor.fetchall())
         return [Claimed(c.id, namespaces[c.id]) for c in got]
 
+    async def give_back_on_redis(ids: list[int]) -> None:
+        assert await queue.requeue([(handed[i], 0) for i in ids]) == [True] * len(ids)
+
+    on_redis.give_back = give_back_on_redis  # type: ignore[attr-defined]
     try:
-        yield on_redis
+        yield on_redis  # type: ignore[misc]
     finally:
         await client.aclose()
 
@@ -119,6 +137,22 @@ async def test_equals_come_first_in_first_out_even_in_one_batch(
     ids = sorted(m.run_id for m in made)
     assert await _one_at_a_time(claim, 25) == ids
     assert await claim(limit=5) == []
+
+
+async def test_a_run_given_back_takes_its_place_again(
+    claim: Claim, pool: store_pool.Pool, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """A runner shutting down gives its runs back: they are claimed next again, ahead of the
+    runs that were behind them, not sent to the back of the queue."""
+    job = make_job("given", namespace="team-a", handler="work.do")
+    now = datetime.datetime.now(datetime.UTC)
+    aged = await runs.submit(pool, job, priority=0, run_at=now - datetime.timedelta(minutes=10))
+    urgent = await runs.submit(pool, job, priority=9)
+    behind = [(await runs.submit(pool, job, priority=p)).run_id for p in (5, 1, 0)]
+    first = await claim(limit=2)
+    assert [c.id for c in first] == [aged.run_id, urgent.run_id]
+    await claim.give_back([urgent.run_id, aged.run_id])
+    assert await _one_at_a_time(claim, 5) == [aged.run_id, urgent.run_id, *behind]
 
 
 async def test_a_delayed_run_is_not_claimed_before_it_is_due(

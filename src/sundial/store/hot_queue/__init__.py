@@ -3,8 +3,9 @@
 PostgreSQL stays the record (docs/adr/0024-hot-queue-move.md); this module is the Redis half
 of the hot path when a deployment moves it out of PostgreSQL: due runs in one sorted set per
 (queue, namespace) scored by their dispatch key, leases in one sorted set per queue scored by
-when they end, each run's attempt count, and when each held attempt began (for the readers,
-``overlay``). Every step is one Lua script (the ``.lua`` files
+when they end, each run's attempt count and dispatch key (a run given back without a delay
+takes its place again, as PostgreSQL's release leaves its key), and when each held attempt
+began (for the readers, ``overlay``). Every step is one Lua script (the ``.lua`` files
 beside this one, each prefixed with ``common.lua``), so each is atomic on the server.
 
 The fencing token of an attempt is ``(epoch, attempt)``. The attempt comes from Redis; the

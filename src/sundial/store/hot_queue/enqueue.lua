@@ -12,6 +12,7 @@ for i = 1, #ARGV, 6 do
         if counted < attempt then redis.call('HSET', key('attempts'), id, attempt) end
         added = added + redis.call('ZADD', due_key(namespace), score, id)
         redis.call('HSET', key('meta'), id, namespace .. '\t' .. ARGV[i + 3] .. '\t' .. ARGV[i + 4])
+        redis.call('HSET', key('dispatch_keys'), id, score)
         redis.call('SADD', key('spaces'), namespace)
     end
 end

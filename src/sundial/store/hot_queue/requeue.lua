@@ -1,6 +1,7 @@
 -- Give runs back without an end: ARGV is (id, 'epoch:attempt', delay ms) triples. Each run
--- whose lease that token still holds leaves the lease set and is due again ``delay`` ms from
--- now (its attempt count stays, so its next claim is a later attempt). Returns 1 per triple
+-- whose lease that token still holds leaves the lease set and is due again: without a delay
+-- at its dispatch key (its place: PostgreSQL's release leaves the key too), else ``delay`` ms
+-- from now (its attempt count stays, so its next claim is a later attempt). Returns 1 per triple
 -- then, 0 for a stale attempt (the run is not this claimer's to give back).
 local now = now_ms()
 local requeued = {}
@@ -11,7 +12,9 @@ for i = 1, #ARGV, 3 do
         redis.call('ZREM', key('leases'), id)
         redis.call('HDEL', key('holders'), id)
         redis.call('HDEL', key('started'), id)
-        redis.call('ZADD', due_key(namespace), now + delay, id)
+        local at = now + delay
+        if delay == 0 then at = tonumber(redis.call('HGET', key('dispatch_keys'), id)) or now end
+        redis.call('ZADD', due_key(namespace), at, id)
         redis.call('SADD', key('spaces'), namespace)
         table.insert(requeued, 1)
     else
