@@ -485,6 +485,36 @@ def test_one_value_turns_the_hot_queue_on_and_the_bundled_redis_admits_only_sund
     ]
 
 
+def test_the_bundled_redis_can_listen_on_the_node_s_loopback(render: Callable[..., Any]) -> None:
+    """As the bundled PostgreSQL can (a cluster with no Pod network, the local real node): on
+    the node's network, bound to one address the URL names, probed where it listens (a TCP
+    probe goes to the Pod's address), the probe's password from the Secret, not its command."""
+    on_node = {"enabled": True, "hostNetwork": True, "host": "127.0.0.1", "password": "pw-7f3a"}
+    objects = render(
+        {
+            "hotQueue": {
+                "enabled": True,
+                "port": 7001,
+                "bundled": {**on_node, "listenAddress": "127.0.0.1"},
+            }
+        }
+    )
+    secret = _one(objects, "Secret", "redis")["stringData"]
+    assert secret["url"] == f"redis://:{secret['password']}@127.0.0.1:7001/0"
+    spec = _one(objects, "StatefulSet", "redis")["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    [redis] = spec["containers"]
+    assert redis["args"][redis["args"].index("--bind") + 1] == "127.0.0.1"
+    probe = redis["readinessProbe"]["exec"]["command"]
+    assert probe == ["redis-cli", "-h", "127.0.0.1", "-p", "7001", "ping"]
+    assert {"name": "REDISCLI_AUTH", "valueFrom": {"secretKeyRef": {
+        "name": "release-sundial-redis", "key": "password"}}} in redis["env"]  # fmt: skip
+    assert secret["password"] not in json.dumps(spec)
+    everywhere = render({"hotQueue": {"enabled": True, "bundled": {"enabled": True}}})
+    [redis] = _one(everywhere, "StatefulSet", "redis")["spec"]["template"]["spec"]["containers"]
+    assert "--bind" not in redis["args"]  # every address of the Pod
+
+
 def test_a_bundled_redis_without_the_hot_queue_is_refused(
     helm: Callable[..., Any], tmp_path: Any
 ) -> None:
