@@ -39,6 +39,9 @@ class Target:
     #: The upgrade from the previous release the session made first (None: it made none,
     #: on a cluster of yours).
     upgrade: upgrade_story.UpgradeStory | None = None
+    #: The Redis image the node holds, for the chart's bundled Redis (None: on a cluster of
+    #: yours, whose values file says what the hot queue uses).
+    redis_image: str | None = None
 
 
 def _local_reason() -> str | None:
@@ -68,12 +71,13 @@ def session_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]
     if cluster.missing_binaries():
         cluster.build(log_path=work / "build.log")
     env_file = real_nodes.images_env(
-        log_path=work / "images.log", names=("pause", "busybox", "examples", "operator", "postgres")
+        log_path=work / "images.log",
+        names=("pause", "busybox", "examples", "operator", "postgres", "redis"),
     )
     state_dir = Path(tempfile.mkdtemp(prefix="sundial-e2e-"))
     local = cluster.start(state_dir, owner_pid=os.getpid())
     try:
-        node = real_nodes.start(local, env_file, images=("BUSYBOX", *installs.IMAGES))
+        node = real_nodes.start(local, env_file, images=("BUSYBOX", "REDIS", *installs.IMAGES))
         upgraded = None
         if previous_release.available():
             installation, upgraded = _upgraded_from_the_previous_release(local, node, work)
@@ -89,6 +93,7 @@ def session_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]
             busybox_image=node.images["BUSYBOX"],
             placement=real_nodes.placement(),
             upgrade=upgraded,
+            redis_image=node.images["REDIS"],
         )
     finally:
         local.stop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -606,6 +607,61 @@ def test_helm_upgrade_recreates_the_operator_while_a_pod_job_runs_and_nothing_is
             break
         assert time.monotonic() < polling_deadline, f"hello stopped firing: {fired}"
         time.sleep(1)
+
+
+def test_the_hot_queue_on_the_bundled_redis_runs_the_jobs_of_an_upgraded_release(
+    target: Target, stories: Phases
+) -> None:
+    """One value moves the installed release's hot queue to Redis (the bundled one, its image
+    built here): the upgrade switches the database, the runners roll onto Redis, and a run
+    applied with kubectl succeeds through it, as ``kubectl get jobruns`` shows."""
+    if target.redis_image is None:
+        pytest.skip("on a cluster of yours the hot queue is your values file's to turn on")
+    installation = target.installation
+    port = installs.free_port()
+    one_at_a_time = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    repository, _, tag = target.redis_image.rpartition(":")
+    values = {
+        "hotQueue": {
+            "enabled": True,
+            "port": port,
+            "bundled": {
+                "enabled": True,
+                "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
+                "host": "127.0.0.1",
+                "listenAddress": "127.0.0.1",
+                "hostNetwork": True,
+                **target.placement,
+            },
+        },
+        # Their Pods take ports of the node: a new one fits only once the old one is gone.
+        "runner": {"updateStrategy": one_at_a_time},
+        "historyApi": {"updateStrategy": one_at_a_time},
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as handle:
+        yaml.safe_dump(values, handle)
+        handle.flush()
+        upgraded = installation.helm(
+            "upgrade", installation.release, str(installs.chart_dir()),
+            "-n", installation.namespace, "--reuse-values", "--values", handle.name,
+            "--wait", "--timeout", "240s", check=False,
+        )  # fmt: skip
+    assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+    run = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "JobRun",
+        "metadata": {"name": "hello-through-redis"},
+        "spec": {"jobRef": {"name": "hello"}, "args": {"name": "the hot queue"}},
+    }
+    target.kubectl("apply", "-n", JOBS, "-f", "-", stdin=yaml.safe_dump(run))
+    ended = stories.ended("hello-through-redis", within=180)["status"]
+    assert ended["phase"] == "Succeeded", ended
+    # Claimed through Redis: a claimer set the queue's epoch there.
+    epoch = target.kubectl(
+        "exec", "-n", installation.namespace, "statefulset/sundial-redis", "--",
+        "redis-cli", "-h", "127.0.0.1", "-p", str(port), "--raw", "GET", "{sundial:default}:epoch",
+    ).stdout.strip()  # fmt: skip
+    assert epoch.split(":")[0].isdigit(), epoch
 
 
 def test_uninstall_leaves_nothing_but_the_kept_crds(target: Target) -> None:
