@@ -124,6 +124,7 @@ def scheduler(
     from sundial.scheduler import maintainer as maintainer_module
     from sundial.scheduler import trigger
     from sundial.store import schema_version
+    from sundial.store.hot_queue import outbox
 
     serve_module.configure_logs(log_level)
     if fire_burst is not None:
@@ -150,11 +151,12 @@ def scheduler(
             dsn, "scheduler", min_size=1, max_size=4, name="sundial-scheduler"
         )
         redis = None
-        if hot_queue_url:
-            from sundial.store.hot_queue import open_client
-
-            redis = open_client(hot_queue_url)
         try:
+            await outbox.require_mode(opened, url_given=bool(hot_queue_url), component="scheduler")
+            if hot_queue_url:
+                from sundial.store.hot_queue import open_client
+
+                redis = open_client(hot_queue_url)
             loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
             keeper = maintainer_module.Maintainer(
                 opened, holder=loop.holder, settings=maintenance, hot_queue=redis

@@ -79,7 +79,17 @@ OTHER = "(other)"
 
 _Labels = TypeVar("_Labels", bound=tuple[str, ...])
 
-TASKS = ("reap", "promote", "archive", "retention", "keys", "runners", "monitor", "unclaimable")
+TASKS = (
+    "reap",
+    "promote",
+    "archive",
+    "retention",
+    "keys",
+    "runners",
+    "monitor",
+    "unclaimable",
+    "hot_queue_mode",
+)
 KEY_KINDS = ("idempotency_key", "schedule_fire")
 REAP_OUTCOMES = ("requeued", "dead_lettered", "cancelled")
 

@@ -60,6 +60,7 @@ from sundial.scheduler import leadership, maintainer, trigger
 from sundial.scheduling import clock as clocks
 from sundial.store import hot_queue, pod_runs, quotas, schema_version
 from sundial.store import pool as store_pool
+from sundial.store.hot_queue import outbox
 
 __all__ = ["OperatorConfig", "serve"]
 
@@ -122,6 +123,13 @@ async def serve(config: OperatorConfig) -> int:
     pool = await schema_version.open_compatible_pool(
         config.dsn, "operator", min_size=1, max_size=8, name="sundial-operator"
     )
+    try:
+        await outbox.require_mode(
+            pool, url_given=config.hot_queue_url is not None, component="operator"
+        )
+    except BaseException:
+        await pool.close()
+        raise
     # The lease has a connection of its own: behind thousands of ScheduledJobs being stored
     # at once (10,000 applied), a renewal waiting for the shared pool outlived the lease.
     lease_pool = await store_pool.open_pool(
@@ -196,7 +204,12 @@ async def _lead(
         ),
     )
     housekeeping = maintainer.Maintainer(
-        pool, holder=config.holder, clock=clock, settings=config.maintainer, hot_queue=redis
+        pool,
+        holder=config.holder,
+        clock=clock,
+        settings=config.maintainer,
+        hot_queue=redis,
+        component="operator",
     )
     status_mirror = mirror.Mirror(ctx)
     kopf_stop = asyncio.Event()

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sundial.store import dispatch, errors, reconnect
+from sundial.store import dispatch, reconnect
 from sundial.store.hot_queue import open_client, outbox, reconciler
 from sundial.store.pool import Pool
 
@@ -54,29 +54,12 @@ RELAY_IDLE_SECONDS = 0.02
 MODE_CHECK_SECONDS = 5.0
 
 
-def _disagreement(on: bool, url_given: bool) -> str | None:
-    if on and not url_given:
-        return (
-            "the hot queue is on for this database (`sundial migrate --hot-queue on`): "
-            "give the runner its Redis with --hot-queue-url (SUNDIAL_HOT_QUEUE_URL), or "
-            "turn it off with `sundial migrate --hot-queue off`"
-        )
-    if url_given and not on:
-        return (
-            "the hot queue is off for this database: turn it on with "
-            "`sundial migrate --hot-queue on`, or start the runner without --hot-queue-url"
-        )
-    return None
-
-
 async def dispatch_for(
     pool: Callable[[], Pool], url: str | None
 ) -> tuple[dispatch.Dispatch, Any | None]:
     """The dispatch the database's mode asks for, and the Redis client it uses (None on
     PostgreSQL alone); ``HotQueueModeError`` when ``url`` disagrees with the database."""
-    problem = _disagreement(await outbox.is_on(pool()), url is not None)
-    if problem is not None:
-        raise errors.HotQueueModeError(problem)
+    await outbox.require_mode(pool(), url_given=url is not None, component="runner")
     if url is None:
         return dispatch.PostgresDispatch(pool), None
     from sundial.store.hot_queue.dispatch import HotDispatch
@@ -88,7 +71,7 @@ async def dispatch_for(
 async def mode_problem(pool: Pool, *, hot: bool) -> str | None:
     """What to change, when the database's mode is no longer the one a runner serving on the
     hot queue (``hot``) or on PostgreSQL alone started with; None while they agree."""
-    return _disagreement(await outbox.is_on(pool), hot)
+    return await outbox.mode_problem(pool, url_given=hot, component="runner")
 
 
 class Relaying:

@@ -39,6 +39,15 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   counts down: ADR 0063); a pass with no quota configured is one statement on an empty table;
 * ``settings``: a warning in the log while the server's autovacuum settings would let the hot
   table's dead rows pile up (``store.server``; docs/adr/0042).
+* ``hot_queue_mode``: whether the database's hot queue (``sundial migrate --hot-queue``) is
+  still what this process was started for (given a Redis or not). It is checked at start
+  (the process does not start otherwise) and again every ``hot_queue_mode_interval``, because
+  a chart upgrade switches the database while the old processes still serve. While they
+  disagree the pass fails with what to change (counted and alerted on as any failing pass),
+  and the hot queue's tasks below are skipped while the database's hot queue is off;
+* ``hot_queue_leases`` and ``hot_queue_reconcile``, given the hot queue's Redis: the leases of
+  claimers that went silent are taken back, and runs Redis lost are delivered again
+  (``store.hot_queue.reconciler.Keeper``).
 
 Guarantees:
 
@@ -68,8 +77,17 @@ from typing import Any
 from sundial.observability import maintainer_metrics as metrics
 from sundial.scheduler import trigger
 from sundial.scheduling import clock as clocks
-from sundial.store import leases, maintenance, monitoring, quotas, reaper, runners, server
-from sundial.store.hot_queue import reconciler
+from sundial.store import (
+    errors,
+    leases,
+    maintenance,
+    monitoring,
+    quotas,
+    reaper,
+    runners,
+    server,
+)
+from sundial.store.hot_queue import outbox, reconciler
 from sundial.store.pool import Pool
 
 __all__ = ["Maintainer", "MaintainerSettings", "PassReport"]
@@ -109,6 +127,8 @@ class MaintainerSettings:
     unclaimable_interval: timedelta = timedelta(seconds=5)
     runners_interval: timedelta = timedelta(minutes=1)
     settings_interval: timedelta = timedelta(hours=1)
+    #: How often the database's hot-queue mode is compared with this process's.
+    hot_queue_mode_interval: timedelta = timedelta(seconds=5)
     #: How long a run that ended holds its room under its namespace's active-run quota.
     quota_interval: timedelta = timedelta(seconds=5)
     #: A runner whose announcement expired this long ago is taken for dead and its rows
@@ -162,6 +182,7 @@ _INTERVALS = (
     "unclaimable_interval",
     "runners_interval",
     "settings_interval",
+    "hot_queue_mode_interval",
     "quota_interval",
     "poll_interval",
 )
@@ -200,10 +221,13 @@ class Maintainer:
         clock: clocks.Clock | None = None,
         settings: MaintainerSettings | None = None,
         hot_queue: Any | None = None,
+        component: str = "scheduler",
     ) -> None:
         """``hot_queue``: the hot queue's Redis (a ``redis.asyncio.Redis``), when the
         database's is on: the leader then also takes back the leases of silent claimers and
-        reconciles (``store.hot_queue.reconciler.Keeper``)."""
+        reconciles (``store.hot_queue.reconciler.Keeper``). ``component`` names the process
+        in what to change when the database's mode is not its own ("scheduler",
+        "operator")."""
         self.pool = pool
         self.holder = holder
         self.clock = clock or clocks.SystemClock()
@@ -222,7 +246,12 @@ class Maintainer:
             "runners": (s.runners_interval, self._purge_runners),
             "quotas": (s.quota_interval, self._count_quotas),
             "settings": (s.settings_interval, self._check_settings),
+            # Before the hot queue's tasks: they run only while the database's mode is on.
+            "hot_queue_mode": (s.hot_queue_mode_interval, self._hot_queue_mode),
         }
+        self._component = component
+        #: The database's hot-queue mode as last read (None: not read yet).
+        self._hot_on: bool | None = None
         self._keeper: reconciler.Keeper | None = None
         if hot_queue is not None:
             self._keeper = reconciler.Keeper(pool, hot_queue)
@@ -254,6 +283,14 @@ class Maintainer:
             started = time.perf_counter()
             try:
                 more = await task(report)
+            except errors.HotQueueModeError as error:  # a setting to change, not a fault
+                metrics.ERRORS.labels(name).inc()
+                log.error(
+                    "maintenance task failed; retried after its interval",
+                    extra={"task": name, "error": str(error)},
+                )
+                failed.append(name)
+                more = False
             except Exception:
                 metrics.ERRORS.labels(name).inc()
                 log.exception(
@@ -326,8 +363,19 @@ class Maintainer:
             log.warning("PostgreSQL settings need a change", extra={"problem": problem})
         return False
 
+    async def _hot_queue_mode(self, report: PassReport) -> bool:
+        self._hot_on = await outbox.is_on(self.pool)
+        problem = outbox.disagreement(
+            self._hot_on, self._keeper is not None, component=self._component
+        )
+        if problem is not None:
+            raise errors.HotQueueModeError(f"the database's mode changed under it: {problem}")
+        return False
+
     async def _hot_queue_leases(self, report: PassReport) -> bool:
         assert self._keeper is not None
+        if not self._hot_on:  # switched off since this process started
+            return False
         expired = await self._keeper.expire(limit=self.settings.reap_batch)
         if expired:
             log.info(
@@ -338,6 +386,8 @@ class Maintainer:
 
     async def _hot_queue_reconcile(self, report: PassReport) -> bool:
         assert self._keeper is not None
+        if not self._hot_on:
+            return False
         again = await self._keeper.reconcile()
         if again:
             log.warning(

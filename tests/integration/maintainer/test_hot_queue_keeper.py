@@ -6,8 +6,10 @@ never one whose finish is merely in flight."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -17,7 +19,7 @@ from sundial.localdev.redis_server import ThrowawayRedis
 from sundial.scheduler import maintainer, trigger
 from sundial.store import claims, leases, runs
 from sundial.store import pool as store_pool
-from sundial.store.hot_queue import outbox, reconciler
+from sundial.store.hot_queue import member, outbox, reconciler
 from sundial.store.hot_queue.dispatch import HotDispatch
 from support.maintainer import HOLDER
 
@@ -102,3 +104,80 @@ async def test_the_keeper_gives_back_what_redis_lost_and_spaces_its_passes(
     dispatch = HotDispatch(lambda: pool, client)
     claimed = await _claim(dispatch, pool, client, lease=30.0)
     assert sorted(run.id for run in claimed) == run_ids
+
+
+def _leases(client_url: str) -> dict[str, list[bytes]]:
+    """Every lease set in Redis, by key."""
+    import redis
+
+    with redis.Redis.from_url(client_url) as sync:
+        return {key.decode(): sync.zrange(key, 0, -1) for key in sync.keys("*leases*")}
+
+
+def _record(dsn: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT id, state, attempt, lease_expiries FROM job_runs ORDER BY id"
+        ).fetchall()
+
+
+async def test_a_maintainer_given_redis_leaves_it_alone_once_the_database_is_switched_off(
+    pool: store_pool.Pool,
+    store_dsn: str,
+    client: aioredis.Redis,
+    redis_server: ThrowawayRedis,
+    job: uuid.UUID,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A chart upgrade switches the database before it rolls the operator: until then the old
+    maintainer must neither take back leases in a Redis nobody claims from (it would record an
+    attempt lost that PostgreSQL's claim may be running) nor deliver runs there; it says what
+    to change, as a failing pass, and agrees again once the database does."""
+    outbox.switch(store_dsn, on=True)
+    run_id = (await runs.submit(pool, job)).run_id
+    await _claim(HotDispatch(lambda: pool, client), pool, client, lease=0.3)
+    often = timedelta(milliseconds=50)
+    settings = maintainer.MaintainerSettings(hot_queue_mode_interval=often, reap_interval=often)
+    keeper = maintainer.Maintainer(pool, holder=HOLDER, hot_queue=client, settings=settings)
+    assert await leases.acquire(pool, trigger.LEASE_NAME, HOLDER, ttl_seconds=60) is not None
+    assert not (await keeper.step()).failed
+
+    outbox.switch(store_dsn, on=False)
+    recorded, held = _record(store_dsn), _leases(redis_server.url)
+    held_id = member(run_id).encode()
+    assert [run[0] for run in recorded] == [run_id] and held_id in held["{sundial:default}:leases"]
+    await asyncio.sleep(0.5)  # the claimer's lease in Redis ends
+    with caplog.at_level(logging.ERROR, logger="sundial.scheduler.maintainer"):
+        report = await keeper.step()
+    assert "hot_queue_mode" in report.failed, report
+    assert {"hot_queue_leases", "hot_queue_reconcile"} <= set(report.ran), report
+    assert _record(store_dsn) == recorded  # no attempt recorded lost
+    assert _leases(redis_server.url) == held  # nothing taken back or delivered
+    problems = [r.__dict__.get("error", "") for r in caplog.records]
+    assert any("start the scheduler without --hot-queue-url" in p for p in problems), problems
+
+    outbox.switch(store_dsn, on=True)
+    await asyncio.sleep(0.1)
+    report = await keeper.step()
+    assert "hot_queue_mode" in report.ran and not report.failed, report
+    # The silent claimer's lease taken back now (the switches stamped the record with a new
+    # epoch, so its attempt is not recorded lost: the record never counted it).
+    assert not any(held_id in ids for ids in _leases(redis_server.url).values())
+
+
+async def test_a_maintainer_without_redis_says_so_once_the_database_is_switched_on(
+    pool: store_pool.Pool, store_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = maintainer.MaintainerSettings(hot_queue_mode_interval=timedelta(milliseconds=50))
+    keeper = maintainer.Maintainer(pool, holder=HOLDER, settings=settings, component="operator")
+    assert await leases.acquire(pool, trigger.LEASE_NAME, HOLDER, ttl_seconds=60) is not None
+    assert not (await keeper.step()).failed
+
+    outbox.switch(store_dsn, on=True)
+    await asyncio.sleep(0.1)
+    with caplog.at_level(logging.ERROR, logger="sundial.scheduler.maintainer"):
+        report = await keeper.step()
+    assert report.failed == ("hot_queue_mode",), report
+    problems = [r.__dict__.get("error", "") for r in caplog.records]
+    assert any("give the operator its Redis with --hot-queue-url" in p for p in problems)
+    assert not any(r.exc_info for r in caplog.records)  # a setting to change, not a trace

@@ -215,9 +215,16 @@ def test_a_runner_shutting_down_gives_its_runs_back_to_the_next(
     assert {row[0] for row in _column(hot, "SELECT attempt FROM job_runs")} == {2}
 
 
+_STARTED = {
+    "runner": ["runner", "--handlers", "handlers.loop_jobs", "--metrics-port", "-1"],
+    "scheduler": ["scheduler", "--once", "--metrics-port", "-1"],
+}
+
+
+@pytest.mark.parametrize("component", sorted(_STARTED))
 @pytest.mark.parametrize("mode", ["on without a url", "off with a url"])
-def test_a_runner_whose_setting_disagrees_with_the_database_does_not_start(
-    dsn: str, redis_url: str, mode: str
+def test_a_process_whose_setting_disagrees_with_the_database_does_not_start(
+    dsn: str, redis_url: str, mode: str, component: str
 ) -> None:
     if mode == "on without a url":
         switched = subprocess.run(
@@ -227,20 +234,20 @@ def test_a_runner_whose_setting_disagrees_with_the_database_does_not_start(
         assert switched.returncode == 0, switched
         assert switched.stdout.splitlines()[-1] == "hot queue is on", switched.stdout
         extra: list[str] = []
-        expected = "give the runner its Redis with --hot-queue-url"
+        expected = f"give the {component} its Redis with --hot-queue-url"
     else:
         extra = ["--hot-queue-url", redis_url]
         expected = "turn it on with `sundial migrate --hot-queue on`"
     env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[2])}
     env.pop("SUNDIAL_HOT_QUEUE_URL", None)
+    command, *options = _STARTED[component]
     done = subprocess.run(
-        [sys.executable, "-m", "sundial", "runner", "--dsn", dsn, "--handlers",
-         "handlers.loop_jobs", "--metrics-port", "-1", *extra],
+        [sys.executable, "-m", "sundial", command, "--dsn", dsn, *options, *extra],
         capture_output=True, text=True, timeout=60, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 1, done
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("Error: sundial runner does not start: the hot queue is"), last
+    assert last.startswith(f"Error: sundial {component} does not start: the hot queue is"), last
     assert expected in last, last
 
 

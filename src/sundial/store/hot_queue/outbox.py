@@ -27,7 +27,16 @@ from sundial.store import errors, queries
 from sundial.store.hot_queue import DueRun, HotQueue
 from sundial.store.pool import Connection, Pool
 
-__all__ = ["Relay", "Relayed", "is_on", "switch", "take"]
+__all__ = [
+    "Relay",
+    "Relayed",
+    "disagreement",
+    "is_on",
+    "mode_problem",
+    "require_mode",
+    "switch",
+    "take",
+]
 
 #: The outbox's triggers on ``job_runs``.
 TRIGGERS = ("job_runs_outbox_inserted", "job_runs_outbox_pending")
@@ -80,6 +89,38 @@ async def is_on(pool: Pool) -> bool:
         cursor = await conn.execute(queries.get("outbox_triggers"))
         rows = await cursor.fetchall()
     return len(rows) == len(TRIGGERS) and all(enabled for _, enabled in rows)
+
+
+def disagreement(on: bool, url_given: bool, *, component: str) -> str | None:
+    """What to change when a process (``component``: "runner", "scheduler", ...) given a Redis
+    URL or not (``url_given``) disagrees with the database's mode (``on``); None when they
+    agree. The hot queue is on or off for a whole database: a runner claiming from the other
+    place could start a run twice, a maintainer without Redis never takes back a dead runner's
+    lease, one with Redis on a database that is off writes to a queue nobody reads."""
+    if on and not url_given:
+        return (
+            "the hot queue is on for this database (`sundial migrate --hot-queue on`): "
+            f"give the {component} its Redis with --hot-queue-url (SUNDIAL_HOT_QUEUE_URL), or "
+            "turn it off with `sundial migrate --hot-queue off`"
+        )
+    if url_given and not on:
+        return (
+            "the hot queue is off for this database: turn it on with "
+            f"`sundial migrate --hot-queue on`, or start the {component} without --hot-queue-url"
+        )
+    return None
+
+
+async def mode_problem(pool: Pool, *, url_given: bool, component: str) -> str | None:
+    """``disagreement`` with the database's mode as it is now."""
+    return disagreement(await is_on(pool), url_given, component=component)
+
+
+async def require_mode(pool: Pool, *, url_given: bool, component: str) -> None:
+    """``HotQueueModeError`` (what to change) unless the database's mode is the process's."""
+    problem = await mode_problem(pool, url_given=url_given, component=component)
+    if problem is not None:
+        raise errors.HotQueueModeError(problem)
 
 
 @dataclass(frozen=True)
