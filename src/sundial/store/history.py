@@ -358,7 +358,8 @@ async def recent(
     ``hot``: the hot queue's Redis client, to show the runs a claimer holds there as running
     (``hot_queue.overlay``); ``states`` then filters what is shown. A held run is pending in
     the record, so for ``running`` the runs Redis holds are read by id beside the recorded
-    ones: a page is full whatever the pending backlog around them."""
+    ones, and for ``pending`` without ``running`` they are left out of the read: either way a
+    page is full whatever the pending backlog around them."""
     wanted = None if states is None else set(states)
     arguments: dict[str, Any] = {
         "namespace": namespace,
@@ -368,20 +369,24 @@ async def recent(
         "since": since,
         "states": None if wanted is None else sorted(wanted),
         "ids": None,
+        "held": None,
     }
     async with pool.connection() as conn:
-        listed = [HistoryRow(*row) for row in await _recent(conn, arguments)]
         if hot is None:
-            return listed
-        held: list[HistoryRow] = []
-        if wanted is not None and RunState.RUNNING in wanted:
+            return [HistoryRow(*row) for row in await _recent(conn, arguments)]
+        ids: set[int] = set()
+        if wanted is not None and wanted & {RunState.RUNNING, RunState.PENDING}:
             from sundial.store.hot_queue import overlay
 
             cursor = await conn.execute(queries.get("hot_queue_queues"))
             ids = await overlay.held_ids(hot, [row[0] for row in await cursor.fetchall()])
-            if ids:
-                arguments |= {"states": [RunState.PENDING], "ids": sorted(ids)}
-                held = [HistoryRow(*row) for row in await _recent(conn, arguments)]
+        if ids and RunState.RUNNING not in (wanted or ()):
+            arguments["held"] = sorted(ids)  # shown running: no room taken in a pending page
+        listed = [HistoryRow(*row) for row in await _recent(conn, arguments)]
+        held: list[HistoryRow] = []
+        if ids and RunState.RUNNING in (wanted or ()):
+            arguments |= {"states": [RunState.PENDING], "ids": sorted(ids), "held": None}
+            held = [HistoryRow(*row) for row in await _recent(conn, arguments)]
     seen = {row.id for row in listed}
     shown = await _overlay(hot, listed + [row for row in held if row.id not in seen])
     kept = shown if wanted is None else [row for row in shown if row.state in wanted]

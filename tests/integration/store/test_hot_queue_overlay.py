@@ -166,3 +166,32 @@ async def test_running_lists_every_held_run_whatever_the_backlog_around_them(
     # Pending lists the backlog, not the held runs.
     pending = await history.recent(store, states={"pending"}, hot=client, limit=1000)
     assert {row.id for row in pending} == {m.run_id for m in backlog}
+
+
+async def test_a_page_of_pending_runs_is_full_whatever_claims_hold_between_them(
+    store: pool.Pool, client: aioredis.Redis, make_job: Callable[..., uuid.UUID]
+) -> None:
+    """Claims take runs by priority, not by age: the runs Redis holds can be the newest ones,
+    pending in the record. A page of pending runs leaves them out of its read (they show
+    running), so it holds ``limit`` runs that wait while that many wait."""
+    work = make_job("job")
+    waiting = await runs.submit_many(store, work, [runs.BatchItem() for _ in range(7)])
+    urgent = await runs.submit_many(store, work, [runs.BatchItem(priority=9) for _ in range(3)])
+    while (await outbox.Relay(store, client).once()).runs:
+        pass
+    queue = HotQueue(client, "default")
+    epoch = await queue.epoch() or await queue.renew_epoch(store)
+    claimed = await queue.claim(epoch, lease_ms=30_000, limit=3, handlers=HANDLERS)
+    assert sorted(c.id for c in claimed) == sorted(m.run_id for m in urgent)
+    newest_waiting = sorted((m.run_id for m in waiting), reverse=True)
+
+    page = await history.recent(store, states={"pending"}, hot=client, limit=5)
+    assert [row.id for row in page] == newest_waiting[:5]
+    assert {row.state for row in page} == {RunState.PENDING}
+    rest = await history.recent(store, states={"pending"}, hot=client, limit=5, before=page[-1].id)
+    assert [row.id for row in rest] == newest_waiting[5:]
+    both = await history.recent(store, states={"pending", "running"}, hot=client, limit=5)
+    assert [(row.id, row.state) for row in both] == [
+        *((m.run_id, RunState.RUNNING) for m in reversed(urgent)),
+        *((run_id, RunState.PENDING) for run_id in newest_waiting[:2]),
+    ]

@@ -7,6 +7,7 @@
 -- `since`: only runs created at or after it (an archived run finished after it was created,
 -- so its month partitions before `since` are pruned). `ids`: only these runs, live ones (the
 -- runs the hot queue's Redis holds, which the record has pending; archived runs are left out).
+-- `held`: not these live runs (the runs Redis holds, left out of a listing of pending runs).
 SELECT h.id, j.namespace, j.name, h.state, h.attempt, h.fire_time, h.started_at,
        h.finished_at, h.failure_reason, h.pod_name, h.pod_exit_code, h.pod_reason,
        h.failure_detail, h.unclaimable_reason, h.created_at, h.queue, h.run_at, h.last_error,
@@ -29,6 +30,7 @@ FROM (
     WHERE (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
       AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
       AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s::bigint[]))
+      AND (%(held)s::bigint[] IS NULL OR NOT id = ANY(%(held)s::bigint[]))
     UNION ALL
     SELECT id, job_id, state, attempt, fire_time, started_at, finished_at, failure_reason,
            pod_name, pod_exit_code, pod_reason, failure_detail, NULL AS unclaimable_reason,
