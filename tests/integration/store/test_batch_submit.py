@@ -218,3 +218,24 @@ async def test_concurrent_batches_sharing_keys_make_one_run_per_key(
             created += submitted.created
     assert created == 50 and len(by_key) == 50
     assert len(run_rows(store_dsn)) == 50 and key_rows(store_dsn) == 50
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["without keys", "with keys"])
+async def test_a_batch_runs_first_in_first_out_in_the_order_given(
+    pool: store_pool.Pool, job: uuid.UUID, keyed: bool
+) -> None:
+    """Runs of one batch share their dispatch key, so their ids break the tie: the ids must
+    grow in the order given, whatever order the statement joined the items in, or a batch
+    would run backwards (identical items, or items whose keys sort the other way round)."""
+    count = 40
+    items = [
+        runs.BatchItem(idempotency_key=f"fifo-{count - i:03d}" if keyed else None)
+        for i in range(count)
+    ]
+    got = await runs.submit_many(pool, job, items)
+    ids = [r.run_id for r in got]
+    assert ids == sorted(ids), ids
+    started = []
+    while claimed := await claims.claim(pool, "w", limit=7):
+        started += [run.id for run in sorted(claimed, key=lambda run: run.id)]
+    assert started == ids

@@ -1,6 +1,8 @@
--- Many runs of one job in one statement (runs.submit_many). Keys are reserved first, in key
--- order (so two batches sharing keys wait on each other instead of deadlocking); a key that
--- is already taken gets no run here, and the caller looks it up in a second statement, which
+-- Many runs of one job in one statement (runs.submit_many). Run ids are drawn first, in the
+-- order given: runs of one batch share their dispatch key and the id breaks the tie, so the
+-- batch runs first in, first out. Keys are then reserved in key order (so two batches sharing
+-- keys wait on each other instead of deadlocking); a key that is already taken gets no run
+-- here (its drawn id is left unused), and the caller looks it up in a second statement, which
 -- sees rows committed after this statement's snapshot.
 WITH job AS (
     SELECT id, namespace, queue, handler, execution_model, priority, timeout_seconds,
@@ -18,22 +20,26 @@ item AS (
                 %(delays)s::double precision[], %(queues)s::text[])
          AS i(ordinal, key, args_hash, args, priority, run_at, delay_seconds, queue)
 ),
+ids AS MATERIALIZED (
+    SELECT ordinal, nextval(pg_get_serial_sequence('job_runs', 'id')) AS run_id
+    FROM (SELECT ordinal FROM item WHERE EXISTS (SELECT 1 FROM job) ORDER BY ordinal) o
+),
 reserved AS (
     INSERT INTO idempotency_keys (key, args_hash, run_id)
-    SELECT key, args_hash, nextval(pg_get_serial_sequence('job_runs', 'id'))
-    FROM item
-    WHERE key IS NOT NULL AND EXISTS (SELECT 1 FROM job)
-    ORDER BY key
+    SELECT i.key, i.args_hash, d.run_id
+    FROM item i JOIN ids d ON d.ordinal = i.ordinal
+    WHERE i.key IS NOT NULL
+    ORDER BY i.key
     ON CONFLICT (key) DO NOTHING
     RETURNING key, run_id
 ),
 numbered AS MATERIALIZED (
-    SELECT i.ordinal, i.key, i.args::jsonb AS args, i.priority, i.queue,
-           coalesce(r.run_id, nextval(pg_get_serial_sequence('job_runs', 'id'))) AS run_id,
+    SELECT i.ordinal, i.key, i.args::jsonb AS args, i.priority, i.queue, d.run_id,
            coalesce(i.run_at, now() + make_interval(secs => i.delay_seconds)) AS run_at
     FROM item i
+    JOIN ids d ON d.ordinal = i.ordinal
     LEFT JOIN reserved r ON r.key = i.key
-    WHERE EXISTS (SELECT 1 FROM job) AND (i.key IS NULL OR r.key IS NOT NULL)
+    WHERE i.key IS NULL OR r.key IS NOT NULL
 ),
 inserted AS (
     INSERT INTO job_runs (
