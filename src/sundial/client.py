@@ -72,22 +72,36 @@ class Client:
 
     Use it as an async context manager, or call ``open`` and ``close`` yourself."""
 
-    def __init__(self, dsn: str, *, max_connections: int = 4) -> None:
+    def __init__(
+        self, dsn: str, *, max_connections: int = 4, hot_queue_url: str | None = None
+    ) -> None:
+        """``hot_queue_url``: the hot queue's Redis, where the database's hot queue is on, so
+        that ``cancel`` asks a run Redis holds to stop as a running run is (without it the
+        record ends such a run at once while its attempt still runs)."""
         self._dsn = dsn
         self._max_connections = max_connections
+        self._hot_queue_url = hot_queue_url
         self._pool: store_pool.Pool | None = None
+        self._hot: Any = None
 
     async def open(self) -> Client:
         if self._pool is None:
             self._pool = await store_pool.open_pool(
                 self._dsn, min_size=1, max_size=self._max_connections
             )
+        if self._hot_queue_url and self._hot is None:
+            from sundial.store import hot_queue
+
+            self._hot = hot_queue.open_client(self._hot_queue_url)
         return self
 
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+        if self._hot is not None:
+            await self._hot.aclose()
+            self._hot = None
 
     async def __aenter__(self) -> Client:
         return await self.open()
@@ -207,7 +221,7 @@ class Client:
 
     async def cancel(self, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:
         """Cancel the run: at once if it has not started, else on its worker's next heartbeat."""
-        return await runs.cancel(self.pool, run_id, reason=reason)
+        return await runs.cancel(self.pool, run_id, reason=reason, hot=self._hot)
 
     async def wait(
         self, run_id: int, *, within: float | None = None, poll_seconds: float = 0.2

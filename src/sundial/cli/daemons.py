@@ -157,7 +157,7 @@ def scheduler(
                 from sundial.store.hot_queue import open_client
 
                 redis = open_client(hot_queue_url)
-            loop = trigger.TriggerLoop(opened, holder=holder, settings=settings)
+            loop = trigger.TriggerLoop(opened, holder=holder, settings=settings, hot_queue=redis)
             keeper = maintainer_module.Maintainer(
                 opened, holder=loop.holder, settings=maintenance, hot_queue=redis
             )

@@ -396,8 +396,17 @@ def _print_table(rows: Sequence[history.HistoryRow], *, wide: bool) -> None:
     help="Why; the run's last error becomes 'cancelled: REASON'.",
 )
 @_optional_dsn_option
+@click.option(
+    "--hot-queue-url",
+    envvar="SUNDIAL_HOT_QUEUE_URL",
+    default=None,
+    help="The hot queue's Redis; required when the database's hot queue is on: a run a claimer"
+    " holds there is asked to stop as a running run is.",
+)
 @click.pass_context
-def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -> None:
+def runs_cancel(
+    ctx: click.Context, run_id: int, reason: str, dsn: str | None, hot_queue_url: str | None
+) -> None:
     """Cancel the run RUN_ID, as deleting its JobRun or `spec.cancel` would.
 
     A run that has not started (scheduled, blocked, pending, retry_wait) ends cancelled now,
@@ -422,8 +431,17 @@ def runs_cancel(ctx: click.Context, run_id: int, reason: str, dsn: str | None) -
         raise click.BadParameter("at most 8,000 bytes", param_hint="--reason")
 
     async def cancel() -> tuple[runs.CancelResult, runs.RunInfo | None]:
-        async with connected(database) as pool:
-            result = await runs.cancel(pool, run_id, reason=recorded)
+        async with connected(database) as pool, hot_queue_client(hot_queue_url) as hot:
+            if hot is None:
+                from sundial.store.hot_queue import outbox
+
+                if await outbox.is_on(pool):
+                    raise errors.HotQueueModeError(
+                        "the hot queue is on for this database: give --hot-queue-url"
+                        " (SUNDIAL_HOT_QUEUE_URL), so that a run a runner holds in Redis is asked"
+                        " to stop, not ended in the record while it still runs"
+                    )
+            result = await runs.cancel(pool, run_id, reason=recorded, hot=hot)
             info = await runs.get(pool, run_id)
             return result, info
 
@@ -715,6 +733,14 @@ def run_store_work(work: Coroutine[Any, Any, _T]) -> _T:
         return asyncio.run(work)
     except errors.InvalidDsnError as error:
         raise click.BadParameter(str(error), param_hint="--dsn / SUNDIAL_DSN") from None
+    except errors.HotQueueModeError as error:
+        raise click.UsageError(str(error)) from None
+    except errors.HotQueueUnavailableError as error:
+        _refuse(
+            f"{error}: check --hot-queue-url / SUNDIAL_HOT_QUEUE_URL and that Redis runs and"
+            " accepts connections from here",
+            EXIT_STORE_UNAVAILABLE,
+        )
     except errors.StoreUnavailableError as error:
         _refuse(
             f"{error}: check --dsn / SUNDIAL_DSN (host, port, database, user, password) and"

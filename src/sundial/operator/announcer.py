@@ -38,7 +38,9 @@ class AnnouncingTriggerLoop(trigger.TriggerLoop):
         holder: str | None = None,
         settings: trigger.TriggerSettings | None = None,
     ) -> None:
-        super().__init__(store, clock=ctx.clock, holder=holder, settings=settings)
+        super().__init__(
+            store, clock=ctx.clock, holder=holder, settings=settings, hot_queue=ctx.hot_queue
+        )
         self.ctx = ctx
 
     async def tick(self) -> fires.FireReport:

@@ -108,7 +108,9 @@ async def reconcile(
             await replays.settle(ctx, body)  # refused (an Event says why): nothing to show
         return  # archived away and dropped: leave the last status as it is
     if spec.cancel and run.state in run_state.ACTIVE:
-        result = await runs.cancel(ctx.pool, run_number, reason="cancelled: spec.cancel is true")
+        result = await runs.cancel(
+            ctx.pool, run_number, reason="cancelled: spec.cancel is true", hot=ctx.hot_queue
+        )
         log.info("JobRun cancelled", extra={"object": _ref(body), "result": str(result)})
         run = (await history.runs(ctx.pool, [run_number], hot=ctx.hot_queue)).get(run_number) or run
     desired = status.job_run_status(run, generation=generation)
@@ -394,7 +396,7 @@ async def delete(ctx: context.Context, body: Mapping[str, Any]) -> None:
         log.info("deleted JobRun's run is followed by another JobRun", extra={"object": _ref(body)})
         return
     try:
-        result = await runs.cancel(ctx.pool, run_number, reason=DELETED_REASON)
+        result = await runs.cancel(ctx.pool, run_number, reason=DELETED_REASON, hot=ctx.hot_queue)
     except store_errors.NoSuchRunError:
         return  # archived and dropped: long finished
     log.info(
@@ -497,5 +499,7 @@ def _ref(body: Mapping[str, Any]) -> str:
 
 async def cancel_run(ctx: context.Context, body: Mapping[str, Any], run_id: int) -> None:
     """``spec.cancel`` on a mirrored JobRun: cancel its run (the next pass shows the result)."""
-    result = await runs.cancel(ctx.pool, run_id, reason="cancelled: spec.cancel is true")
+    result = await runs.cancel(
+        ctx.pool, run_id, reason="cancelled: spec.cancel is true", hot=ctx.hot_queue
+    )
     log.info("mirrored JobRun cancelled", extra={"object": _ref(body), "result": str(result)})

@@ -39,6 +39,7 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sundial.observability import trigger_metrics
 from sundial.scheduling import clock as clocks
@@ -81,8 +82,12 @@ class TriggerLoop:
         clock: clocks.Clock | None = None,
         holder: str | None = None,
         settings: TriggerSettings | None = None,
+        hot_queue: Any = None,
     ) -> None:
+        """``hot_queue``: the hot queue's Redis client, where the database's hot queue is on
+        (``Replace`` asks it which runs a claim holds)."""
         self.pool = pool
+        self.hot_queue = hot_queue
         self.clock = clock or clocks.SystemClock()
         self.holder = holder or default_holder()
         self.settings = settings or TriggerSettings()
@@ -112,6 +117,7 @@ class TriggerLoop:
                 now=now,
                 batch_size=self.settings.batch_size,
                 pace=None if self.fire_calendar is None else self.fire_calendar.place,
+                hot=self.hot_queue,
             )
             report.add(batch)
             trigger_metrics.record_fires(

@@ -31,7 +31,7 @@ from sundial.scheduling import cron, plan, quarantine, run_state, union
 from sundial.scheduling import errors as scheduling_errors
 from sundial.scheduling.clock import require_aware
 from sundial.scheduling.run_state import RunState, coerce_state
-from sundial.store import dependencies, queries, quotas
+from sundial.store import dependencies, queries, quotas, runs
 from sundial.store.pool import Connection, Pool
 
 __all__ = [
@@ -130,11 +130,14 @@ async def fire_due(
     now: datetime,
     batch_size: int = DEFAULT_BATCH_SIZE,
     pace: Callable[[datetime, str], datetime] | None = None,
+    hot: Any = None,
 ) -> FireReport:
     """Handle up to ``batch_size`` due schedules at ``now`` in one transaction.
 
     ``pace`` (the loop's fire budget) is called once per run to create, with its ``run_at``
     and its job's namespace, and returns the ``run_at`` to store (the same instant or later).
+    ``hot``: the hot queue's Redis client, where the database's hot queue is on: ``Replace``
+    then cancels a run Redis holds as a running run (``runs.cancel``).
     """
     require_aware(now, "now")
     if batch_size < 1:
@@ -237,7 +240,7 @@ async def fire_due(
                 },
             )
         if replace_jobs:
-            report.cancelled = await _cancel_active(conn, replace_jobs)
+            report.cancelled = await _cancel_active(conn, replace_jobs, hot)
         if planned:
             planned = await _within_quotas(conn, planned, advances, report)
         if planned:
@@ -372,9 +375,20 @@ async def _failure_streaks(conn: Connection, rows: Sequence[_DueSchedule]) -> di
     return streaks
 
 
-async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID]) -> int:
+async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID], hot: Any) -> int:
+    held: set[int] = set()
+    if hot is not None:  # runs Redis holds are asked to stop as running runs are (runs.cancel)
+        cursor = await conn.execute(
+            queries.get("cancel_targets_of_jobs"), {"job_ids": list(job_ids)}
+        )
+        held = await runs.held_in_redis(hot, [(row[0], row[1]) for row in await cursor.fetchall()])
+        if held:
+            await conn.execute(
+                queries.get("cancel_held"), {"ids": sorted(held), "reason": REPLACED_REASON}
+            )
     cursor = await conn.execute(
-        queries.get("trigger_cancel_active"), {"job_ids": list(job_ids), "reason": REPLACED_REASON}
+        queries.get("trigger_cancel_active"),
+        {"job_ids": list(job_ids), "reason": REPLACED_REASON, "held": sorted(held)},
     )
     rows = await cursor.fetchall()
     # A run that had not started ends now, and so do its dependents (as runs.cancel does);
@@ -386,7 +400,7 @@ async def _cancel_active(conn: Connection, job_ids: Sequence[uuid.UUID]) -> int:
     }
     if doomed:
         await dependencies.fail_dependents(conn, doomed)
-    return len(rows)
+    return len(rows) + len(held)
 
 
 async def _within_quotas(
@@ -416,17 +430,17 @@ async def _within_quotas(
     if not dropped:
         return planned
     by_id = {advance["id"]: advance for advance in advances}
-    for schedule_id, runs in dropped.items():
+    for schedule_id, cut in dropped.items():
         advance = by_id[schedule_id]
-        advance["created"] -= len(runs)
-        advance["skipped"] += len(runs)
+        advance["created"] -= len(cut)
+        advance["skipped"] += len(cut)
         ours = [run.fire_time for row, run in kept if row.id == schedule_id]
         advance["last_fire_time"] = max(ours) if ours else None
-        report.skipped += len(runs)
-        report.over_quota += len(runs)
+        report.skipped += len(cut)
+        report.over_quota += len(cut)
         quota = room[rows[schedule_id].namespace]
-        fire_times = ", ".join(run.fire_time.isoformat() for run in runs[:3])
-        more = f" and {len(runs) - 3} more" if len(runs) > 3 else ""
+        fire_times = ", ".join(run.fire_time.isoformat() for run in cut[:3])
+        more = f" and {len(cut) - 3} more" if len(cut) > 3 else ""
         report.outcomes.append(
             ScheduleOutcome(
                 schedule_id,

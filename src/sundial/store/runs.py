@@ -581,11 +581,26 @@ async def get(pool: Pool, run_id: int, *, hot: Any = None) -> RunInfo | None:
     return info
 
 
-async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:
-    """Cancel a run; a run that had not started ends now, with its dependents.
+async def cancel(
+    pool: Pool, run_id: int, *, reason: str = "cancelled on request", hot: Any = None
+) -> CancelResult:
+    """Cancel a run; a run that had not started ends now, with its dependents; a running one
+    is asked to stop (``REQUESTED``: its attempt's next heartbeat sees it).
 
-    Raises ``NoSuchRunError`` if no run, live or archived, has the id ``run_id``."""
+    ``hot``: the hot queue's Redis client, where the database's hot queue is on. A run Redis
+    holds is pending in the record while its attempt runs; with ``hot`` it is asked to stop as
+    a running run is, and keeps its place under concurrency keys and quotas until its attempt
+    ends. Without it, the record would end it at once, under a still running attempt.
+
+    Raises ``NoSuchRunError`` if no run, live or archived, has the id ``run_id``;
+    ``HotQueueUnavailableError`` when ``hot`` is given and Redis does not answer."""
     async with pool.connection() as conn, conn.transaction():
+        if hot is not None and await _held_in_redis(conn, hot, run_id):
+            cursor = await conn.execute(
+                queries.get("cancel_held"), {"ids": [run_id], "reason": reason}
+            )
+            if await cursor.fetchone() is not None:
+                return CancelResult.REQUESTED
         cursor = await conn.execute(queries.get("cancel"), {"id": run_id, "reason": reason})
         row = await cursor.fetchone()
         if row is None:
@@ -599,6 +614,37 @@ async def cancel(pool: Pool, run_id: int, *, reason: str = "cancelled on request
         if has_dependents:
             await dependencies.fail_dependents(conn, {run_id: run_state.RunState.CANCELLED})
         return CancelResult.CANCELLED
+
+
+async def _held_in_redis(conn: Connection, hot: Any, run_id: int) -> bool:
+    """Whether a claim on the hot queue holds ``run_id``, settled against claims in one Redis
+    step: a run still due there is taken out of its due set (so the cancel that follows ends
+    it before any claim can start it), with the record's row locked until the cancel commits.
+    Should that commit fail, the reconciler makes the run due again (it is pending in the
+    record and nowhere in Redis)."""
+    cursor = await conn.execute(queries.get("cancel_target"), {"id": run_id})
+    row = await cursor.fetchone()
+    if row is None or not row[1]:
+        return False
+    return bool(await held_in_redis(hot, [(run_id, row[0])]))
+
+
+async def held_in_redis(hot: Any, targets: Sequence[tuple[int, str]]) -> set[int]:
+    """Of ``targets`` ((run id, queue) of runs pending in the record, their rows locked by the
+    caller until its cancel commits), the runs a claim on the hot queue holds; every other one
+    still due in Redis is taken out of its due set in the same step, so no claim can start it
+    after the cancel ends it (``HotQueue.cancel``)."""
+    from sundial.store.hot_queue import HotQueue, redis_calls
+
+    by_queue: dict[str, list[int]] = {}
+    for run_id, queue in targets:
+        by_queue.setdefault(queue, []).append(run_id)
+    held: set[int] = set()
+    with redis_calls():
+        for queue, ids in by_queue.items():
+            found = await HotQueue(hot, queue).cancel(ids)
+            held.update(run_id for run_id, where in zip(ids, found, strict=True) if where == "held")
+    return held
 
 
 async def run_for_key(pool: Pool, key: str) -> int | None:

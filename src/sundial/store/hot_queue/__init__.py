@@ -26,13 +26,14 @@ claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Clu
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from sundial.store.errors import EpochChangedError, HotQueueModeError
+from sundial.store.errors import EpochChangedError, HotQueueModeError, HotQueueUnavailableError
 from sundial.store.pool import Pool
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "key_prefix",
     "member",
     "open_client",
+    "redis_calls",
 ]
 
 _SCRIPTS = (
@@ -56,6 +58,7 @@ _SCRIPTS = (
     "requeue",
     "expire",
     "forget",
+    "cancel",
 )
 
 
@@ -285,6 +288,15 @@ class HotQueue:
             lost.append((int(reply[i]), Token(int(epoch), int(attempt)) if attempt else None))
         return lost
 
+    async def cancel(self, run_ids: Sequence[int]) -> list[str]:
+        """Settle where each run being cancelled is, atomically against claims: ``"due"``
+        (taken out of the due set here: no claim can hand it out), ``"held"`` (a lease holds
+        it: its attempt runs, and is asked to stop as a running run's is) or ``"none"``."""
+        if not run_ids:
+            return []
+        reply = await self._call("cancel", *(member(run_id) for run_id in run_ids))
+        return [_text(word) for word in reply]
+
     async def forget(self, run_ids: Iterable[int]) -> int:
         """Drop the attempt counts of runs whose finish PostgreSQL recorded. Only once no
         relay can still deliver their pending: a delivery read before the finish would make a
@@ -305,6 +317,18 @@ def open_client(url: str) -> Any:
             "a Redis URL was given but the redis package is missing: install sundial[redis]"
         ) from error
     return aioredis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+
+
+@contextlib.contextmanager
+def redis_calls() -> Iterator[None]:
+    """Redis's transient failures as the store's (``HotQueueUnavailableError``, a
+    ``StoreUnavailableError``): retried by the caller as PostgreSQL's outages are."""
+    from redis import exceptions as redis_errors
+
+    try:
+        yield
+    except (redis_errors.ConnectionError, redis_errors.TimeoutError) as error:
+        raise HotQueueUnavailableError(f"the hot queue's Redis: {error}") from error
 
 
 def _text(value: Any) -> str:

@@ -3,9 +3,9 @@
 The claim is Redis's (one script: fair share, lease, attempt); the run's record is then read
 from PostgreSQL by primary key, and a run the record no longer has pending (cancelled since
 it was made due) is given back unrun. Heartbeats extend leases in Redis and read which held
-runs the record cancelled (a read, never a write). A finish ends the lease in Redis, then is
-written fenced in PostgreSQL (``finishes``). A give-back (a runner shutting down) makes the
-run due again in Redis only: the record still says pending.
+runs the record asked to stop or ended (a read, never a write). A finish ends the lease in
+Redis, then is written fenced in PostgreSQL (``finishes``). A give-back (a runner shutting
+down) makes the run due again in Redis only: the record still says pending.
 
 The tokens of the attempts this process holds are kept here, by (run id, attempt): the
 runner speaks in attempts, as on PostgreSQL alone, and the epoch rides along.
@@ -21,14 +21,14 @@ import contextlib
 import datetime
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from redis import exceptions as redis_errors
 
 from sundial.store import claims, queries, releases
-from sundial.store.errors import EpochChangedError, HotQueueUnavailableError
-from sundial.store.hot_queue import Claim, HotQueue, finishes
+from sundial.store.errors import EpochChangedError
+from sundial.store.hot_queue import Claim, HotQueue, finishes, redis_calls
 from sundial.store.pool import Pool
 
 __all__ = ["FORGET_AFTER_SECONDS", "HotDispatch"]
@@ -39,15 +39,6 @@ log = logging.getLogger("sundial.store.hot_queue.dispatch")
 #: relay's bound (``outbox.RELAY_TIMEOUT_MS``), so no delivery read before the finish can
 #: arrive after it and find the count gone.
 FORGET_AFTER_SECONDS = 60.0
-
-
-@contextlib.contextmanager
-def _redis_calls() -> Iterator[None]:
-    """Redis's transient failures as the store's: retried by the caller's loop."""
-    try:
-        yield
-    except (redis_errors.ConnectionError, redis_errors.TimeoutError) as error:
-        raise HotQueueUnavailableError(f"the hot queue's Redis: {error}") from error
 
 
 class _Held(NamedTuple):
@@ -128,7 +119,7 @@ class HotDispatch:
             room = limit - len(runs)
             if room <= 0:
                 break
-            with _redis_calls():
+            with redis_calls():
                 runs += await self._claim_from(
                     self._queue(name),
                     lease_seconds=lease_seconds,
@@ -215,8 +206,9 @@ class HotDispatch:
     async def heartbeat(
         self, worker: str, runs: Sequence[tuple[int, int]], *, lease_seconds: float
     ) -> claims.HeartbeatResult:
-        """Extend the leases in Redis; report as ``cancel_requested`` the runs the record no
-        longer has pending (``runs.cancel`` ends a pending run at once)."""
+        """Extend the leases in Redis; report as ``cancel_requested`` the runs the record
+        asked to stop (``runs.cancel`` given the Redis) or no longer has pending (ended by a
+        canceller without it)."""
         if not runs:
             return claims.HeartbeatResult()
         lost: set[int] = set()
@@ -229,7 +221,7 @@ class HotDispatch:
                 by_queue[holding.queue].append(key)
         until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=lease_seconds)
         extended: dict[int, datetime.datetime] = {}
-        with _redis_calls():
+        with redis_calls():
             for queue, keys in by_queue.items():
                 flags = await queue.heartbeat(
                     round(lease_seconds * 1000), [self._held[key].claim for key in keys]
@@ -261,7 +253,7 @@ class HotDispatch:
             holding = self._held.get(key)
             if holding is not None and key not in self._released:
                 by_queue[holding.queue].append(key)
-        with _redis_calls():
+        with redis_calls():
             for queue, keys in by_queue.items():
                 flags = await queue.release([self._held[key].claim for key in keys])
                 for key, still in zip(keys, flags, strict=True):
@@ -311,7 +303,7 @@ class HotDispatch:
             if holding is not None:
                 by_queue[holding.queue].append(run)
         states: dict[int, str] = {}
-        with _redis_calls():
+        with redis_calls():
             for queue, given in by_queue.items():
                 flags = await queue.requeue(
                     [

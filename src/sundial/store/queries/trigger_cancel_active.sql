@@ -1,5 +1,7 @@
 -- Replace: cancel every active run of these jobs, with runs.cancel's semantics: a run that
 -- has not started ends now; a running one gets the flag its worker's next heartbeat returns.
+-- `held`: runs the hot queue's Redis holds, pending in the record, asked to stop apart
+-- (cancel_held.sql) and left alone here.
 UPDATE job_runs
 SET cancel_requested = true,
     state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
@@ -9,4 +11,5 @@ SET cancel_requested = true,
     last_error = CASE WHEN state = 'running' THEN last_error ELSE %(reason)s END
 WHERE job_id = ANY(%(job_ids)s::uuid[])
   AND state IN ('scheduled', 'blocked', 'pending', 'retry_wait', 'running')
+  AND NOT id = ANY(%(held)s::bigint[])
 RETURNING id, state, has_dependents
