@@ -15,7 +15,9 @@ of ``TASKS``; ``outcome`` of a reaped lease is ``requeued``, ``dead_lettered`` o
 - ``sundial_maintainer_pass_seconds{task}`` and ``sundial_maintainer_errors_total{task}``.
 - ``sundial_maintainer_leading``: 1 while this process's maintainer acts, else 0.
 - ``sundial_pending_runs{queue,priority,state}``: the backlog of the monitoring table
-  (``store.monitoring.pending_depth``), read by the leader only, so it is counted once.
+  (``store.monitoring.pending_depth``), read by the leader only, so it is counted once. On the
+  hot queue the runs a claimer holds in Redis (pending in the record while they run) are left
+  out, so an autoscaler reading it sees what waits, not what runs.
 
 The rest of that table, read by the leader's ``monitor`` pass over a sliding window of the
 database (``MaintainerSettings.monitor_window``, exported as ``sundial_window_seconds``), so

@@ -24,7 +24,8 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   (``store.maintenance.ensure_partitions`` / ``drop_partitions_before``);
 * ``keys``: idempotency keys and schedule fire keys older than the key retention whose run has
   left the hot table are deleted (``store.maintenance.expire_keys``; ADR 0034);
-* ``monitor``: the monitoring table as gauges (``store.monitoring``): the backlog, and
+* ``monitor``: the monitoring table as gauges (``store.monitoring``): the backlog (less the
+  runs the hot queue's Redis holds, pending in the record while they run), and
   over the sliding ``monitor_window`` the runs that ended by job and state, failed attempts by
   reason, attempts per completed run and lease expiries. From the leader alone, so two
   schedulers never double a database-wide figure (``observability.maintainer_metrics``);
@@ -38,13 +39,14 @@ Its tasks, each with its own interval (``MaintainerSettings``):
   ended free their room (``store.quotas.count_active``; inserts count themselves up, nothing
   counts down: ADR 0063); a pass with no quota configured is one statement on an empty table;
 * ``settings``: a warning in the log while the server's autovacuum settings would let the hot
-  table's dead rows pile up (``store.server``; docs/adr/0042).
-* ``hot_queue_mode``: whether the database's hot queue (``sundial migrate --hot-queue``) is
-  still what this process was started for (given a Redis or not). It is checked at start
-  (the process does not start otherwise) and again every ``hot_queue_mode_interval``, because
-  a chart upgrade switches the database while the old processes still serve. While they
-  disagree the pass fails with what to change (counted and alerted on as any failing pass),
-  and the hot queue's tasks below are skipped while the database's hot queue is off;
+  table's dead rows pile up (``store.server``; docs/adr/0042);
+* ``hot_queue_mode`` (first in every pass): whether the database's hot queue (``sundial
+  migrate --hot-queue``) is still what this process was started for (given a Redis or not).
+  It is checked at start (the process does not start otherwise) and again every
+  ``hot_queue_mode_interval``, because a chart upgrade switches the database while the old
+  processes still serve. While they disagree the pass fails with what to change (counted and
+  alerted on as any failing pass), and the hot queue's tasks below are skipped while the
+  database's hot queue is off;
 * ``hot_queue_leases`` and ``hot_queue_reconcile``, given the hot queue's Redis: the leases of
   claimers that went silent are taken back, and runs Redis lost are delivered again
   (``store.hot_queue.reconciler.Keeper``).
@@ -236,6 +238,8 @@ class Maintainer:
         self._leader_seen: str | None = None
         s = self.settings
         self._tasks: dict[str, tuple[timedelta, Callable[[PassReport], Awaitable[bool]]]] = {
+            # First: the monitor and the hot queue's tasks follow the mode it reads.
+            "hot_queue_mode": (s.hot_queue_mode_interval, self._hot_queue_mode),
             "reap": (s.reap_interval, self._reap),
             "promote": (s.promote_interval, self._promote),
             "archive": (s.archive_interval, self._archive),
@@ -246,13 +250,12 @@ class Maintainer:
             "runners": (s.runners_interval, self._purge_runners),
             "quotas": (s.quota_interval, self._count_quotas),
             "settings": (s.settings_interval, self._check_settings),
-            # Before the hot queue's tasks: they run only while the database's mode is on.
-            "hot_queue_mode": (s.hot_queue_mode_interval, self._hot_queue_mode),
         }
         self._component = component
         #: The database's hot-queue mode as last read (None: not read yet).
         self._hot_on: bool | None = None
         self._keeper: reconciler.Keeper | None = None
+        self._hot_queue = hot_queue
         if hot_queue is not None:
             self._keeper = reconciler.Keeper(pool, hot_queue)
             self._tasks["hot_queue_leases"] = (s.reap_interval, self._hot_queue_leases)
@@ -482,7 +485,8 @@ class Maintainer:
         return True
 
     async def _monitor(self, report: PassReport) -> bool:
-        depth = await monitoring.pending_depth(self.pool)
+        hot = self._hot_queue if self._hot_on else None  # held runs are not waiting
+        depth = await monitoring.pending_depth(self.pool, hot=hot)
         seen = set()
         for row in depth:
             labels = (row.queue, str(row.priority), str(row.state))

@@ -378,8 +378,7 @@ async def recent(
         if wanted is not None and wanted & {RunState.RUNNING, RunState.PENDING}:
             from sundial.store.hot_queue import overlay
 
-            cursor = await conn.execute(queries.get("hot_queue_queues"))
-            ids = await overlay.held_ids(hot, [row[0] for row in await cursor.fetchall()])
+            ids = await overlay.held_anywhere(conn, hot)
         if ids and RunState.RUNNING not in (wanted or ()):
             arguments["held"] = sorted(ids)  # shown running: no room taken in a pending page
         listed = [HistoryRow(*row) for row in await _recent(conn, arguments)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from sundial.scheduling.run_state import RunState, coerce_state
 from sundial.store import queries
@@ -57,9 +58,18 @@ async def schedule_lag(pool: Pool, *, window_seconds: float = 300.0) -> Schedule
     return ScheduleLag(int(row[0]), row[1], row[2])
 
 
-async def pending_depth(pool: Pool) -> list[PendingDepth]:
+async def pending_depth(pool: Pool, *, hot: Any = None) -> list[PendingDepth]:
+    """The backlog by queue, priority and waiting state. ``hot``: the hot queue's Redis
+    client, where the database's hot queue is on: the runs a claimer holds there are pending
+    in the record while they run, and are left out (an autoscaler reading the backlog would
+    otherwise count every run in flight as waiting)."""
     async with pool.connection() as conn:
-        cursor = await conn.execute(queries.get("pending_depth"))
+        held: list[int] | None = None
+        if hot is not None:
+            from sundial.store.hot_queue import overlay
+
+            held = sorted(await overlay.held_anywhere(conn, hot))
+        cursor = await conn.execute(queries.get("pending_depth"), {"held": held})
         return [PendingDepth(*row) for row in await cursor.fetchall()]
 
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 import redis.asyncio as aioredis
+from prometheus_client import REGISTRY
 
 from sundial.localdev.redis_server import ThrowawayRedis
 from sundial.scheduler import maintainer, trigger
@@ -181,3 +182,37 @@ async def test_a_maintainer_without_redis_says_so_once_the_database_is_switched_
     problems = [r.__dict__.get("error", "") for r in caplog.records]
     assert any("give the operator its Redis with --hot-queue-url" in p for p in problems)
     assert not any(r.exc_info for r in caplog.records)  # a setting to change, not a trace
+
+
+async def test_the_backlog_gauge_leaves_out_the_runs_redis_holds(
+    pool: store_pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    """A run a claimer holds is pending in the record while it runs: the leader's backlog
+    gauge (what an autoscaler of runners reads) counts only the runs that wait."""
+    outbox.switch(store_dsn, on=True)
+    for _ in range(5):
+        await runs.submit(pool, job)
+    dispatch = HotDispatch(lambda: pool, client)
+    while (await outbox.Relay(pool, client).once()).runs:
+        pass
+    claimed = await dispatch.claim(
+        WORKER,
+        queues=["default"],
+        handlers=["handlers.job"],
+        execution_models=["async"],
+        registered_model=True,
+        limit=2,
+        lease_seconds=30.0,
+        namespaces=None,
+    )
+    assert len(claimed) == 2
+    keeper = maintainer.Maintainer(pool, holder=HOLDER, hot_queue=client)
+    assert await leases.acquire(pool, trigger.LEASE_NAME, HOLDER, ttl_seconds=60) is not None
+    report = await keeper.step()
+    assert "monitor" in report.ran and not report.failed, report
+    pending = {"queue": "default", "priority": "1", "state": "pending"}
+    assert REGISTRY.get_sample_value("sundial_pending_runs", pending) == 3
+    stopped = asyncio.Event()
+    stopped.set()
+    await keeper.run(stopped)  # a maintainer that stops drops the database's series
+    assert REGISTRY.get_sample_value("sundial_pending_runs", pending) is None

@@ -93,6 +93,17 @@ async def held_ids(client: Any, queues: Iterable[str]) -> set[int]:
     return {int(run_id) for members in replies for run_id in members}
 
 
+async def held_anywhere(conn: Any, client: Any) -> set[int]:
+    """The runs a claimer holds now in any queue a job names (``held_ids`` over the queues
+    ``conn`` reads from the record); none, with a warning, when Redis does not answer."""
+    if client is None:
+        return set()
+    from sundial.store import queries
+
+    cursor = await conn.execute(queries.get("hot_queue_queues"))
+    return await held_ids(client, [row[0] for row in await cursor.fetchall()])
+
+
 def _moment(milliseconds: Any) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(float(milliseconds) / 1000, datetime.UTC)
 
