@@ -15,7 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
-from sundial.store import claims, errors, pool, releases, runs
+from sundial.store import claims, errors, pool, reaper, releases, runs
 from sundial.store.hot_queue import HotQueue, outbox, reconciler
 from sundial.store.hot_queue.dispatch import HotDispatch
 
@@ -115,6 +115,62 @@ async def test_a_run_given_back_is_claimed_again_under_a_later_attempt(
     done = await dispatch.finish(WORKER, [claims.Finish(again.id, again.attempt)])
     assert done.states == {run_id: "completed"}
     assert _state(store_dsn, run_id) == ("completed", 2)
+
+
+async def test_a_run_given_back_with_a_delay_waits_then_keeps_its_priority(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, make_job
+) -> None:
+    """A runner whose circuit breaker is open gives a run back for a while: as PostgreSQL's
+    release, the record says retry_wait (the attempt recorded), no claim takes it before the
+    delay, and after it the run ranks by its priority again, ahead of the lower-priority runs
+    that came in meanwhile, under its next attempt. A failed write is tried again without
+    calling the give-back lost."""
+    job = make_job("job")
+    urgent = (await runs.submit(store, job, priority=9)).run_id
+    dispatch = HotDispatch(lambda: store, client)
+    (run,) = await _claim(dispatch, store, client)
+    assert run.id == urgent
+    later = [(await runs.submit(store, job, priority=1)).run_id for _ in range(3)]
+    delayed = releases.Release(run.id, run.attempt, 1.0, "circuit open")
+
+    given = await dispatch.release(WORKER, [delayed])
+
+    assert given.states == {urgent: "retry_wait"} and not given.lost
+    assert _state(store_dsn, urgent) == ("retry_wait", 1)
+    await reaper.promote_due(store)
+    assert {c.id for c in await _claim(dispatch, store, client, limit=1)} == {later[0]}
+    await asyncio.sleep(1.1)
+    await reaper.promote_due(store)
+    (again,) = await _claim(dispatch, store, client, limit=1)
+    assert (again.id, again.attempt) == (urgent, 2)
+    assert dispatch.held == 2
+
+
+async def test_a_delayed_give_back_whose_write_failed_is_written_on_the_next_try(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    run_id = (await runs.submit(store, job)).run_id
+    down = await pool.open_pool(store_dsn, min_size=1, max_size=1)
+    try:
+        current = {"pool": store}
+        dispatch = HotDispatch(lambda: current["pool"], client)
+        (run,) = await _claim(dispatch, store, client)
+        async with down.connection() as conn:
+            backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
+        with psycopg.connect(store_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        current["pool"] = down
+        delayed = releases.Release(run.id, run.attempt, 30.0, "circuit open")
+        with pytest.raises(errors.StoreUnavailableError):
+            await dispatch.release(WORKER, [delayed])
+        assert _state(store_dsn, run_id) == ("pending", 0)  # Redis ended the lease only
+        current["pool"] = store
+        given = await dispatch.release(WORKER, [delayed])
+        assert given.states == {run_id: "retry_wait"} and not given.lost
+        assert _state(store_dsn, run_id) == ("retry_wait", 1)
+        assert dispatch.held == 0
+    finally:
+        await down.close()
 
 
 async def _eventually(call):

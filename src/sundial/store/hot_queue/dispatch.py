@@ -67,8 +67,12 @@ class HotDispatch:
         self._queues: dict[str, HotQueue] = {}
         self._epochs: dict[str, int] = {}
         self._held: dict[tuple[int, int], _Held] = {}
-        #: Finishes whose lease Redis ended and whose PostgreSQL write has not gone through.
+        #: Finishes (and give-backs with a delay) whose lease Redis ended and whose PostgreSQL
+        #: write has not gone through.
         self._released: set[tuple[int, int]] = set()
+        #: Give-backs done, by (run, attempt), until a call reports them: a call that fails
+        #: part-way is repeated by the caller, which must not hear "lost" for those done.
+        self._given_back: dict[tuple[int, int], str] = {}
         self._forgets: collections.deque[tuple[float, HotQueue, list[int]]] = collections.deque()
 
     def _queue(self, name: str) -> HotQueue:
@@ -293,28 +297,82 @@ class HotDispatch:
     async def release(
         self, worker: str, runs: Sequence[releases.Release]
     ) -> releases.ReleaseResult:
-        """Give runs back in Redis (due after each one's delay); the record is left pending,
-        as it is while the run is held."""
+        """Give runs back without spending a retry. Without a delay the run is due again in
+        Redis only, at its dispatch key (the record still says pending, as while it is held).
+        With a delay it goes the way PostgreSQL's release sends it: its lease ends in Redis,
+        then the record takes it to ``retry_wait`` fenced on its token (``hot_queue_defer``),
+        and the maintainer's promotion makes it pending again after the delay, with a
+        dispatch key that keeps its priority (one Redis score cannot be both when a run is due
+        and where it ranks). A write that fails is tried again by the caller without ending
+        the lease again, as a finish's is."""
         if not runs:
             return releases.ReleaseResult()
+        # Runs given back by an earlier call that failed part-way are answered as they went.
+        todo = [r for r in runs if (r.run_id, r.attempt) not in self._given_back]
         by_queue: dict[HotQueue, list[releases.Release]] = collections.defaultdict(list)
-        for run in runs:
+        for run in todo:
             holding = self._held.get((run.run_id, run.attempt))
-            if holding is not None:
+            if holding is not None and run.delay_seconds <= 0:
                 by_queue[holding.queue].append(run)
-        states: dict[int, str] = {}
         with redis_calls():
             for queue, given in by_queue.items():
                 flags = await queue.requeue(
-                    [
-                        (self._held[r.run_id, r.attempt].claim, round(r.delay_seconds * 1000))
-                        for r in given
-                    ]
+                    [(self._held[r.run_id, r.attempt].claim, 0) for r in given]
                 )
                 for run, still in zip(given, flags, strict=True):
-                    self._held.pop((run.run_id, run.attempt), None)
+                    key = (run.run_id, run.attempt)
+                    self._held.pop(key, None)
                     if still:
-                        states[run.run_id] = "pending"
+                        self._given_back[key] = "pending"
+        later = [r for r in todo if r.delay_seconds > 0]
+        if later:
+            await self._defer(worker, later)
+        states: dict[int, str] = {}
+        for run in runs:
+            state = self._given_back.pop((run.run_id, run.attempt), None)
+            if state is not None:
+                states[run.run_id] = state
         return releases.ReleaseResult(
             states=states, lost=frozenset(r.run_id for r in runs if r.run_id not in states)
         )
+
+    async def _defer(self, worker: str, runs: Sequence[releases.Release]) -> None:
+        """End the leases of ``runs`` in Redis (once), then write them to ``retry_wait``; those
+        written go to ``_given_back``."""
+        ending: dict[HotQueue, list[tuple[int, int]]] = collections.defaultdict(list)
+        for run in runs:
+            key = (run.run_id, run.attempt)
+            holding = self._held.get(key)
+            if holding is not None and key not in self._released:
+                ending[holding.queue].append(key)
+        with redis_calls():
+            for queue, keys in ending.items():
+                flags = await queue.release([self._held[key].claim for key in keys])
+                for key, still in zip(keys, flags, strict=True):
+                    if still:
+                        self._released.add(key)
+                    else:
+                        self._held.pop(key, None)
+        deferred = [r for r in runs if (r.run_id, r.attempt) in self._released]
+        if not deferred:
+            return
+        tokens = [self._held[r.run_id, r.attempt].claim.token for r in deferred]
+        async with self._pool().connection() as conn:
+            cursor = await conn.execute(
+                queries.get("hot_queue_defer"),
+                {
+                    "worker": worker,
+                    "ids": [r.run_id for r in deferred],
+                    "epochs": [token.epoch for token in tokens],
+                    "attempts": [token.attempt for token in tokens],
+                    "delays": [float(r.delay_seconds) for r in deferred],
+                    "reasons": [r.reason for r in deferred],
+                },
+            )
+            written = {row[0]: row[1] for row in await cursor.fetchall()}
+        for run in deferred:
+            key = (run.run_id, run.attempt)
+            self._released.discard(key)
+            self._held.pop(key, None)
+            if run.run_id in written:
+                self._given_back[key] = written[run.run_id]
