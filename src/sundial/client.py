@@ -77,7 +77,8 @@ class Client:
     ) -> None:
         """``hot_queue_url``: the hot queue's Redis, where the database's hot queue is on, so
         that ``cancel`` asks a run Redis holds to stop as a running run is (without it the
-        record ends such a run at once while its attempt still runs)."""
+        record ends such a run at once while its attempt still runs) and ``get`` shows it
+        running."""
         self._dsn = dsn
         self._max_connections = max_connections
         self._hot_queue_url = hot_queue_url
@@ -216,8 +217,9 @@ class Client:
         return await runs.submit_many(self.pool, job, batch)
 
     async def get(self, run_id: int) -> RunInfo | None:
-        """The run, live or archived; None if there is none with that id."""
-        return await runs.get(self.pool, run_id)
+        """The run, live or archived; None if there is none with that id. Given the hot
+        queue's Redis, a run a claimer holds there shows running."""
+        return await runs.get(self.pool, run_id, hot=self._hot)
 
     async def cancel(self, run_id: int, *, reason: str = "cancelled on request") -> CancelResult:
         """Cancel the run: at once if it has not started, else on its worker's next heartbeat."""

@@ -442,7 +442,7 @@ def runs_cancel(
                         " to stop, not ended in the record while it still runs"
                     )
             result = await runs.cancel(pool, run_id, reason=recorded, hot=hot)
-            info = await runs.get(pool, run_id)
+            info = await runs.get(pool, run_id, hot=hot)
             return result, info
 
     try:

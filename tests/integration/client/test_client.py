@@ -8,9 +8,13 @@ import uuid
 
 import psycopg
 import pytest
+import redis.asyncio as aioredis
 
 from sundial.client import BatchItem, CancelResult, Client, InvalidJobError, JobNameTakenError
+from sundial.localdev.redis_server import ThrowawayRedis
 from sundial.store import errors as store_errors
+from sundial.store.hot_queue import outbox
+from sundial.store.hot_queue.dispatch import HotDispatch
 from support.store import create_job
 
 
@@ -128,3 +132,37 @@ async def test_a_closed_client_says_how_to_open_it(store_dsn: str):
     client = Client(store_dsn)
     with pytest.raises(RuntimeError, match="not open"):
         await client.get(1)
+
+
+async def test_on_the_hot_queue_a_held_run_reads_running_and_is_asked_to_stop(
+    store_dsn: str, redis_server: ThrowawayRedis
+) -> None:
+    """Given the hot queue's Redis, the client reads a run a runner holds there as running
+    (the record says pending while it runs) and cancels it as a running run."""
+    outbox.switch(store_dsn, on=True)
+    async with Client(store_dsn, hot_queue_url=redis_server.url) as client:
+        await client.define_job("billing", "charge", handler="billing.charge")
+        run_id = (await client.submit("billing/charge")).run_id
+        redis = aioredis.Redis.from_url(redis_server.url)
+        try:
+            await redis.flushall()
+            while (await outbox.Relay(client.pool, redis).once()).runs:
+                pass
+            claimed = await HotDispatch(lambda: client.pool, redis).claim(
+                "runner-1",
+                queues=["default"],
+                handlers=["billing.charge"],
+                execution_models=["async"],
+                registered_model=True,
+                limit=1,
+                lease_seconds=30.0,
+                namespaces=None,
+            )
+        finally:
+            await redis.aclose()
+        assert [run.id for run in claimed] == [run_id]
+        seen = await client.get(run_id)
+        assert seen is not None and (seen.state, seen.attempt) == ("running", 1)
+        assert await client.cancel(run_id) is CancelResult.REQUESTED
+        after = await client.get(run_id)
+        assert after is not None and after.state == "running" and after.cancel_requested
