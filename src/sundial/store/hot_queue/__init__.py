@@ -178,17 +178,12 @@ class HotQueue:
     async def enqueue(self, runs: Iterable[DueRun]) -> int:
         """Make ``runs`` due (idempotent by run id; a held run, or one claimed past the
         delivery's ``attempt``, is left alone); how many were not due before."""
-        args: list[object] = []
-        for run in runs:
-            args += [
-                member(run.id),
-                run.dispatch_ms,
-                run.namespace,
-                run.handler,
-                run.model,
-                run.attempt,
-            ]
-        return int(await self._call("enqueue", *args)) if args else 0
+        lines = "\n".join(
+            f"{member(run.id)}\t{run.dispatch_ms}\t{run.namespace}\t{run.handler}\t{run.model}"
+            f"\t{run.attempt}"
+            for run in runs
+        )
+        return int(await self._call("enqueue", lines)) if lines else 0
 
     async def held_nowhere(self, runs: Sequence[DueRun]) -> list[DueRun]:
         """Those of ``runs`` neither due nor leased here (one pipelined round trip): what the
@@ -253,30 +248,27 @@ class HotQueue:
         """Extend each held lease; ``False`` where that attempt lost its run."""
         if not held:
             return []
-        args: list[object] = [lease_ms]
-        for claim in held:
-            args += [member(claim.id), str(claim.token)]
-        return [bool(flag) for flag in await self._call("heartbeat", *args)]
+        lines = "\n".join(f"{member(claim.id)}\t{claim.token}" for claim in held)
+        return [bool(flag) for flag in await self._call("heartbeat", lease_ms, lines)]
 
     async def release(self, claims: Sequence[Claim]) -> list[bool]:
         """End each lease its claim still holds (then write those finishes to PostgreSQL);
         ``False`` for a stale attempt, whose finish must not be written."""
         if not claims:
             return []
-        args: list[object] = []
-        for claim in claims:
-            args += [member(claim.id), str(claim.token)]
-        return [bool(flag) for flag in await self._call("release", *args)]
+        lines = "\n".join(f"{member(claim.id)}\t{claim.token}" for claim in claims)
+        return [bool(flag) for flag in await self._call("release", lines)]
 
     async def requeue(self, claims: Sequence[tuple[Claim, int]]) -> list[bool]:
         """Give back each (claim, delay in ms) whose lease it still holds: due again after the
         delay, no end recorded (a runner shutting down); ``False`` for a stale attempt."""
         if not claims:
             return []
-        args: list[object] = []
-        for claim, delay_ms in claims:
-            args += [member(claim.id), str(claim.token), max(0, int(delay_ms))]
-        return [bool(flag) for flag in await self._call("requeue", *args)]
+        lines = "\n".join(
+            f"{member(claim.id)}\t{claim.token}\t{max(0, int(delay_ms))}"
+            for claim, delay_ms in claims
+        )
+        return [bool(flag) for flag in await self._call("requeue", lines)]
 
     async def expire(self, limit: int) -> list[tuple[int, Token | None]]:
         """Take back up to ``limit`` ended leases: (run id, the token that lost it)."""
@@ -294,7 +286,7 @@ class HotQueue:
         it: its attempt runs, and is asked to stop as a running run's is) or ``"none"``."""
         if not run_ids:
             return []
-        reply = await self._call("cancel", *(member(run_id) for run_id in run_ids))
+        reply = await self._call("cancel", "\n".join(member(run_id) for run_id in run_ids))
         return [_text(word) for word in reply]
 
     async def forget(self, run_ids: Iterable[int]) -> int:
@@ -302,8 +294,8 @@ class HotQueue:
         relay can still deliver their pending: a delivery read before the finish would make a
         forgotten run due again (the relay's transaction is bounded; forget runs finished
         minutes ago, not now)."""
-        ids = [member(run_id) for run_id in run_ids]
-        return int(await self._call("forget", *ids)) if ids else 0
+        ids = "\n".join(member(run_id) for run_id in run_ids)
+        return int(await self._call("forget", ids)) if ids else 0
 
 
 def open_client(url: str) -> Any:

@@ -1,10 +1,11 @@
--- Where Redis has runs being cancelled (ARGV: their ids), settled in one step so that no claim
--- falls between: a due run is taken out of its due set here ('due': no claim can take it any
--- more, the record may end it), a run a lease holds is left to its attempt ('held': it runs,
--- the record asks its attempt to stop, as a running run's is), and a run Redis has neither
--- due nor held is 'none' (not relayed yet, or ended). Returns one word per id.
+-- Where Redis has runs being cancelled (ARGV[1]: their ids, one a line), settled in one step
+-- so that no claim falls between: a due run is taken out of its due set here ('due': no claim
+-- can take it any more, the record may end it), a run a lease holds is left to its attempt
+-- ('held': it runs, the record asks its attempt to stop, as a running run's is), and a run
+-- Redis has neither due nor held is 'none' (not relayed yet, or ended). Returns one word per
+-- id.
 local found = {}
-for _, id in ipairs(ARGV) do
+for id in each_run(ARGV[1]) do
     local namespace = string.match(redis.call('HGET', key('meta'), id) or '', '^([^\t]*)\t')
     if namespace and redis.call('ZREM', due_key(namespace), id) == 1 then
         if redis.call('ZCARD', due_key(namespace)) == 0 then

@@ -30,3 +30,8 @@ local function now_ms()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
+-- The runs of a batch come as one argument, one run per line, its fields split by tabs (ids,
+-- tokens, names and numbers hold neither): packing a separate argument per field was most of
+-- what a batch cost the caller's CPU. ``each_run(text)`` iterates over the lines.
+local function each_run(text) return string.gmatch(text, '[^\n]+') end

@@ -1,7 +1,8 @@
--- Forget runs whose finish PostgreSQL recorded (ARGV: their ids): their attempt counts,
--- metadata and dispatch keys. A run still due or leased is kept (a finish under an older token was refused).
+-- Forget runs whose finish PostgreSQL recorded (ARGV[1]: their ids, one a line): their
+-- attempt counts, metadata and dispatch keys. A run still due or leased is kept (a finish
+-- under an older token was refused).
 local forgotten = 0
-for _, id in ipairs(ARGV) do
+for id in each_run(ARGV[1]) do
     local namespace = string.match(redis.call('HGET', key('meta'), id) or '', '^([^\t]*)\t')
     local due = namespace and redis.call('ZSCORE', due_key(namespace), id)
     if not due and not redis.call('ZSCORE', key('leases'), id) then
