@@ -27,7 +27,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from e2e_target import Target, session_target
+from e2e_target import Target, prepare, session_target
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build what a cold machine lacks (the control plane, the images) before any test's
+    timeout starts: ``e2e_target.prepare``."""
+    if not session.items:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("e2e: building what the cache lacks (binaries, images), once")
+    prepare()
 
 
 @pytest.fixture(scope="session")

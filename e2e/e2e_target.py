@@ -58,6 +58,32 @@ def _local_reason() -> str | None:
     return None
 
 
+#: The images the session's node holds (``hack/images/build`` names).
+IMAGES = ("pause", "busybox", "examples", "operator", "postgres", "redis")
+
+
+def prepare() -> None:
+    """What a cold machine must build before the session's cluster starts: the control plane's
+    binaries, this checkout's images and the previous release's, each into its cache outside
+    the clone. Called once the tests are collected, before any test's timeout starts (a cold
+    build takes longer than a test may: tests/cluster does the same); the ``target`` fixture
+    then finds them built. Nothing here on a cluster of yours, or where the local tier skips;
+    a build that fails is left for the fixture to report. The logs go beside the binaries'
+    cache (``cluster.bin_dir()``'s parent), replaced at every build."""
+    if os.environ.get("SUNDIAL_E2E_KUBECONFIG") or _local_reason():
+        return
+    log_dir = cluster.bin_dir().parent
+    try:
+        if cluster.missing_binaries():
+            cluster.build(log_path=log_dir / "build.log")
+        real_nodes.images_env(log_path=log_dir / "images.log", names=IMAGES)
+        if previous_release.available():
+            with previous_release.checkout() as previous:
+                previous_release.images(previous, log_path=log_dir / "previous.log")
+    except (cluster.ClusterError, real_nodes.RealNodeError, previous_release.PreviousReleaseError):
+        return
+
+
 def session_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """The session's Target (see the module docstring); the ``target`` fixture of conftest."""
     given = os.environ.get("SUNDIAL_E2E_KUBECONFIG")
@@ -70,10 +96,7 @@ def session_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]
     work = tmp_path_factory.mktemp("e2e")
     if cluster.missing_binaries():
         cluster.build(log_path=work / "build.log")
-    env_file = real_nodes.images_env(
-        log_path=work / "images.log",
-        names=("pause", "busybox", "examples", "operator", "postgres", "redis"),
-    )
+    env_file = real_nodes.images_env(log_path=work / "images.log", names=IMAGES)
     state_dir = Path(tempfile.mkdtemp(prefix="sundial-e2e-"))
     local = cluster.start(state_dir, owner_pid=os.getpid())
     try:
