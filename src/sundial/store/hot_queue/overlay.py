@@ -10,6 +10,7 @@ it is, with a warning: a reader never fails for the hot queue's sake.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import logging
@@ -20,7 +21,10 @@ from sundial.scheduling.run_state import RunState
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Holding", "held_ids", "holdings", "overlay"]
+__all__ = ["HELD_IDS_SECONDS", "Holding", "held_anywhere", "held_ids", "holdings", "overlay"]
+
+#: The longest ``held_ids`` waits for Redis before it shows the record as it is.
+HELD_IDS_SECONDS = 2.0
 
 Row = TypeVar("Row")
 
@@ -86,9 +90,13 @@ async def held_ids(client: Any, queues: Iterable[str]) -> set[int]:
     for queue in names:
         pipeline.zrange(f"{key_prefix(queue)}:leases", 0, -1)
     try:
-        replies = await pipeline.execute()
-    except (redis_errors.RedisError, OSError) as error:
-        log.warning("the hot queue's Redis did not answer; runs shown as recorded: %s", error)
+        # Bounded well below the client's socket timeout: a reader, or the maintainer's
+        # monitor pass, must not wait out a connection a Redis failover left dead (the
+        # maintainer's recovery work waits behind its monitor).
+        async with asyncio.timeout(HELD_IDS_SECONDS):
+            replies = await pipeline.execute()
+    except (redis_errors.RedisError, OSError, TimeoutError) as error:
+        log.warning("the hot queue's Redis did not answer; runs shown as recorded: %r", error)
         return set()
     return {int(run_id) for members in replies for run_id in members}
 
