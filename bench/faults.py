@@ -142,7 +142,7 @@ class Fault:
                 connection.flushall()  # run ids start again at 1 in this database
             outbox.switch(self.dsn, on=True)
             env["SUNDIAL_HOT_QUEUE_URL"] = self.hot_url
-        self.processes = stack.Processes(self.dsn, env=env)
+        self.processes = stack.Processes(self.dsn, env=env, label=name)
         self.result = Result(name)
         self.expect_failed: set[str] = {"bench.poison"}
         self.last_injection = time.monotonic()
@@ -438,7 +438,9 @@ def postgres_failover(f: Fault, size: Sizes) -> None:
         "/failover?target_session_attrs=read-write"
     )
     f.processes.stop_all()
-    f.processes = stack.Processes(f.dsn, env={"SUNDIAL_BENCH_SINK": f.dsn})
+    f.processes = stack.Processes(
+        f.dsn, env={"SUNDIAL_BENCH_SINK": f.dsn}, label="postgres-promoted"
+    )
     job = f.job()
     f.scheduler("s1")
     f.runner(50)

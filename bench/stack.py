@@ -163,17 +163,21 @@ def throwaway(
 class Processes:
     """`sundial` child processes, all stopped by :meth:`stop_all`."""
 
-    def __init__(self, dsn: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, dsn: str, *, env: dict[str, str] | None = None, label: str = "") -> None:
+        """``label`` goes into each child's log name (``sundial-bench-LABEL-runner-1.log``),
+        so that a benchmark of several rounds keeps every round's logs."""
         self.dsn = dsn
         self.env = dict(os.environ, PYTHONPATH=str(BENCH_DIR), **(env or {}))
         self.children: list[subprocess.Popen[bytes]] = []
         self.log_dir = Path(os.environ.get("SUNDIAL_BENCH_LOGS", "/tmp"))
+        self.label = f"{label}-" if label else ""
 
     def start(
         self, name: str, arguments: list[str], *, env: dict[str, str] | None = None
     ) -> subprocess.Popen[bytes]:
         """`sundial ARGUMENTS...`, logging to the bench log directory; ``env`` adds variables."""
-        log = open(self.log_dir / f"sundial-bench-{name}-{len(self.children)}.log", "wb")  # noqa: SIM115
+        path = self.log_dir / f"sundial-bench-{self.label}{name}-{len(self.children)}.log"
+        log = open(path, "wb")  # noqa: SIM115
         child = subprocess.Popen(
             [sys.executable, "-m", "sundial", *arguments],
             env={**self.env, **(env or {})},
