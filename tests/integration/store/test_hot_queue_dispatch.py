@@ -81,6 +81,54 @@ async def test_a_finish_whose_write_failed_is_written_on_the_next_try(
         await down.close()
 
 
+async def test_a_heartbeat_while_a_finish_is_being_written_does_not_lose_it(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
+) -> None:
+    """The heartbeat goes on beating an attempt whose outcome is queued (on PostgreSQL alone
+    that keeps its lease until the write); on the hot queue the finish has ended the lease in
+    Redis by then, and a heartbeat that meets it gone must not drop the attempt the finish is
+    writing: its retry, or the rest of the same call, needs it."""
+    first, second = [(await runs.submit(store, job)).run_id for _ in range(2)]
+    down = await pool.open_pool(store_dsn, min_size=1, max_size=1)
+    try:
+        current = {"pool": store}
+        dispatch = HotDispatch(lambda: current["pool"], client)
+        claimed = {run.id: run for run in await _claim(dispatch, store, client)}
+        keys = [(run.id, run.attempt) for run in claimed.values()]
+        # 1. Released in Redis, the write cut: a heartbeat, then the write again.
+        async with down.connection() as conn:
+            backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
+        with psycopg.connect(store_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        current["pool"] = down
+        with pytest.raises(errors.StoreUnavailableError):
+            await dispatch.finish(WORKER, [claims.Finish(first, 1)])
+        current["pool"] = store
+        beat = await dispatch.heartbeat(WORKER, keys, lease_seconds=30.0)
+        assert first not in beat.lost and second in beat.extended, beat
+        result = await dispatch.finish(WORKER, [claims.Finish(first, 1)])
+        assert result.states == {first: "completed"} and not result.lost
+        # 2. A heartbeat answered while the finish's release is on its way back.
+        queue = dispatch._queues["default"]  # the one its claims hold
+        release = queue.release
+        beats = []
+
+        async def release_then_beat(held):  # Redis ends the lease, then the beat's reply comes
+            flags = await release(held)
+            beats.append(await dispatch.heartbeat(WORKER, [(second, 1)], lease_seconds=30.0))
+            return flags
+
+        queue.release = release_then_beat  # type: ignore[method-assign]
+        result = await dispatch.finish(WORKER, [claims.Finish(second, 1)])
+        assert second not in beats[0].lost, beats
+        assert result.states == {second: "completed"} and not result.lost
+        assert _state(store_dsn, first) == ("completed", 1)
+        assert _state(store_dsn, second) == ("completed", 1)
+        assert dispatch.held == 0
+    finally:
+        await down.close()
+
+
 async def test_a_run_cancelled_before_its_claim_is_given_back_unrun(
     store: pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
 ) -> None:

@@ -70,6 +70,10 @@ class HotDispatch:
         #: Finishes (and give-backs with a delay) whose lease Redis ended and whose PostgreSQL
         #: write has not gone through.
         self._released: set[tuple[int, int]] = set()
+        #: Attempts whose lease a finish or a give-back is ending in Redis right now: a
+        #: heartbeat that meets the lease gone meanwhile must not take them for lost (the
+        #: finish would then find its attempt forgotten).
+        self._ending: set[tuple[int, int]] = set()
         #: Give-backs done, by (run, attempt), until a call reports them: a call that fails
         #: part-way is repeated by the caller, which must not hear "lost" for those done.
         self._given_back: dict[tuple[int, int], str] = {}
@@ -233,6 +237,8 @@ class HotDispatch:
                 for key, still in zip(keys, flags, strict=True):
                     if still:
                         extended[key[0]] = until
+                    elif key in self._ending or key in self._released:
+                        continue  # its own finish ended the lease: not lost, being written
                     else:
                         lost.add(key[0])
                         self._held.pop(key, None)  # its attempt is cancelled, never finished
@@ -257,14 +263,7 @@ class HotDispatch:
             holding = self._held.get(key)
             if holding is not None and key not in self._released:
                 by_queue[holding.queue].append(key)
-        with redis_calls():
-            for queue, keys in by_queue.items():
-                flags = await queue.release([self._held[key].claim for key in keys])
-                for key, still in zip(keys, flags, strict=True):
-                    if still:
-                        self._released.add(key)
-                    else:
-                        self._held.pop(key, None)
+        await self._end_leases(by_queue)
         released = []
         for outcome in outcomes:
             key = (outcome.run_id, outcome.attempt)
@@ -282,6 +281,23 @@ class HotDispatch:
             self._forgets.append((forget_at, queue, ids))
         await self._forget_due()
         return result
+
+    async def _end_leases(self, by_queue: dict[HotQueue, list[tuple[int, int]]]) -> None:
+        """End the leases of these attempts in Redis where they still hold them: those go to
+        ``_released`` (their write comes next), the others are forgotten (lost)."""
+        ending = {key for keys in by_queue.values() for key in keys}
+        self._ending |= ending
+        try:
+            with redis_calls():
+                for queue, keys in by_queue.items():
+                    flags = await queue.release([self._held[key].claim for key in keys])
+                    for key, still in zip(keys, flags, strict=True):
+                        if still:
+                            self._released.add(key)
+                        else:
+                            self._held.pop(key, None)
+        finally:
+            self._ending -= ending
 
     async def _forget_due(self) -> None:
         """Drop the attempt counts of runs finished ``FORGET_AFTER_SECONDS`` ago. Best effort:
@@ -345,14 +361,7 @@ class HotDispatch:
             holding = self._held.get(key)
             if holding is not None and key not in self._released:
                 ending[holding.queue].append(key)
-        with redis_calls():
-            for queue, keys in ending.items():
-                flags = await queue.release([self._held[key].claim for key in keys])
-                for key, still in zip(keys, flags, strict=True):
-                    if still:
-                        self._released.add(key)
-                    else:
-                        self._held.pop(key, None)
+        await self._end_leases(ending)
         deferred = [r for r in runs if (r.run_id, r.attempt) in self._released]
         if not deferred:
             return
