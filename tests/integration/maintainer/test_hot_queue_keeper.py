@@ -16,7 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 from prometheus_client import REGISTRY
 
-from sundial.localdev.redis_server import ThrowawayRedis
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.scheduler import maintainer, trigger
 from sundial.store import claims, leases, runs
 from sundial.store import pool as store_pool
@@ -105,6 +105,39 @@ async def test_the_keeper_gives_back_what_redis_lost_and_spaces_its_passes(
     dispatch = HotDispatch(lambda: pool, client)
     claimed = await _claim(dispatch, pool, client, lease=30.0)
     assert sorted(run.id for run in claimed) == run_ids
+
+
+async def test_after_a_restart_the_keeper_gives_back_what_redis_lost_within_seconds(
+    pool: store_pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    outbox.switch(store_dsn, on=True)
+    with throwaway_redis() as server:  # its own: this test restarts it
+        client = aioredis.Redis.from_url(server.url)
+        try:
+            run_ids = [(await runs.submit(pool, job)).run_id for _ in range(3)]
+            while (await outbox.Relay(pool, client).once()).runs:
+                pass
+            now = [0.0]
+            keeper = reconciler.Keeper(
+                pool,
+                client,
+                clock=lambda: now[0],
+                reconcile_seconds=10.0,
+                changed_server_seconds=2.0,
+            )
+            assert await keeper.reconcile() == 0  # all three due: nothing missing
+            server.restart()  # no persistence: back empty, another server to its clients
+            now[0] = 1.0
+            assert await keeper.reconcile() == 0  # the change seen: a pass now, missing once
+            now[0] = 2.5
+            assert await keeper.reconcile() == 0  # too soon even so
+            now[0] = 3.0
+            assert await keeper.reconcile() == 3  # confirmed 2 s later, not 10 or 20
+            dispatch = HotDispatch(lambda: pool, client)
+            claimed = await _claim(dispatch, pool, client, lease=30.0)
+            assert sorted(run.id for run in claimed) == run_ids
+        finally:
+            await client.aclose()
 
 
 def _leases(client_url: str) -> dict[str, list[bytes]]:

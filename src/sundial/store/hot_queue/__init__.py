@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 _SCRIPTS = (
+    "identity",
     "epoch",
     "set_epoch",
     "enqueue",
@@ -147,6 +148,12 @@ class HotQueue:
         """Set ``epoch`` (issued by PostgreSQL) for this server unless one is set for its
         replication id already; return the epoch in force (another process's may have won)."""
         return int(await self._call("set_epoch", epoch))
+
+    async def server_identity(self) -> str:
+        """Who the server holding this queue is (its run id and replication id): it changes
+        when the server restarts or a replica is promoted, i.e. when it may have forgotten."""
+        found = await self._call("identity")
+        return found.decode() if isinstance(found, bytes) else str(found)
 
     async def epoch(self) -> int | None:
         """The epoch in force on this server, ``None`` when it has none for the server it now
