@@ -269,6 +269,35 @@ async def test_after_redis_lost_everything_the_fencing_token_still_grows(
                 await again_client.aclose()
 
 
+async def test_a_finishing_attempt_found_lost_never_writes_under_a_newer_one(
+    store: pool.Pool, store_dsn: str, job: uuid.UUID
+) -> None:
+    """An attempt whose outcome waits for its write (PostgreSQL slow or away) while Redis loses
+    everything: its heartbeat finds it lost, but the runner still writes that outcome later.
+    The same attempt number handed out again under the new epoch in between is given back,
+    so the late write is lost, not written under the new attempt's token while it runs."""
+    run_id = (await runs.submit(store, job)).run_id
+    with throwaway_redis() as server:
+        client = aioredis.Redis.from_url(server.url)
+        try:
+            mine = HotDispatch(lambda: store, client)
+            (first,) = await _claim(mine, store, client)
+            await (await _lost_everything(server, store)).aclose()
+            beat = await _eventually(
+                lambda: mine.heartbeat(WORKER, [(run_id, 1)], lease_seconds=30.0)
+            )
+            assert beat.lost == {run_id}
+            assert await _claim(mine, store, client) == []  # attempt 1 again: given back
+            late = await mine.finish(WORKER, [claims.Finish(run_id, 1)])
+            assert late.lost == {run_id} and _state(store_dsn, run_id) == ("pending", 0)
+            (second,) = await _claim(mine, store, client)
+            assert second.attempt == 2 and second.fencing_token > first.fencing_token
+            done = await mine.finish(WORKER, [claims.Finish(run_id, 2)])
+            assert done.states == {run_id: "completed"}
+        finally:
+            await client.aclose()
+
+
 async def test_a_runner_never_holds_one_attempt_number_of_a_run_twice(
     store: pool.Pool, store_dsn: str, job: uuid.UUID
 ) -> None:

@@ -40,6 +40,11 @@ log = logging.getLogger("sundial.store.hot_queue.dispatch")
 #: arrive after it and find the count gone.
 FORGET_AFTER_SECONDS = 60.0
 
+#: How long an attempt a heartbeat found lost is remembered (``HotDispatch._lost``): past any
+#: wait of an outcome queued for writing (the finisher retries a write for as long as the
+#: stores are away, but a run's lease ends long before), a few bytes per lost attempt.
+LOST_KEPT_SECONDS = 600.0
+
 
 class _Held(NamedTuple):
     queue: HotQueue
@@ -74,6 +79,11 @@ class HotDispatch:
         #: heartbeat that meets the lease gone meanwhile must not take them for lost (the
         #: finish would then find its attempt forgotten).
         self._ending: set[tuple[int, int]] = set()
+        #: Attempts a heartbeat found lost, and when: the runner may still write the outcome
+        #: of one it had finished, and until then the same attempt number handed out again
+        #: under a newer epoch must not take its place here (that write would end the new
+        #: attempt's lease and go in under its token). Kept ``LOST_KEPT_SECONDS``.
+        self._lost: dict[tuple[int, int], float] = {}
         #: Give-backs done, by (run, attempt), until a call reports them: a call that fails
         #: part-way is repeated by the caller, which must not hear "lost" for those done.
         self._given_back: dict[tuple[int, int], str] = {}
@@ -192,7 +202,7 @@ class HotDispatch:
                 ended.append(claim)
                 continue
             attempt = claim.token.attempt
-            if (claim.id, attempt) in self._held:
+            if (claim.id, attempt) in self._held or (claim.id, attempt) in self._lost:
                 # This runner still holds the same attempt number of the run under an earlier
                 # epoch (a Redis that lost its data handed it out again) and knows its attempts
                 # by (run, attempt): give the new one back. The old one's next heartbeat finds
@@ -219,6 +229,8 @@ class HotDispatch:
         canceller without it)."""
         if not runs:
             return claims.HeartbeatResult()
+        horizon = self._clock() - LOST_KEPT_SECONDS
+        self._lost = {key: at for key, at in self._lost.items() if at > horizon}
         lost: set[int] = set()
         by_queue: dict[HotQueue, list[tuple[int, int]]] = collections.defaultdict(list)
         for key in runs:
@@ -241,7 +253,8 @@ class HotDispatch:
                         continue  # its own finish ended the lease: not lost, being written
                     else:
                         lost.add(key[0])
-                        self._held.pop(key, None)  # its attempt is cancelled, never finished
+                        self._held.pop(key, None)
+                        self._lost[key] = self._clock()
         cancelled: frozenset[int] = frozenset()
         if extended:
             async with self._pool().connection() as conn:
@@ -260,6 +273,7 @@ class HotDispatch:
         by_queue: dict[HotQueue, list[tuple[int, int]]] = collections.defaultdict(list)
         for outcome in outcomes:
             key = (outcome.run_id, outcome.attempt)
+            self._lost.pop(key, None)  # its outcome came: written nowhere
             holding = self._held.get(key)
             if holding is not None and key not in self._released:
                 by_queue[holding.queue].append(key)
