@@ -33,6 +33,7 @@ from sundial.errors import SundialError
 from sundial.operator import front_proxy, history_api, kube
 from sundial.store import hot_queue, reconnect, schema_version
 from sundial.store import pool as store_pool
+from sundial.store.hot_queue import outbox
 
 __all__ = ["HistoryServiceConfig", "NotServedError", "serve"]
 
@@ -75,6 +76,7 @@ async def serve(config: HistoryServiceConfig, stop: asyncio.Event) -> int:
         return 0
     redis = hot_queue.open_client(config.hot_queue_url) if config.hot_queue_url else None
     try:
+        await warn_on_mode(pool, url_given=redis is not None)
         try:
             server = await _started(config, api, pool, redis)
         except (exceptions.ApiException, urllib3.exceptions.HTTPError) as error:
@@ -90,6 +92,20 @@ async def serve(config: HistoryServiceConfig, stop: asyncio.Event) -> int:
         await pool.close()
         if redis is not None:
             await redis.aclose()
+
+
+async def warn_on_mode(pool: store_pool.Pool, *, url_given: bool) -> str | None:
+    """Log a warning (and return it) when the process and the database disagree on the hot
+    queue. The runners, the scheduler and the operator refuse to start then; the history API
+    serves anyway, since reading is never unsafe, but without the Redis it lists the runs
+    claimers hold there as pending, and with a Redis the database no longer uses it may list
+    finished work as running."""
+    problem = await outbox.mode_problem(pool, url_given=url_given, component="history API")
+    if problem is not None:
+        log.warning(
+            "the history API lists runs as the record has them, not as they are: " + problem
+        )
+    return problem
 
 
 async def _connected(dsn: str, stop: asyncio.Event) -> store_pool.Pool | None:

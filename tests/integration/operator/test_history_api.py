@@ -9,6 +9,7 @@ authorizer is a rule of the test's (the cluster tier asks a real API server).
 from __future__ import annotations
 
 import datetime
+import logging
 import socket
 import ssl
 import subprocess
@@ -23,9 +24,10 @@ import pytest
 
 from sundial.api import common, scheduled_job
 from sundial.attempt import finishes
-from sundial.operator import front_proxy, history_api
+from sundial.operator import front_proxy, history_api, history_service
 from sundial.store import claims, history, maintenance, runs, schedules
 from sundial.store import pool as store_pool
+from sundial.store.hot_queue import outbox
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
 ALICE = {"X-Remote-User": "alice", "X-Remote-Group": "team-default"}
@@ -337,3 +339,20 @@ async def test_a_rotated_front_proxy_ca_is_served_without_a_restart(
             await api.runs("default")  # the old CA's certificate
     finally:
         await server.stop()
+
+
+async def test_a_history_api_whose_hot_queue_setting_disagrees_says_what_to_change(
+    pool: store_pool.Pool, store_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It serves anyway (reading is never unsafe), but says why its listings may be off."""
+    assert await history_service.warn_on_mode(pool, url_given=False) is None
+    outbox.switch(store_dsn, on=True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="sundial.history"):
+            problem = await history_service.warn_on_mode(pool, url_given=False)
+        assert problem is not None and "give the history API its Redis" in problem
+        assert "--hot-queue-url" in caplog.text
+        assert await history_service.warn_on_mode(pool, url_given=True) is None
+    finally:
+        outbox.switch(store_dsn, on=False)
+    assert "turn it on" in (await history_service.warn_on_mode(pool, url_given=True) or "")

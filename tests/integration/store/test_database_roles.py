@@ -173,6 +173,8 @@ async def test_an_operator_login_keeps_the_history_and_a_reader_login_reads_it(
     try:
         rows = await store_history.recent(reader, namespace="default")
         assert [row.id for row in rows] == [submitted.run_id]
+        # What the history API reads at start: whether the database's hot queue is on.
+        assert await outbox.mode_problem(reader, url_given=False, component="reader") is None
     finally:
         await reader.close()
     writes = [
