@@ -26,8 +26,8 @@ test: $(VENV)/.installed
 	hack/ensure-redis
 	hack/ensure-promtool
 	$(MAKE) lint
-	$(PY) -m pytest tests
-	$(PY) -m pytest e2e
+	$(PY) -m pytest tests --durations=30
+	$(PY) -m pytest e2e --durations=10
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench e2e
@@ -55,7 +55,7 @@ realnode: $(VENV)/.installed
 ## The user stories end to end (e2e/): the local cluster with its real node, the chart, kubectl
 ## only (root; skips saying what is missing). SUNDIAL_E2E_KUBECONFIG=path|current: your cluster.
 e2e: $(VENV)/.installed
-	$(PY) -m pytest e2e
+	$(PY) -m pytest e2e --durations=10
 
 ## The container images (pause, busybox, python, postgres, runner, operator) as OCI archives,
 ## built here without a registry and cached by content; prints the path of an env file naming them.
