@@ -31,7 +31,8 @@ schedulers' maintainer takes back leases and reconciles); the faults are those o
 and PostgreSQL plus Redis's own: ``redis-kill-9`` (no persistence: it comes back empty, and the
 reconciler must give it back every run), ``redis-restart-aof`` (a restart from its
 append-only file), ``redis-failover`` (the primary killed, its replica promoted and the
-processes' address moved to it by bench/tcp_forwarder.py) and ``relay-kill-9`` (every runner,
+processes' address moved to it by bench/tcp_forwarder.py; ``redis-failover-caught-up``: the
+same with a replica that has every acknowledged write) and ``relay-kill-9`` (every runner,
 each a relay, killed while runs stream in). "holding" counts Redis's leases, which do not name
 their runner.
 
@@ -71,6 +72,7 @@ import tcp_forwarder
 
 from sundial.localdev import postgres
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.localdev.redis_server import command as redis_command
 from sundial.scheduler import trigger
 from sundial.store import fires, runs
 from sundial.store import pool as store_pool
@@ -517,11 +519,14 @@ def redis_restart_aof(f: Fault, size: Sizes) -> None:
     f.wait_terminal(size.budget)
 
 
-def redis_failover(f: Fault, size: Sizes) -> None:
+def redis_failover(f: Fault, size: Sizes, *, caught_up: bool = False) -> None:
     """A primary with a replica (asynchronous replication), the primary killed -9 under load and
     the replica promoted a second later, the processes' address moved to it (as a Service or a
     Sentinel-aware proxy moves): what the replica had not received is lost, the promoted
-    server is a new epoch, and the reconciler gives it back what it misses."""
+    server is a new epoch, and the reconciler gives it back what it misses. Killed about a
+    second after the replica started to follow, the replica has usually received nothing;
+    ``caught_up``: the kill waits until the replica acknowledged every write so far (``WAIT``),
+    so the leases the runners hold survive the promotion under the old epoch."""
     assert f.replica is not None and f.forwarder is not None, "redis-failover runs with run()"
     job = f.job()
     f.scheduler("s1")
@@ -531,6 +536,9 @@ def redis_failover(f: Fault, size: Sizes) -> None:
     held = f.wait_holding(f.processes.children[-1], budget=20)
     _sleep_random(f.rng, 0.0, 1.0)
     assert f.hot is not None
+    if caught_up:
+        acknowledged = redis_command(f.hot.port, "WAIT", "1", "5000", timeout=10)
+        f.result.notes.append(f"{acknowledged} replica caught up before the kill")
     f.hot.kill()
     time.sleep(1.0)
     f.replica.promote()
@@ -540,6 +548,11 @@ def redis_failover(f: Fault, size: Sizes) -> None:
         f"primary killed -9 holding {held} leases, its replica promoted 1 s later"
     )
     f.wait_terminal(size.budget)
+
+
+def redis_failover_caught_up(f: Fault, size: Sizes) -> None:
+    """``redis-failover`` with a replica that has every write the primary acknowledged."""
+    redis_failover(f, size, caught_up=True)
 
 
 def relay_kill_9(f: Fault, size: Sizes) -> None:
@@ -723,6 +736,7 @@ REDIS_FAULTS: dict[str, Callable[[Fault, Sizes], None]] = {
     "redis-kill-9": redis_kill_9,
     "redis-restart-aof": redis_restart_aof,
     "redis-failover": redis_failover,
+    "redis-failover-caught-up": redis_failover_caught_up,
     "relay-kill-9": relay_kill_9,
 }
 FAULTS.update(REDIS_FAULTS)
@@ -763,7 +777,7 @@ def run(options: argparse.Namespace) -> list[Result]:
                 hot.persistence = "none" if name == "redis-kill-9" else "aof"
                 hot.start()
             replica = forwarder = None
-            if hot is not None and name == "redis-failover":
+            if hot is not None and name.startswith("redis-failover"):
                 replica = ThrowawayRedis(persistence="aof").start()
                 replica.replica_of(hot)
                 forwarder = tcp_forwarder.Forwarder(hot.port)
