@@ -294,6 +294,14 @@ class Maintainer:
                 )
                 failed.append(name)
                 more = False
+            except errors.StoreUnavailableError as error:  # an outage: expected, not a bug
+                metrics.ERRORS.labels(name).inc()
+                log.warning(
+                    "maintenance task failed; retried after its interval",
+                    extra={"task": name, "error": str(error)},
+                )
+                failed.append(name)
+                more = False
             except Exception:
                 metrics.ERRORS.labels(name).inc()
                 log.exception(

@@ -217,6 +217,30 @@ async def test_a_maintainer_without_redis_says_so_once_the_database_is_switched_
     assert not any(r.exc_info for r in caplog.records)  # a setting to change, not a trace
 
 
+async def test_a_redis_outage_fails_the_hot_queue_tasks_without_a_trace(
+    pool: store_pool.Pool, store_dsn: str, job: uuid.UUID, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unreachable Redis is an outage to retry, as an unreachable PostgreSQL is: counted and
+    said in one line per task, not a traceback a second."""
+    outbox.switch(store_dsn, on=True)
+    with throwaway_redis() as server:
+        client = aioredis.Redis.from_url(server.url, socket_connect_timeout=1)
+        try:
+            keeper = maintainer.Maintainer(pool, holder=HOLDER, hot_queue=client)
+            assert await leases.acquire(pool, trigger.LEASE_NAME, HOLDER, ttl_seconds=60)
+            assert not (await keeper.step()).failed
+            server.kill()
+            keeper._due.clear()  # every task due now
+            with caplog.at_level(logging.WARNING, logger="sundial.scheduler.maintainer"):
+                report = await keeper.step()
+        finally:
+            await client.aclose()
+    assert {"hot_queue_leases", "hot_queue_reconcile"} <= set(report.failed), report
+    failures = [r for r in caplog.records if r.getMessage().startswith("maintenance task failed")]
+    assert {r.__dict__["task"] for r in failures} >= {"hot_queue_leases", "hot_queue_reconcile"}
+    assert all("Redis" in r.__dict__["error"] and not r.exc_info for r in failures), failures
+
+
 async def test_the_backlog_gauge_leaves_out_the_runs_redis_holds(
     pool: store_pool.Pool, store_dsn: str, client: aioredis.Redis, job: uuid.UUID
 ) -> None:

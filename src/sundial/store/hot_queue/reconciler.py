@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from sundial.store import queries, reaper
-from sundial.store.hot_queue import DueRun, HotQueue
+from sundial.store.hot_queue import DueRun, HotQueue, redis_calls
 from sundial.store.pool import Pool
 
 __all__ = ["LOST_LEASE_OWNER", "Reconciler", "expire_leases"]
@@ -169,19 +169,22 @@ class Keeper:
         """Take back the ended leases of every queue that has jobs; how many attempts were
         recorded as lost."""
         expired = 0
-        for queue in await self._queues():
-            expired += await expire_leases(self._pool, HotQueue(self._client, queue), limit=limit)
+        with redis_calls():
+            for queue in await self._queues():
+                queue_here = HotQueue(self._client, queue)
+                expired += await expire_leases(self._pool, queue_here, limit=limit)
         return expired
 
     async def reconcile(self) -> int:
         """A reconciler pass if the last was ``RECONCILE_SECONDS`` ago, or at once when a
         queue's server changed since the last call; runs delivered again."""
-        if await self._server_changed():
-            self._next_pass = min(self._next_pass, self._clock())
-            self._confirm_soon = True
-        if self._clock() < self._next_pass:
-            return 0
-        again = await self._reconciler.once()
+        with redis_calls():
+            if await self._server_changed():
+                self._next_pass = min(self._next_pass, self._clock())
+                self._confirm_soon = True
+            if self._clock() < self._next_pass:
+                return 0
+            again = await self._reconciler.once()
         spacing = self._reconcile_seconds
         if self._confirm_soon:
             spacing, self._confirm_soon = self._changed_server_seconds, False
