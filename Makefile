@@ -20,14 +20,13 @@ demo: $(VENV)/.installed
 	hack/ensure-postgres
 	$(PY) -m sundial.localdev.demo $(DEMO_ARGS)
 
-## The whole suite, as CI runs it: lint, types, layers, then every test tier, e2e/ last.
+## The whole suite, as CI runs it: lint, types, layers and every test tier, e2e/ last. The
+## cluster tier runs with lint, unit and integration beside it (hack/test-tiers says why).
 test: $(VENV)/.installed
 	hack/ensure-postgres
 	hack/ensure-redis
 	hack/ensure-promtool
-	$(MAKE) lint
-	$(PY) -m pytest tests --durations=30
-	$(PY) -m pytest e2e --durations=10
+	PY=$(PY) MAKE=$(MAKE) hack/test-tiers
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench e2e
