@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
+import functools
 import json
 import re
 import sys
@@ -180,9 +181,15 @@ def schema_errors(schema: dict[str, Any], value: Any, path: str) -> list[Error]:
     return found
 
 
+@functools.cache
+def _program(rule: str) -> Any:
+    """A rule compiled once: the CRD has a few dozen, evaluated for each of thousands of
+    manifests."""
+    return ENVIRONMENT.program(ENVIRONMENT.compile(rule))
+
+
 def _evaluate(rule: str, self: Any) -> Any:
-    program = ENVIRONMENT.program(ENVIRONMENT.compile(rule))
-    return program.evaluate({"self": celpy.json_to_cel(self)})
+    return _program(rule).evaluate({"self": celpy.json_to_cel(self)})
 
 
 def cel_errors(schema: dict[str, Any], data: Any, path: str) -> list[Error]:
@@ -408,12 +415,23 @@ def _hostile(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 
 def node(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """A value for ``schema``: valid most of the time, hostile once in ``HOSTILE_ONE_IN``."""
-    # Hypothesis favours the ends of an integer range; a residue in the middle of a wide one
-    # is drawn about as often as its share.
-    return st.integers(0, 100_000).flatmap(
-        lambda n: _hostile(schema) if n % HOSTILE_ONE_IN == 7 else _valid(schema)
-    )
+    """A value for ``schema``: valid most of the time, hostile once in ``HOSTILE_ONE_IN``.
+
+    Both strategies are built once per schema (a CRD's schema lives as long as the session):
+    built again for each draw, building and validating them took most of a test's time."""
+    built = _NODES.get(id(schema))
+    if built is None or built[0] is not schema:
+        valid, hostile = _valid(schema), _hostile(schema)
+        # Hypothesis favours the ends of an integer range; a residue in the middle of a wide
+        # one is drawn about as often as its share.
+        strategy = st.integers(0, 100_000).flatmap(
+            lambda n: hostile if n % HOSTILE_ONE_IN == 7 else valid
+        )
+        built = _NODES[id(schema)] = (schema, strategy)
+    return built[1]
+
+
+_NODES: dict[int, tuple[dict[str, Any], st.SearchStrategy[Any]]] = {}
 
 
 HOSTILE_ONE_IN = 12
