@@ -49,6 +49,14 @@ class Reconciler:
         self._pool = pool
         self._client = client
         self._missing: dict[int, int] = {}  # run id -> its record's attempt, last pass
+        self._queues: dict[str, HotQueue] = {}
+
+    def queue(self, name: str) -> HotQueue:
+        """The hot queue ``name``, made once: making one registers (hashes) every script."""
+        found = self._queues.get(name)
+        if found is None:
+            found = self._queues[name] = HotQueue(self._client, name)
+        return found
 
     async def once(self, *, page: int = 1000) -> int:
         """One pass over the record's pending runs; return how many were made due again."""
@@ -70,7 +78,7 @@ class Reconciler:
                     DueRun.from_record(run_id, namespace, handler, model, dispatch_key, attempt)
                 )
             for queue, runs in by_queue.items():
-                hot_queue = HotQueue(self._client, queue)
+                hot_queue = self.queue(queue)
                 lost = []
                 for run in await hot_queue.held_nowhere(runs):
                     missing[run.id] = run.attempt
@@ -151,7 +159,6 @@ class Keeper:
         changed_server_seconds: float = CHANGED_SERVER_SECONDS,
     ) -> None:
         self._pool = pool
-        self._client = client
         self._clock = clock
         self._reconcile_seconds = reconcile_seconds
         self._changed_server_seconds = changed_server_seconds
@@ -171,8 +178,9 @@ class Keeper:
         expired = 0
         with redis_calls():
             for queue in await self._queues():
-                queue_here = HotQueue(self._client, queue)
-                expired += await expire_leases(self._pool, queue_here, limit=limit)
+                expired += await expire_leases(
+                    self._pool, self._reconciler.queue(queue), limit=limit
+                )
         return expired
 
     async def reconcile(self) -> int:
@@ -195,7 +203,7 @@ class Keeper:
         """Whether any queue's server is another than at the last call (not on the first)."""
         changed = False
         for queue in await self._queues():
-            identity = await HotQueue(self._client, queue).server_identity()
+            identity = await self._reconciler.queue(queue).server_identity()
             changed |= self._servers.get(queue, identity) != identity
             self._servers[queue] = identity
         return changed
