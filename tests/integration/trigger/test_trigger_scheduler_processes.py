@@ -3,6 +3,7 @@ and SIGTERM stops them cleanly, releasing the lease."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,14 @@ def wait_for_logs(paths: list[Path], wanted: set[str], within: float) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"no {sorted(wanted)} in the schedulers' logs within {within}s")
+
+
+def _took_the_trigger_lease(log: str) -> bool:
+    return any(
+        entry.get("logger") == "sundial.trigger"
+        and entry.get("message") in {"leading", "taking over"}
+        for entry in (json.loads(line) for line in log.splitlines() if line.startswith("{"))
+    )
 
 
 def test_two_scheduler_processes_share_the_work_through_the_lease(
@@ -86,9 +95,11 @@ def test_two_scheduler_processes_share_the_work_through_the_lease(
     per_schedule = len(per_fire) / len(ids)
     # About one fire a second while a leader led (each exactly once, asserted above).
     assert 1 <= per_schedule <= led_for + 3
-    # The leader's log names only itself; the lease was released on SIGTERM.
+    # Only a process that led fired (the lease may change hands on a loaded machine, or as
+    # the first one stopped: each fire exactly once is what holds whoever led); the lease was
+    # released on SIGTERM.
     assert lease is not None and lease[0] in {"scheduler-1", "scheduler-2"} and lease[1]
-    leader = int(lease[0].rsplit("-", 1)[1]) - 1
-    assert "trigger tick" in errors[leader]
-    assert "trigger tick" not in errors[1 - leader]
+    ticked = [text for text in errors if "trigger tick" in text]
+    assert ticked, "neither scheduler fired"
+    assert all(_took_the_trigger_lease(text) for text in ticked), errors
     assert set(states) <= {"pending", "scheduled"}
