@@ -279,13 +279,15 @@ class Mirror:
         try:
             # One statement, a handful of rows: the dependencies open on some live runner.
             open_circuits = await circuits.open_for(self.ctx.pool)
-            inputs_now = await self._inputs_now(open_circuits) if not unstored else None
+            # Read before any window, as the row counters are: a claim after it moves it.
+            hot = await self._hot_changes()
+            inputs_now = await self._inputs_now(open_circuits, hot) if not unstored else None
         except store_errors.StoreUnavailableError as error:
             await self._store_unavailable(live, error)
             raise
         sweep = self._sweep_due(backlog=bool(unstored))
         synced = unstored
-        if sweep and self._quiet(inputs_now):
+        if sweep and self._quiet(inputs_now, hot):
             # Nothing a sync reads changed since the last sweep: only what the clock moves.
             sweep = False
             assert self._view is not None  # made by this pass
@@ -335,7 +337,7 @@ class Mirror:
                 existing = mirrored.get(schedule_id, {})
                 uid = body["metadata"]["uid"]
                 inputs = self._fingerprint(
-                    schedule_id, body, digests.get(schedule_id), existing, circuit
+                    schedule_id, body, digests.get(schedule_id), existing, circuit, hot
                 )
                 settled = self._settled.get(uid)
                 if (
@@ -343,9 +345,6 @@ class Mirror:
                     and settled is not None
                     and settled[0] == inputs
                     and now - settled[1] < _RESYNC_SECONDS
-                    # On the hot queue a claim changes no digest (the record says pending):
-                    # a ScheduledJob with unfinished runs is read again every pass.
-                    and not (self.ctx.hot_queue is not None and _has_active(body))
                 ):
                     settled_jobs += 1
                     continue
@@ -405,6 +404,7 @@ class Mirror:
         digest: history.Digest | None,
         existing: Mapping[str, Mapping[str, Any]],
         circuit: circuits.OpenCircuit | None,
+        hot: tuple[object, ...] | None,
     ) -> int | None:
         """A hash of everything a ScheduledJob's sync reads, or None when its sync must run
         whatever they are: a run-now asked for, or an SLO, which the clock alone can break.
@@ -412,9 +412,14 @@ class Mirror:
         operator writes changes it too, so a sync that wrote is followed by one that checks);
         its mirrored JobRuns' resourceVersions cover a cancel or a replay asked there; the
         store's digest covers its schedule row and its window of runs (a window that lists
-        as many active runs as it may is always synced: its exact count is not in it)."""
+        as many active runs as it may is always synced: its exact count is not in it). On the
+        hot queue, a ScheduledJob with unfinished runs also depends on ``hot`` (a claim there
+        changes no digest), and is synced every pass while Redis does not answer."""
         metadata = body["metadata"]
         if _synced_every_pass(body):
+            return None
+        watches_redis = self.ctx.hot_queue is not None and _has_active(body)
+        if watches_redis and hot is None:
             return None
         version = metadata.get("resourceVersion")
         if version is None or digest is None or digest.capped:
@@ -430,6 +435,7 @@ class Mirror:
                 self.ctx.unstorable.get(metadata["uid"]),
                 circuit,
                 mirrored,
+                hot if watches_redis else None,
             )
         )
 
@@ -447,8 +453,16 @@ class Mirror:
         elif inputs is not None:
             self._settled[uid] = (inputs, now)
 
+    async def _hot_changes(self) -> tuple[object, ...] | None:
+        """What moves on the hot queue when a run is claimed or given back there
+        (``history.hot_changes``); ``()`` without a hot queue, None when Redis does not
+        answer."""
+        if self.ctx.hot_queue is None:
+            return ()
+        return await history.hot_changes(self.ctx.pool, self.ctx.hot_queue)
+
     async def _inputs_now(
-        self, open_circuits: Mapping[str, circuits.OpenCircuit]
+        self, open_circuits: Mapping[str, circuits.OpenCircuit], hot: tuple[object, ...] | None
     ) -> tuple[Any, ...] | None:
         """Everything a sync reads, as numbers that move when it changes; None when PostgreSQL
         keeps no row counters (then every pass sweeps, as before)."""
@@ -462,13 +476,14 @@ class Mirror:
             frozenset(self.ctx.missed.items()),
             frozenset(self.ctx.unstorable.items()),
             tuple(sorted(open_circuits.items(), key=lambda item: item[0])),
+            hot,
         )
 
-    def _quiet(self, inputs_now: tuple[Any, ...] | None) -> bool:
+    def _quiet(self, inputs_now: tuple[Any, ...] | None, hot: tuple[object, ...] | None) -> bool:
         """Whether this pass may skip its sweep: it sees what the last sweep saw, that sweep is
         less than ``_QUIET_SECONDS`` old, and no Pod sweep is due. On the hot queue a claim
-        moves no PostgreSQL counter, so no pass is quiet while a ScheduledJob has unfinished
-        runs (one of them may have been claimed since)."""
+        moves no PostgreSQL counter but moves ``hot``; while Redis does not answer, no pass
+        is quiet while a ScheduledJob has unfinished runs (one may have been claimed)."""
         return (
             inputs_now is not None
             and inputs_now == self._swept_inputs
@@ -476,7 +491,7 @@ class Mirror:
             and time.monotonic() - self._swept_at < _QUIET_SECONDS
             and not self._pods.pending()
             and not (
-                self.ctx.hot_queue is not None
+                hot is None
                 and any(_has_active(body) for body in self.ctx.scheduled_job_cache.bodies())
             )
         )

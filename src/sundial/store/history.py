@@ -211,6 +211,21 @@ async def changes(pool: Pool) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+async def hot_changes(pool: Pool, hot: Any) -> tuple[object, ...] | None:
+    """On the hot queue, what ``changes`` cannot see: a claim, a give-back or a lease taken
+    back moves nothing in PostgreSQL (the record says pending while a claimer holds a run),
+    so the mirror also compares this, a text per queue that moves with every lease begun or
+    ended in Redis, and the count of reads Redis left unanswered (those showed runs as
+    recorded). None when Redis does not answer now."""
+    from sundial.store.hot_queue import overlay
+
+    async with pool.connection() as conn:
+        cursor = await conn.execute(queries.get("hot_queue_queues"))
+        queues = [row[0] for row in await cursor.fetchall()]
+    moves = await overlay.moves(hot, queues)
+    return None if moves is None else (moves, overlay.unanswered())
+
+
 @functools.cache
 def _digest_query() -> str:
     """history_digests.sql with the two queries it digests put where its markers stand.

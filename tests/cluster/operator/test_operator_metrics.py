@@ -1,6 +1,6 @@
 """A real operator's /metrics, scraped over HTTP: the per-ScheduledJob gauges follow the object
 (its runs, a suspension, its deletion) and the leading maintainer's window gauges count the
-runs that ended, from PostgreSQL."""
+runs that ended, from PostgreSQL; the mirror's pass counters show what it skipped."""
 
 from __future__ import annotations
 
@@ -20,10 +20,14 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.store.hot_queue import outbox
 from support.operator import (
     OperatorProcess,
+    RunnerProcess,
     StoreWorker,
     apply,
+    get_json,
     running,
     scheduled_job_manifest,
     wait_until,
@@ -309,3 +313,68 @@ def test_at_rest_the_mirror_skips_settled_scheduled_jobs_and_still_follows_a_cha
 
             wait_until(last_success, within=90, what="the completed run in the status")
         assert count("synced") > synced
+
+
+def test_on_the_hot_queue_the_mirror_skips_a_held_run_until_redis_or_the_record_moves(
+    metrics_reader: str,
+    sundial_crds_applied: None,
+    operator_dsn: str,
+    kubeconfig: Path,
+    kubectl: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """A claim on the hot queue writes nothing to PostgreSQL; the mirror still shows it (it
+    compares Redis's count of leases begun and ended), without reading a ScheduledJob whose
+    runs are unfinished again on every pass."""
+    port = _free_port()
+
+    def count(result: str) -> float:
+        samples = _scrape(port, metrics_reader)
+        return samples.get(("sundial_mirror_scheduled_jobs_total", (("result", result),)), 0.0)
+
+    def passes() -> float:
+        samples = _scrape(port, metrics_reader)
+        return sum(v for (name, _), v in samples.items() if name == "sundial_mirror_passes_total")
+
+    def phase() -> str | None:
+        listing = get_json(kubectl, "-n", namespace, "jobruns")["items"]
+        return (listing[0].get("status") or {}).get("phase") if listing else None
+
+    def syncs_over_passes(wanted: int) -> float:
+        """How many ScheduledJobs the next ``wanted`` passes synced."""
+        synced, start = count("synced"), passes()
+        wait_until(lambda: passes() >= start + wanted, within=30, what=f"{wanted} passes")
+        return count("synced") - synced
+
+    outbox.switch(operator_dsn, on=True)
+    redis: ThrowawayRedis
+    with throwaway_redis() as redis:
+        hot = ["--hot-queue-url", redis.url]
+        operator = OperatorProcess(
+            operator_dsn, kubeconfig, namespace, tmp_path, liveness_port=port, extra_args=hot
+        )
+        with running(operator):
+            apply(
+                kubectl,
+                namespace,
+                scheduled_job_manifest(
+                    "held",
+                    schedule="0 0 1 1 *",
+                    handler={"name": "tests.until_cancelled", "args": {"seconds": 30}},
+                ),
+            )
+            kubectl("annotate", "-n", namespace, "sj", "held", "sundial.dev/run-now=1")
+            wait_until(lambda: phase() == "Pending", within=60, what="the run shown Pending")
+            # No runner yet: once its status is written, the pending run is not read again.
+            syncs_over_passes(2)
+            # At most the one sync that checks what the last one wrote (on every pass: 6).
+            assert syncs_over_passes(6) <= 1, "a pending run was read again on every pass"
+
+            with RunnerProcess(operator_dsn, tmp_path, extra_args=hot):
+                # The claim moved Redis only, and the status follows it.
+                wait_until(lambda: phase() == "Running", within=30, what="the claim shown")
+                syncs_over_passes(2)
+                assert syncs_over_passes(6) <= 1, "a held run was read again on every pass"
+                assert phase() == "Running"
+                wait_until(lambda: phase() == "Succeeded", within=60, what="the finish shown")

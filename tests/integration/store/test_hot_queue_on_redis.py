@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 
 from sundial.localdev.redis_server import throwaway_redis
 from sundial.store import migrate, pool
-from sundial.store.hot_queue import Claim, DueRun, EpochChangedError, HotQueue, Token
+from sundial.store.hot_queue import Claim, DueRun, EpochChangedError, HotQueue, Token, overlay
 
 HANDLERS = [("work", "async")]
 LEASE_MS = 30_000
@@ -219,3 +219,54 @@ async def test_epochs_come_from_postgresql_and_only_grow(
         assert await queue.renew_epoch(store) > first
     finally:
         await store.close()
+
+
+async def test_readers_see_a_queue_move_with_each_lease_begun_or_ended_and_only_then(
+    client: aioredis.Redis,
+) -> None:
+    """``overlay.moves``: what the status mirror compares to skip a held run's ScheduledJob."""
+    queue = await _queue(client)
+
+    async def moves() -> tuple[str, ...] | None:
+        return await overlay.moves(client, ["default"])
+
+    seen = [await moves()]
+
+    async def moved() -> bool:
+        seen.append(await moves())
+        return seen[-1] != seen[-2]
+
+    await queue.enqueue(_runs(range(1, 4)))
+    assert not await moved(), "a run made due shows as recorded: pending"
+    first, second, third = await queue.claim(1, lease_ms=200, limit=3, handlers=HANDLERS)
+    assert await moved(), "claimed"
+    assert await queue.heartbeat(60_000, [second, third]) == [True, True]
+    assert not await moved(), "a heartbeat shows nothing new"
+    assert await queue.release([second]) == [True]
+    assert await moved(), "finished"
+    assert await queue.requeue([(third, 0)]) == [True]
+    assert await moved(), "given back"
+    await asyncio.sleep(0.4)
+    assert [run_id for run_id, _ in await queue.expire(100)] == [first.id]
+    assert await moved(), "taken back"
+    assert await queue.release([first]) == [False]
+    assert not await moved(), "a stale finish changes nothing"
+    assert all(text is not None and text[0].startswith("default=") for text in seen)
+
+
+async def test_a_restarted_server_is_a_move_and_no_answer_is_none() -> None:
+    with throwaway_redis(persistence="aof") as server:
+        client = aioredis.Redis.from_url(server.url)
+        try:
+            before = await overlay.moves(client, ["default"])
+            server.restart()  # its leases came back from the file, its identity did not
+            await client.aclose()
+            client = aioredis.Redis.from_url(server.url)
+            after = await overlay.moves(client, ["default"])
+            assert after is not None and after != before
+            unanswered = overlay.unanswered()
+            server.stop()
+            assert await overlay.moves(client, ["default"]) is None
+            assert overlay.unanswered() == unanswered + 1
+        finally:
+            await client.aclose()

@@ -27,6 +27,7 @@ claimer. All of a queue's keys share the hash tag ``{sundial:<queue>}``: one Clu
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ __all__ = [
     "member",
     "open_client",
     "redis_calls",
+    "script_text",
 ]
 
 _SCRIPTS = (
@@ -60,10 +62,13 @@ _SCRIPTS = (
     "expire",
     "forget",
     "cancel",
+    "moves",
 )
 
 
-def _script(name: str) -> str:
+@functools.cache
+def script_text(name: str) -> str:
+    """The whole text of the script ``name`` (``common.lua`` first), read once."""
     folder = resources.files("sundial.store").joinpath("hot_queue")
     common = folder.joinpath("common.lua").read_text("utf-8")
     return common + "\n" + folder.joinpath(f"{name}.lua").read_text("utf-8")
@@ -139,7 +144,7 @@ class HotQueue:
         self._client = client
         self.queue = queue
         self._prefix = key_prefix(queue)
-        self._scripts = {name: client.register_script(_script(name)) for name in _SCRIPTS}
+        self._scripts = {name: client.register_script(script_text(name)) for name in _SCRIPTS}
 
     async def _call(self, name: str, *args: object) -> Any:
         return await self._scripts[name](keys=[self._prefix], args=list(args))

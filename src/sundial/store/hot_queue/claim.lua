@@ -144,6 +144,7 @@ for _, run in ipairs(picked) do
     table.insert(claimed, run.id)
     table.insert(claimed, attempt)
 end
+moved(#picked)
 for _, namespace in ipairs(spaces) do
     if redis.call('ZCARD', due_key(namespace)) == 0 then redis.call('SREM', key('spaces'), namespace) end
 end

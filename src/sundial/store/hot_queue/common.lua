@@ -24,6 +24,12 @@ local function current_epoch()
     return epoch
 end
 
+-- Counts what readers see change in a queue, a lease begun or ended (``moves``): the status
+-- mirror skips a ScheduledJob with unfinished runs while this number and the record's stay.
+local function moved(count)
+    if count > 0 then redis.call('INCRBY', key('moves'), count) end
+end
+
 -- Now in ms by this server's clock: every lease is set and compared by one clock, whichever
 -- machine the claimer runs on.
 local function now_ms()

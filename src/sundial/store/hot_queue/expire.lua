@@ -10,4 +10,5 @@ for _, id in ipairs(expired) do
     redis.call('HDEL', key('holders'), id)
     redis.call('HDEL', key('started'), id)
 end
+moved(#expired)
 return lost

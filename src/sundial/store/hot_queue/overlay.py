@@ -21,12 +21,62 @@ from sundial.scheduling.run_state import RunState
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HELD_IDS_SECONDS", "Holding", "held_anywhere", "held_ids", "holdings", "overlay"]
+__all__ = [
+    "HELD_IDS_SECONDS",
+    "Holding",
+    "held_anywhere",
+    "held_ids",
+    "holdings",
+    "moves",
+    "overlay",
+    "unanswered",
+]
 
 #: The longest ``held_ids`` waits for Redis before it shows the record as it is.
 HELD_IDS_SECONDS = 2.0
 
 Row = TypeVar("Row")
+
+#: How many reads in this process Redis left unanswered (``unanswered``).
+_unanswered = 0
+
+
+def unanswered() -> int:
+    """How many reads in this process showed runs as recorded because Redis did not answer:
+    a reader that skips what did not change (the status mirror) counts this among its
+    inputs, or what such a read showed would stay until something else changed."""
+    return _unanswered
+
+
+def _not_answered(error: BaseException) -> None:
+    global _unanswered
+    _unanswered += 1
+    log.warning("the hot queue's Redis did not answer; runs shown as recorded: %r", error)
+
+
+async def moves(client: Any, queues: Iterable[str]) -> tuple[str, ...] | None:
+    """For each of ``queues``, a text that changes whenever a lease there begins or ends, or
+    the server is another (restarted, promoted): equal texts mean every held run a reader
+    showed is still held under the same attempt. None when Redis did not answer."""
+    from redis import exceptions as redis_errors
+
+    from sundial.store.hot_queue import key_prefix, script_text
+
+    names = sorted(set(queues))
+    if client is None or not names:
+        return ()
+    pipeline = client.pipeline(transaction=False)
+    for name in names:
+        pipeline.eval(script_text("moves"), 1, key_prefix(name))
+    try:
+        replies = await pipeline.execute()
+    except (redis_errors.RedisError, OSError, TimeoutError) as error:
+        _not_answered(error)
+        return None
+    return tuple(
+        f"{name}={reply.decode() if isinstance(reply, bytes) else reply}"
+        for name, reply in zip(names, replies, strict=True)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +108,7 @@ async def holdings(client: Any, runs: Iterable[tuple[int, str]]) -> dict[int, Ho
     try:
         replies = await pipeline.execute()
     except (redis_errors.RedisError, OSError) as error:
-        log.warning("the hot queue's Redis did not answer; runs shown as recorded: %s", error)
+        _not_answered(error)
         return {}
     held: dict[int, Holding] = {}
     for i, (run_id, _queue) in enumerate(pairs):
@@ -96,7 +146,7 @@ async def held_ids(client: Any, queues: Iterable[str]) -> set[int]:
         async with asyncio.timeout(HELD_IDS_SECONDS):
             replies = await pipeline.execute()
     except (redis_errors.RedisError, OSError, TimeoutError) as error:
-        log.warning("the hot queue's Redis did not answer; runs shown as recorded: %r", error)
+        _not_answered(error)
         return set()
     return {int(run_id) for members in replies for run_id in members}
 

@@ -10,6 +10,7 @@ for line in each_run(ARGV[1]) do
         redis.call('ZREM', key('leases'), id)
         redis.call('HDEL', key('holders'), id)
         redis.call('HDEL', key('started'), id)
+        moved(1)
         table.insert(released, 1)
     else
         table.insert(released, 0)

@@ -17,6 +17,7 @@ for line in each_run(ARGV[1]) do
         if delay == 0 then at = tonumber(redis.call('HGET', key('dispatch_keys'), id)) or now end
         redis.call('ZADD', due_key(namespace), at, id)
         redis.call('SADD', key('spaces'), namespace)
+        moved(1)
         table.insert(requeued, 1)
     else
         table.insert(requeued, 0)
