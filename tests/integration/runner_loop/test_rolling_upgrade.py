@@ -116,7 +116,9 @@ def _roll(
     job = create_job(dsn, "loop.record_after", max_retries=5)
     serving = ("--concurrency", "async=20", "--lease-seconds", "5", "--poll-seconds", "0.2")
     old = [runners.start(dsn, *serving, env=earlier) for _ in range(2)]
-    first = _submit(dsn, job, path, 120, 1.0)
+    # 120 runs of 6 s on 40 slots: runs are in flight for about 18 s, room for the migrate
+    # process to start and finish on a busy machine (at 1 s each, 3 s were not enough there).
+    first = _submit(dsn, job, path, 120, 6.0)
     eventually(lambda: states(dsn).get("running", 0) >= 20, what="runs in flight", within=30)
 
     # The new release's migrate hook, while the earlier runners hold runs.
