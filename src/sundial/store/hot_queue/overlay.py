@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import functools
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
@@ -65,11 +67,20 @@ async def moves(client: Any, queues: Iterable[str]) -> tuple[str, ...] | None:
     names = sorted(set(queues))
     if client is None or not names:
         return ()
-    pipeline = client.pipeline(transaction=False)
-    for name in names:
-        pipeline.eval(script_text("moves"), 1, key_prefix(name))
+    text = script_text("moves")
+
+    async def each(call: str, script: str) -> list[Any]:
+        pipeline = client.pipeline(transaction=False)
+        for name in names:
+            getattr(pipeline, call)(script, 1, key_prefix(name))
+        return list(await pipeline.execute())
+
     try:
-        replies = await pipeline.execute()
+        try:
+            # Once a second per queue from the status mirror: the script's hash, not its text.
+            replies = await each("evalsha", _sha1(text))
+        except redis_errors.NoScriptError:  # a new or restarted server: EVAL caches it
+            replies = await each("eval", text)
     except (redis_errors.RedisError, OSError, TimeoutError) as error:
         _not_answered(error)
         return None
@@ -77,6 +88,11 @@ async def moves(client: Any, queues: Iterable[str]) -> tuple[str, ...] | None:
         f"{name}={reply.decode() if isinstance(reply, bytes) else reply}"
         for name, reply in zip(names, replies, strict=True)
     )
+
+
+@functools.cache
+def _sha1(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)
