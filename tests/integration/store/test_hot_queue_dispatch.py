@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
 from sundial.store import claims, errors, pool, reaper, releases, runs
 from sundial.store.hot_queue import HotQueue, outbox, reconciler
-from sundial.store.hot_queue.dispatch import HotDispatch
+from sundial.store.hot_queue.dispatch import LOST_KEPT_SECONDS, HotDispatch
 
 WORKER = "runner-1"
 
@@ -217,6 +217,43 @@ async def test_a_delayed_give_back_whose_write_failed_is_written_on_the_next_try
         assert given.states == {run_id: "retry_wait"} and not given.lost
         assert _state(store_dsn, run_id) == ("retry_wait", 1)
         assert dispatch.held == 0
+    finally:
+        await down.close()
+
+
+async def test_a_give_back_whose_caller_never_tried_again_is_forgotten_in_time(
+    store: pool.Pool, store_dsn: str, client: aioredis.Redis, make_job
+) -> None:
+    """A give-back call that failed part-way remembers the runs it did give back, so the
+    caller's next try hears "pending" for them rather than "lost"; a caller that never tries
+    again must not leave them in the runner's memory for good."""
+    job = make_job("job")
+    for _ in range(3):
+        await runs.submit(store, job)
+    down = await pool.open_pool(store_dsn, min_size=1, max_size=1)
+    try:
+        current = {"pool": store}
+        now = [0.0]
+        dispatch = HotDispatch(lambda: current["pool"], client, clock=lambda: now[0])
+        first, second, third = await _claim(dispatch, store, client)
+        async with down.connection() as conn:
+            backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
+        with psycopg.connect(store_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        current["pool"] = down
+        given_back = [releases.Release(run.id, run.attempt) for run in (first, second)]
+        delayed = releases.Release(third.id, third.attempt, 30.0, "circuit open")
+        with pytest.raises(errors.StoreUnavailableError):
+            await dispatch.release(WORKER, [*given_back, delayed])
+        current["pool"] = store
+
+        now[0] += 10
+        again = await dispatch.release(WORKER, [given_back[0]])
+        assert again.states == {first.id: "pending"} and not again.lost
+        now[0] += LOST_KEPT_SECONDS
+        late = await dispatch.release(WORKER, [given_back[1]])
+        assert not late.states and late.lost == {second.id}
+        assert not dispatch._given_back
     finally:
         await down.close()
 

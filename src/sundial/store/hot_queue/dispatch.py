@@ -84,9 +84,10 @@ class HotDispatch:
         #: under a newer epoch must not take its place here (that write would end the new
         #: attempt's lease and go in under its token). Kept ``LOST_KEPT_SECONDS``.
         self._lost: dict[tuple[int, int], float] = {}
-        #: Give-backs done, by (run, attempt), until a call reports them: a call that fails
-        #: part-way is repeated by the caller, which must not hear "lost" for those done.
-        self._given_back: dict[tuple[int, int], str] = {}
+        #: Give-backs done, by (run, attempt), with the state written and when, until a call
+        #: reports them: a call that fails part-way is repeated by the caller, which must not
+        #: hear "lost" for those done. Kept ``LOST_KEPT_SECONDS`` for a caller that gives up.
+        self._given_back: dict[tuple[int, int], tuple[str, float]] = {}
         self._forgets: collections.deque[tuple[float, HotQueue, list[int]]] = collections.deque()
 
     def _queue(self, name: str) -> HotQueue:
@@ -338,6 +339,8 @@ class HotDispatch:
         if not runs:
             return releases.ReleaseResult()
         # Runs given back by an earlier call that failed part-way are answered as they went.
+        horizon = self._clock() - LOST_KEPT_SECONDS
+        self._given_back = {k: done for k, done in self._given_back.items() if done[1] > horizon}
         todo = [r for r in runs if (r.run_id, r.attempt) not in self._given_back]
         by_queue: dict[HotQueue, list[releases.Release]] = collections.defaultdict(list)
         for run in todo:
@@ -353,15 +356,15 @@ class HotDispatch:
                     key = (run.run_id, run.attempt)
                     self._held.pop(key, None)
                     if still:
-                        self._given_back[key] = "pending"
+                        self._given_back[key] = ("pending", self._clock())
         later = [r for r in todo if r.delay_seconds > 0]
         if later:
             await self._defer(worker, later)
         states: dict[int, str] = {}
         for run in runs:
-            state = self._given_back.pop((run.run_id, run.attempt), None)
-            if state is not None:
-                states[run.run_id] = state
+            done = self._given_back.pop((run.run_id, run.attempt), None)
+            if done is not None:
+                states[run.run_id] = done[0]
         return releases.ReleaseResult(
             states=states, lost=frozenset(r.run_id for r in runs if r.run_id not in states)
         )
@@ -398,4 +401,4 @@ class HotDispatch:
             self._released.discard(key)
             self._held.pop(key, None)
             if run.run_id in written:
-                self._given_back[key] = written[run.run_id]
+                self._given_back[key] = (written[run.run_id], self._clock())
