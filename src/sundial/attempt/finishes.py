@@ -19,11 +19,22 @@ from sundial.api import error_text
 from sundial.scheduling import backoff, failures
 from sundial.store import claims
 
-__all__ = ["TIMEOUT_DETAIL", "cancelled", "crashed", "failed", "succeeded", "timed_out"]
+__all__ = [
+    "MAX_DETAIL_CHARS",
+    "TIMEOUT_DETAIL",
+    "cancelled",
+    "crashed",
+    "failed",
+    "succeeded",
+    "timed_out",
+]
 
 #: The ``failure_detail`` of an attempt that timed out (``runner.outcomes.FailureDetail.TIMEOUT``
 #: is this string).
 TIMEOUT_DETAIL = "Timeout"
+
+#: The longest ``failure_detail`` the store keeps (its column's check).
+MAX_DETAIL_CHARS = 64
 
 
 def succeeded(run: claims.ClaimedRun) -> claims.Finish:

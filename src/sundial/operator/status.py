@@ -85,18 +85,21 @@ def job_run_status(run: history.RunView, *, generation: int | None) -> dict[str,
 
     The Pod fields are written only while the run row knows its Pod: an archived run has no
     Pod columns, and a merge patch of this dict then leaves what an earlier pass wrote. A new
-    attempt's Pod clears the previous attempt's ``exitCode``. ``reason`` is the Pod's own
-    reason (OOMKilled, Evicted, ImagePullBackOff …) when a pod run did not succeed, else the
-    failure's detail (BadArgs, UnknownHandler …) if the runner gave one, else the failure class
-    of the failure table.
+    attempt's Pod clears the previous attempt's ``exitCode``. ``reason`` is the last failure's
+    detail: the runner's (BadArgs, UnknownHandler …) or the Pod's own reason (OOMKilled,
+    Evicted, ImagePullBackOff …), which the pod launcher keeps with the failure so a retry's
+    Pod does not change the word; ``Timeout`` for a timeout in either mode. Without a detail
+    it is the reason of a pod run's Pod that did not succeed, else the failure class of the
+    failure table.
     """
     duration = None
     if run.started_at is not None and run.finished_at is not None:
         duration = job_run.format_duration((run.finished_at - run.started_at).total_seconds())
-    reason = run.failure_detail or run.failure_reason
-    last_error = run.last_error
-    if run.pod_reason and run.state != RunState.COMPLETED:
+    reason = run.failure_detail
+    if not reason and run.pod_reason and run.state != RunState.COMPLETED:
         reason = run.pod_reason
+    reason = reason or run.failure_reason
+    last_error = run.last_error
     if run.state == RunState.PENDING and run.unclaimable_reason:
         # A run no live runner can claim says so, with what to change (store.runners).
         reason, last_error = conditions.ConditionReason.UNCLAIMABLE, run.unclaimable_reason

@@ -115,7 +115,8 @@ async def test_oom_killed_every_time_ends_dead_lettered_as_oom(
         row = await wait_state(pool, run_id, "dead_lettered", "failed", "completed")
 
     assert row["state"] == "dead_lettered"
-    assert (row["attempt"], row["failure_reason"]) == (3, "oom")
+    # The Pod's reason is kept as the failure's detail, which a retry's Pod does not clear.
+    assert (row["attempt"], row["failure_reason"], row["failure_detail"]) == (3, "oom", "OOMKilled")
     assert (row["retries_used"], row["oom_retries_used"]) == (0, 2)
     assert (row["pod_reason"], row["pod_exit_code"]) == ("OOMKilled", 137)
     assert "OOMKilled" in row["last_error"]

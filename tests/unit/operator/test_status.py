@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
 
@@ -294,10 +295,33 @@ def test_the_reason_is_the_failures_detail_when_the_runner_gave_one() -> None:
     assert status.job_run_status(bad_args, generation=1)["reason"] == "BadArgs"
     no_detail = history.RunView(15, "failed", 1, "permanent", "upstream failed", *[None] * 3)
     assert status.job_run_status(no_detail, generation=1)["reason"] == "permanent"
+    # A pod run's failure written before the launcher kept its Pod's reason as the detail.
     pod = history.RunView(
-        16, "dead_lettered", 3, "oom", None, None, None, None, "p", 137, "OOMKilled", "x"
+        16, "dead_lettered", 3, "oom", None, None, None, None, "p", 137, "OOMKilled"
     )
     assert status.job_run_status(pod, generation=1)["reason"] == "OOMKilled"
+
+
+def test_a_pod_runs_reason_is_one_word_through_its_retries() -> None:
+    """The launcher keeps the Pod's reason as the failure's detail: the retry's Pod, which
+    clears the run's Pod columns, does not turn ``OOMKilled`` into the class ``oom``, and a
+    timeout reads ``Timeout`` before and after, as a runner's does."""
+
+    def reason(state: str, attempt: int, cls: str, detail: str, pod_reason: str | None) -> str:
+        run = history.RunView(
+            17, state, attempt, cls, "x", None, None, None, f"p-{attempt}", None, pod_reason
+        )
+        run = dataclasses.replace(run, failure_detail=detail)
+        return status.job_run_status(run, generation=1)["reason"]
+
+    for cls, detail, pod_reason in (
+        ("oom", "OOMKilled", "OOMKilled"),
+        ("timeout", "Timeout", "DeadlineExceeded"),
+    ):
+        failed_attempt = reason("pending", 1, cls, detail, pod_reason)
+        retry_running = reason("running", 2, cls, detail, None)
+        ended = reason("dead_lettered", 2, cls, detail, pod_reason)
+        assert failed_attempt == retry_running == ended == detail
 
 
 def test_a_pending_run_no_runner_can_claim_says_why():

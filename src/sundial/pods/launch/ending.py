@@ -22,6 +22,16 @@ __all__ = ["Ending"]
 log = logging.getLogger("sundial.pod_launcher")
 
 
+def failure_detail(outcome: PodOutcome, verdict: failure_policy.Verdict) -> str | None:
+    """The failed attempt's detail: the Pod's own reason (OOMKilled, Evicted, ImagePullBackOff
+    ...), kept with the run's failure so the JobRun names it the same way once the retry's Pod
+    has replaced this one (which clears the run's Pod columns). A timeout is ``Timeout``
+    (``finishes``'s default), as a runner's timeout is."""
+    if verdict.failure == failures.FailureClass.TIMEOUT or not outcome.reason:
+        return None
+    return outcome.reason[: finishes.MAX_DETAIL_CHARS]
+
+
 class Ending(Phase):
     async def end(self, ended: Sequence[tuple[PodAttempt, PodOutcome]]) -> None:
         """Record each Pod's end on its run, decide it by the job's failure policy, and finish
@@ -58,7 +68,9 @@ class Ending(Phase):
                 error = outcome.describe()
                 if verdict.action:
                     error = f"{error} (failurePolicy: {verdict.action})"
-                result = finishes.failed(attempt.run, error, verdict.failure)
+                result = finishes.failed(
+                    attempt.run, error, verdict.failure, detail=failure_detail(outcome, verdict)
+                )
                 results.append((attempt, result, verdict))
             log.info(
                 "run %s attempt %s: Pod %s ended %s",
