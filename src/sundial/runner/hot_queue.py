@@ -11,13 +11,21 @@ database changed, finishes what it holds and exits 1 with the same message.
 
 Every runner on the hot queue relays (outbox to Redis): relays side by side take different
 entries (``SKIP LOCKED``), so the relay's throughput grows with the runners and no single
-process is a point of failure. A runner that maintains the store (``--maintenance``) also
-takes back expired leases and delivers again what Redis lost (``reconciler``).
+process is a point of failure. A relay that found the outbox empty does not look again every
+``RELAY_IDLE_SECONDS``: a transaction 50 times a second per runner cost an idle PostgreSQL
+about 15 ms of CPU per second per runner, and the runner 45 (docs/adr/0024-hot-queue-move.md).
+It waits to be woken (a NOTIFY of the runs' insert or the maintainer's promotion, which the
+runner's listener hears, or a finish of this runner that released dependents) and meanwhile
+looks again at intervals that double up to ``RELAY_IDLE_MAX_SECONDS``, the time a run made
+pending unannounced (released by a Pod run's finish, say) waits at most, as PostgreSQL's own
+claim loop polls. A runner that maintains the store (``--maintenance``) also takes back
+expired leases and delivers again what Redis lost (``reconciler``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +38,7 @@ __all__ = [
     "MODE_CHECK_SECONDS",
     "REDIS_ERRORS",
     "RELAY_BATCH",
+    "RELAY_IDLE_MAX_SECONDS",
     "RELAY_IDLE_SECONDS",
     "Relaying",
     "dispatch_for",
@@ -48,8 +57,12 @@ else:
 
 #: Outbox entries a relay moves per transaction.
 RELAY_BATCH = 1000
-#: How long a relay that found the outbox empty waits before looking again.
+#: How long a relay that moved less than a batch waits before looking again: what arrives
+#: meanwhile goes in the next transaction.
 RELAY_IDLE_SECONDS = 0.02
+#: The longest a relay that keeps finding the outbox empty waits between looks when nothing
+#: wakes it.
+RELAY_IDLE_MAX_SECONDS = 1.0
 #: How often a serving runner checks that the database's mode is still its own.
 MODE_CHECK_SECONDS = 5.0
 
@@ -84,21 +97,27 @@ class Relaying:
         *,
         delivered: Callable[[], None],
         on_connection: Callable[[BaseException | None], None],
+        woken: asyncio.Event | None = None,
     ) -> None:
         """``delivered`` is called after a relay made runs due (the runner claims at once);
-        ``on_connection`` gets each success (None) or outage, as the runner's other loops."""
+        ``on_connection`` gets each success (None) or outage, as the runner's other loops;
+        ``woken`` is set when runs may have become pending (the relay looks at once)."""
         self._pool = pool
         self._client = client
         self._delivered = delivered
+        self._woken = woken if woken is not None else asyncio.Event()
         self._on_connection = on_connection
         self._keeper = reconciler.Keeper(pool(), client)
 
     async def relay(self) -> None:
-        """Move outbox entries to Redis for ever: at once while there are some, then every
-        ``RELAY_IDLE_SECONDS``."""
+        """Move outbox entries to Redis for ever: at once while a pass fills its batch, after
+        ``RELAY_IDLE_SECONDS`` while passes find some, and once woken or after an interval
+        that doubles up to ``RELAY_IDLE_MAX_SECONDS`` while they find none."""
         retry = reconnect.Backoff("hot queue relay failed; retrying", logger=log)
         relay = outbox.Relay(self._pool(), self._client)
+        idle = RELAY_IDLE_SECONDS
         while True:
+            self._woken.clear()
             try:
                 moved = await relay.once(RELAY_BATCH)
                 retry.succeeded()
@@ -109,8 +128,16 @@ class Relaying:
                 continue
             if moved.delivered:
                 self._delivered()
-            if moved.runs < RELAY_BATCH:
-                await asyncio.sleep(RELAY_IDLE_SECONDS)
+            if moved.runs >= RELAY_BATCH:
+                idle = RELAY_IDLE_SECONDS
+                continue
+            await asyncio.sleep(RELAY_IDLE_SECONDS)
+            if moved.runs:
+                idle = RELAY_IDLE_SECONDS
+                continue
+            idle = min(idle * 2, RELAY_IDLE_MAX_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), idle - RELAY_IDLE_SECONDS)
 
     async def maintain_once(self) -> tuple[int, int]:
         """Take back expired leases (recorded as lost, then reaped) and, at most every

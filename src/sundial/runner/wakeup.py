@@ -27,10 +27,21 @@ log = logging.getLogger("sundial.runner.wakeup")
 
 
 class Listener:
-    def __init__(self, dsn: str, queues: Collection[str], wake: asyncio.Event) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        queues: Collection[str],
+        wake: asyncio.Event,
+        *,
+        announced: asyncio.Event | None = None,
+    ) -> None:
+        """``wake`` is set by notifications for ``queues`` (or every queue); ``announced``, if
+        given, by every notification, whatever its queue (the hot queue's relay moves them
+        all)."""
         self._dsn = dsn
         self._queues = frozenset(queues)
         self._wake = wake
+        self._announced = announced
         self.connected = False
 
     async def run(self) -> None:
@@ -48,9 +59,13 @@ class Listener:
                     self.connected = True
                     retry.succeeded()
                     self._wake.set()  # whatever was announced while we were away
+                    if self._announced is not None:
+                        self._announced.set()
                     async for notify in conn.notifies():
                         if not notify.payload or notify.payload in self._queues:
                             self._wake.set()
+                        if self._announced is not None:
+                            self._announced.set()
             except reconnect.ERRORS as error:
                 await asyncio.sleep(retry.failed(error))
             finally:

@@ -273,6 +273,8 @@ class Worker:
         stop = shutdown.Shutdown()
         stop.install()
         self._wake = asyncio.Event()
+        #: Set when runs may have become pending in PostgreSQL: the hot queue's relay looks.
+        self._relay_woken = asyncio.Event()
         #: Where each model's next claim starts in each namespace, while claims fill up.
         self._floors = {model: claims.ClaimFloors() for model in self.models}
         self._gathering = {
@@ -309,6 +311,7 @@ class Worker:
                     on_connection=self.connection,
                     linger_seconds=self.settings.finish_linger_seconds,
                     max_batch=self.settings.finish_max_batch,
+                    released_dependents=self._relay_woken.set,
                 )
                 beats = heartbeats.Heartbeats(
                     self.pool,
@@ -318,7 +321,12 @@ class Worker:
                     beats=_still_held,
                     extend=self.dispatch.heartbeat,
                 )
-                listener = wakeup.Listener(self.settings.dsn, self.settings.queues, self._wake)
+                listener = wakeup.Listener(
+                    self.settings.dsn,
+                    self.settings.queues,
+                    self._wake,
+                    announced=self._relay_woken,
+                )
                 background = [
                     asyncio.create_task(self.finisher.run(), name="finisher"),
                     asyncio.create_task(
@@ -347,6 +355,7 @@ class Worker:
                         self._redis,
                         delivered=self._wake.set,
                         on_connection=self.connection,
+                        woken=self._relay_woken,
                     )
                     background.append(
                         asyncio.create_task(self._relaying.relay(), name="hot-queue-relay")

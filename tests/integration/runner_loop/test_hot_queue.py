@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import pathlib
+import random
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,8 +27,10 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from sundial.localdev.redis_server import ThrowawayRedis, throwaway_redis
+from sundial.runner import hot_queue
 from sundial.store import pool as store_pool
 from sundial.store import runs
 from sundial.store.hot_queue import member, outbox
@@ -308,3 +313,108 @@ def test_a_serving_runner_stops_claiming_when_the_database_is_switched_away_from
     # Claimed from PostgreSQL, its finish is written. Claimed from Redis, it is refused: the
     # switch off moved every pending run to a newer epoch, and PostgreSQL's claim runs it again.
     assert run_row(dsn, held)["state"] == ("completed" if switched_to == "on" else "pending")
+
+
+def _started_after(dsn: str, run_id: int, since_sql: str) -> float:
+    """Seconds from ``since_sql`` (an expression over the run ``r`` and its upstream ``u``) to
+    the run's start, once it completed."""
+    eventually(lambda: run_row(dsn, run_id)["state"] == "completed", what=f"run {run_id}")
+    ((seconds,),) = _column(
+        dsn,
+        "SELECT extract(epoch FROM r.started_at - " + since_sql + ")::float8"
+        " FROM job_runs r LEFT JOIN job_run_deps d ON d.run_id = r.id"
+        " LEFT JOIN job_runs u ON u.id = d.depends_on"
+        f" WHERE r.id = {int(run_id)}",
+    )
+    return float(seconds)  # type: ignore[arg-type]
+
+
+def test_an_idle_runner_starts_a_submitted_run_and_a_released_dependent_at_once(
+    hot: str, redis_url: str, runners: Runners
+) -> None:
+    """An idle relay waits to be woken instead of reading the outbox 50 times a second: by the
+    NOTIFY of a submission, and by its runner's finish that released a dependent. Either still
+    starts the run at once, not after the relay's longest idle interval (1 s): unwoken, each
+    wait below would be anywhere in that second (the pauses vary so that they do not keep in
+    step with the relay's)."""
+    job = create_job(hot, "loop.noop")
+    sleeper = create_job(hot, "loop.sleep")
+    runners.start(hot, "--hot-queue-url", redis_url)
+    (warm,) = submit(hot, job)
+    eventually(lambda: run_row(hot, warm)["state"] == "completed", what="the first run")
+
+    submitted = []
+    for _ in range(5):
+        time.sleep(3 + random.random())  # idle: the relay's interval has grown to its longest
+        (run_id,) = submit(hot, job)
+        submitted.append(_started_after(hot, run_id, "r.created_at"))
+
+    async def chain() -> int:
+        pool = await store_pool.open_pool(hot, min_size=1, max_size=1)
+        try:
+            upstream = await runs.submit(pool, sleeper, args={"seconds": 3 + random.random()})
+            downstream = await runs.submit(pool, job, depends_on=[upstream.run_id])
+            return downstream.run_id
+        finally:
+            await pool.close()
+
+    released = _started_after(hot, asyncio.run(chain()), "u.finished_at")
+    assert max(submitted) < 0.4 and released < 0.4, (submitted, released)
+
+
+async def test_an_idle_relay_looks_seldom_and_at_once_when_woken(
+    hot: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay's own loop, in this process against the real stores: idle, it reads the
+    outbox about once a second (it did 50 times); woken, it delivers at once; never woken, a
+    run still reaches Redis within its longest interval."""
+    passes: list[float] = []
+    looked = asyncio.Event()
+    real_once = outbox.Relay.once
+
+    async def counted(self: outbox.Relay, limit: int = 1000) -> outbox.Relayed:
+        moved = await real_once(self, limit)
+        passes.append(time.monotonic())
+        looked.set()
+        return moved
+
+    monkeypatch.setattr(outbox.Relay, "once", counted)
+    pool = await store_pool.open_pool(hot, min_size=1, max_size=2)
+    client = aioredis.Redis.from_url(redis_url)
+    woken = asyncio.Event()
+    relaying = hot_queue.Relaying(
+        lambda: pool, client, delivered=lambda: None, on_connection=lambda _: None, woken=woken
+    )
+    task = asyncio.create_task(relaying.relay())
+    job = create_job(hot, "loop.noop")
+    due = "{sundial:default}:due:default"
+
+    async def delivered_within(run_id: int, seconds: float) -> float:
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            if await client.zscore(due, member(run_id)) is not None:
+                return time.monotonic() - started
+            await asyncio.sleep(0.005)
+        raise AssertionError(f"run {run_id} not in Redis within {seconds} s")
+
+    try:
+        await asyncio.sleep(3.0)
+        idle_since = len(passes)
+        await asyncio.sleep(3.0)
+        assert len(passes) - idle_since <= 4  # 150 at one look per 20 ms
+
+        # Just after a look, the next unwoken one is a second away: woken, it comes at once.
+        looked.clear()
+        await looked.wait()
+        (woken_run,) = await asyncio.to_thread(submit, hot, job)
+        woken.set()
+        assert await delivered_within(woken_run, 0.5) < 0.3
+
+        (unannounced,) = await asyncio.to_thread(submit, hot, job)
+        await delivered_within(unannounced, 2.5)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await client.aclose()
+        await pool.close()
