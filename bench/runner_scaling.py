@@ -19,8 +19,13 @@ runners given ``--hot-queue-url``): the runs' insert writes their outbox entries
 as the insert is not), the runners' relays move them to Redis, and Redis's own CPU and the
 primary's WAL per job are printed beside PostgreSQL's CPU.
 
+With ``--statements`` PostgreSQL loads pg_stat_statements, and each leg also prints where its
+time went: the statements that took most of it (top-level and nested, so a function's own
+statements show inside its call), with calls, rows and execution time per job. Execution time
+is not CPU (it counts waits), but it says which step to look at.
+
     .venv/bin/python bench/runner_scaling.py [--jobs 40000] [--processes 1,2,4] [--quick]
-        [--hot-queue]
+        [--hot-queue] [--statements]
 """
 
 from __future__ import annotations
@@ -52,9 +57,14 @@ def leg(
     processes: int,
     concurrency: int,
     hot: ThrowawayRedis | None = None,
+    statements: bool = False,
 ) -> dict[str, float]:
     name = f"scaling_{processes}" + ("_hot" if hot is not None else "")
     dsn = stack.create_database(server, name)  # type: ignore[arg-type]
+    if statements:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            conn.execute("SELECT pg_stat_statements_reset()")
     job = stack.create_job(dsn, "noop", "bench.noop")
     extra: list[str] = []
     redis_cpu = 0.0
@@ -137,6 +147,8 @@ def leg(
                 " extract(epoch FROM max(finished_at) - min(started_at))::float8 FROM job_runs"
             ).fetchone()
             assert row is not None and row[0] == jobs and row[1] == 1, row
+            if statements:
+                _print_statements(conn, name, jobs)
     finally:
         group.stop_all()
     return {
@@ -146,6 +158,31 @@ def leg(
         "redis_us": redis_cpu / jobs * 1e6,
         "wal_bytes": wal / jobs,
     }
+
+
+def _print_statements(
+    conn: psycopg.Connection[tuple[object, ...]], name: str, jobs: int, top: int = 8
+) -> None:
+    """The statements of this leg's database that took the most execution time."""
+    rows = conn.execute(
+        r"""
+        SELECT calls, rows, total_exec_time,
+               left(regexp_replace(regexp_replace(query, '--[^\n]*', '', 'g'), '\s+', ' ', 'g'),
+                    90)
+        FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND query NOT ILIKE '%%pg_stat_statements%%'
+        ORDER BY total_exec_time DESC
+        LIMIT %s
+        """,
+        (top,),
+    ).fetchall()
+    print(f"  {name}: the statements that took most of PostgreSQL's execution time")
+    for calls, returned, total_ms, query in rows:
+        per_job = float(total_ms) * 1000 / jobs  # type: ignore[arg-type]
+        print(
+            f"    {per_job:6.1f} µs/job {calls:>7} calls {returned:>7} rows  {str(query).strip()}"
+        )
 
 
 def raw_ceiling(server: object, jobs: int, batch: int) -> float | None:
@@ -167,13 +204,23 @@ def main() -> int:
         action="store_true",
         help="each process count on PostgreSQL alone and with the Redis hot queue",
     )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="print each leg's costliest statements (pg_stat_statements)",
+    )
     options = parser.parse_args()
     if options.quick:
         options.jobs = 20_000
     rows = []
     load_before = stack.load_average()
     modes = ["postgresql", "hot queue"] if options.hot_queue else ["postgresql"]
-    with stack.throwaway() as server, contextlib.ExitStack() as stop:
+    settings = (
+        {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"}
+        if options.statements
+        else None
+    )
+    with stack.throwaway(extra_settings=settings) as server, contextlib.ExitStack() as stop:
         hot = stop.enter_context(throwaway_redis()) if options.hot_queue else None
         raw = raw_ceiling(server, options.jobs, 500)
         for processes in (int(p) for p in options.processes.split(",")):
@@ -184,6 +231,7 @@ def main() -> int:
                     processes,
                     options.concurrency,
                     hot if mode == "hot queue" else None,
+                    options.statements,
                 )
                 total = figures["runner_us"] + figures["postgres_us"] + figures["redis_us"]
                 rows.append(
@@ -209,6 +257,7 @@ def main() -> int:
         f"reproduce: .venv/bin/python bench/runner_scaling.py --jobs {options.jobs} "
         f"--processes {options.processes} --concurrency {options.concurrency}"
         + (" --hot-queue" if options.hot_queue else "")
+        + (" --statements" if options.statements else "")
     )
     return 0
 
