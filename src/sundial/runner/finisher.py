@@ -46,11 +46,7 @@ class Finisher:
         on_connection: Callable[[BaseException | None], None],
         linger_seconds: float = 0.002,
         max_batch: int = 1000,
-        released_dependents: Callable[[], None] | None = None,
     ) -> None:
-        """``released_dependents`` is called after a write that changed the state of a
-        finished run's dependents (made them pending, or ended them with it)."""
-        self._released_dependents = released_dependents
         self._store = store
         self._worker = worker
         self._metrics = runner_metrics
@@ -104,8 +100,6 @@ class Finisher:
                 if finished:
                     done = await self._store.finish(self._worker, finishes)
                     self._settle(finished, done.lost, retry.failures > 0)
-                    if done.released and self._released_dependents is not None:
-                        self._released_dependents()
                     finished = []
                 if released:
                     answer = await self._store.release(self._worker, release_list)

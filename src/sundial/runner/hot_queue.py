@@ -14,12 +14,12 @@ entries (``SKIP LOCKED``), so the relay's throughput grows with the runners and 
 process is a point of failure. A relay that found the outbox empty does not look again every
 ``RELAY_IDLE_SECONDS``: a transaction 50 times a second per runner cost an idle PostgreSQL
 about 15 ms of CPU per second per runner, and the runner 45 (docs/adr/0024-hot-queue-move.md).
-It waits to be woken (a NOTIFY of the runs' insert or the maintainer's promotion, which the
-runner's listener hears, or a finish of this runner that released dependents) and meanwhile
-looks again at intervals that double up to ``RELAY_IDLE_MAX_SECONDS``, the time a run made
-pending unannounced (released by a Pod run's finish, say) waits at most, as PostgreSQL's own
-claim loop polls. A runner that maintains the store (``--maintenance``) also takes back
-expired leases and delivers again what Redis lost (``reconciler``).
+It waits to be woken by a NOTIFY the runner's listener hears (the runs' insert, the
+maintainer's promotion, a finish that released dependents: ``claims.announce_released``) and
+meanwhile looks again at intervals that double up to ``RELAY_IDLE_MAX_SECONDS``, the time a run
+made pending unannounced waits at most, as PostgreSQL's own claim loop polls. A runner that
+maintains the store (``--maintenance``) also takes back expired leases and delivers again what
+Redis lost (``reconciler``).
 """
 
 from __future__ import annotations

@@ -311,7 +311,6 @@ class Worker:
                     on_connection=self.connection,
                     linger_seconds=self.settings.finish_linger_seconds,
                     max_batch=self.settings.finish_max_batch,
-                    released_dependents=self._relay_woken.set,
                 )
                 beats = heartbeats.Heartbeats(
                     self.pool,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
+import psycopg
 import pytest
 
 from sundial.attempt import finishes
-from sundial.store import claims, errors, runs
+from sundial.store import claims, errors, reaper, runs
 from sundial.store import pool as store_pool
 
 
@@ -179,3 +181,44 @@ async def test_a_released_child_ages_from_its_release_not_its_submission(
     fresh = (await runs.submit(pool, high)).run_id
     order = [r.id for r in await claims.claim(pool, "w", limit=5)]
     assert order == [fresh, child]
+
+
+async def test_a_finish_that_releases_a_dependent_wakes_the_runners(
+    store_dsn: str, job: uuid.UUID
+) -> None:
+    """Runners listen on the wake-up channel: a finish that made a dependent pending notifies
+    it (the dependent starts at once, not at the next poll); one that released none, or only
+    into a wait, does not."""
+    pool = await store_pool.open_pool(store_dsn, max_size=2)
+    listener = await psycopg.AsyncConnection.connect(store_dsn, autocommit=True)
+    try:
+        await listener.execute(f"LISTEN {reaper.WAKEUP_CHANNEL}")
+
+        async def heard() -> list[str]:
+            payloads = []
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    async for notify in listener.notifies():
+                        payloads.append(notify.payload)
+            return payloads
+
+        lone = (await runs.submit(pool, job)).run_id
+        top = (await runs.submit(pool, job)).run_id
+        later = (await runs.submit(pool, job, depends_on=[top], delay_seconds=3600)).run_id
+        await heard()  # the submissions' own notifications
+        held = await claim_ids(pool, "w")
+        done = await claims.finish(pool, "w", [finishes.succeeded(held[lone])])
+        assert done.released == {} and await heard() == []
+        done = await claims.finish(pool, "w", [finishes.succeeded(held[top])])
+        assert done.released == {later: "scheduled"} and await heard() == []
+
+        parent = (await runs.submit(pool, job)).run_id
+        child = (await runs.submit(pool, job, depends_on=[parent])).run_id
+        await heard()
+        (claimed,) = (await claim_ids(pool, "w")).values()
+        done = await claims.finish(pool, "w", [finishes.succeeded(claimed)])
+        assert done.released == {child: "pending"}
+        assert await heard() == [""]  # every queue
+    finally:
+        await listener.close()
+        await pool.close()

@@ -63,4 +63,6 @@ async def record(
     async with pool.connection() as conn:
         cursor = await conn.execute(queries.get("finish_hot"), params)
         rows = await cursor.fetchall()
-    return claims.finish_result(outcomes, rows)
+        result = claims.finish_result(outcomes, rows)
+        await claims.announce_released(conn, result)
+    return result
