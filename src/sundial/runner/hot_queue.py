@@ -13,7 +13,7 @@ Every runner on the hot queue relays (outbox to Redis): relays side by side take
 entries (``SKIP LOCKED``), so the relay's throughput grows with the runners and no single
 process is a point of failure. A relay that found the outbox empty does not look again every
 ``RELAY_IDLE_SECONDS``: a transaction 50 times a second per runner cost an idle PostgreSQL
-about 15 ms of CPU per second per runner, and the runner 45 (docs/adr/0024-hot-queue-move.md).
+11-19 ms of CPU per second per runner, and the runner 42-60 (docs/adr/0024-hot-queue-move.md).
 It waits to be woken by a NOTIFY the runner's listener hears (the runs' insert, the
 maintainer's promotion, a finish that released dependents: ``claims.announce_released``) and
 meanwhile looks again at intervals that double up to ``RELAY_IDLE_MAX_SECONDS``, the time a run
