@@ -33,9 +33,8 @@ from typing import Any, NamedTuple
 import psycopg
 
 from sundial.scheduling import failures
-from sundial.store import queries
+from sundial.store import queries, reaper
 from sundial.store.pool import Connection, Pool
-from sundial.store.reaper import WAKEUP_CHANNEL
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
@@ -341,7 +340,7 @@ async def announce_released(conn: Connection, result: FinishResult) -> None:
     than leave them to their next poll, up to a second later for each step of a chain. One
     NOTIFY, only after a finish that released some."""
     if any(state == "pending" for state in result.released.values()):
-        await conn.execute("SELECT pg_notify(%s, '')", (WAKEUP_CHANNEL,))
+        await reaper.announce(conn)
 
 
 def finish_parameters(worker: str, outcomes: Sequence[Finish]) -> dict[str, Any]:

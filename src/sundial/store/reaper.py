@@ -25,7 +25,7 @@ from sundial.scheduling import run_state
 from sundial.store import attempts, dependencies, queries
 from sundial.store.pool import Connection, Pool
 
-__all__ = ["WAKEUP_CHANNEL", "ReapResult", "promote_due", "reap"]
+__all__ = ["WAKEUP_CHANNEL", "ReapResult", "announce", "promote_due", "reap"]
 
 #: The channel runners LISTEN on (migration 0020); an empty payload wakes every queue.
 WAKEUP_CHANNEL = "sundial_runs"
@@ -65,7 +65,7 @@ async def reap(pool: Pool, *, limit: int = 1000) -> ReapResult:
         await dependencies.fail_dependents(conn, doomed)
         await attempts.record(conn, history)
         if requeued:
-            await _announce(conn)
+            await announce(conn)
     return ReapResult(requeued=frozenset(requeued), ended=ended)
 
 
@@ -77,7 +77,7 @@ async def promote_due(pool: Pool, *, limit: int = 10_000) -> int:
         promoted = cursor.rowcount
         promoted += await _promote_keyed(conn, limit)
         if promoted > 0:
-            await _announce(conn)
+            await announce(conn)
         return promoted
 
 
@@ -93,5 +93,6 @@ async def _promote_keyed(conn: Connection, limit: int) -> int:
         return cursor.rowcount
 
 
-async def _announce(conn: Connection) -> None:
+async def announce(conn: Connection) -> None:
+    """Wake every runner listening on ``WAKEUP_CHANNEL`` (the empty payload: every queue)."""
     await conn.execute("SELECT pg_notify(%s, '')", (WAKEUP_CHANNEL,))
